@@ -1,0 +1,69 @@
+"""Retriever names -> instances: built-ins, `module:Class` paths and entry points.
+
+A package can register retrievers under the entry-point group `dialogbench.retrievers`;
+`--retrievers mypkg.memory:MyRetriever` works without registering.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from importlib.metadata import entry_points
+
+from dialogbench.retrieval.base import BatchRetriever, Retriever, as_batch
+from dialogbench.retrieval.baselines import (
+    BrokenOracle,
+    OffsetOracle,
+    OracleRetriever,
+    RandomPositionOracle,
+    RandomRetriever,
+    RecencyRetriever,
+    RecencyUserRetriever,
+)
+from dialogbench.retrieval.bm25 import BM25Retriever
+
+ENTRY_POINT_GROUP = "dialogbench.retrievers"
+
+BUILTINS: dict[str, Callable[[int, int], BatchRetriever]] = {
+    "random": lambda seed, offset: RandomRetriever(seed),
+    "recency": lambda seed, offset: RecencyRetriever(),
+    "recency-user": lambda seed, offset: RecencyUserRetriever(),
+    "bm25": lambda seed, offset: BM25Retriever(),
+    "oracle": lambda seed, offset: OracleRetriever(),
+    "offset-permuted": lambda seed, offset: OffsetOracle(offset),
+    "position-randomized": lambda seed, offset: RandomPositionOracle(seed),
+    "broken-oracle": lambda seed, offset: BrokenOracle(),
+}
+CONTROLS = ("offset-permuted", "position-randomized", "broken-oracle")
+DEFAULT_RETRIEVERS = tuple(BUILTINS)
+
+
+def resolve(name: str, *, seed: int = 0, offset: int = 50) -> BatchRetriever:
+    """Build the retriever called `name`: a built-in, an entry point, or `module:Class`."""
+    if name in BUILTINS:
+        return BUILTINS[name](seed, offset)
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == name:
+            return _instantiate(ep.load(), name)
+    if ":" in name:
+        module, _, attr = name.partition(":")
+        try:
+            obj = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as e:
+            raise ValueError(f"cannot load retriever {name!r}: {e}") from None
+        return _instantiate(obj, name)
+    known = ", ".join(BUILTINS)
+    raise ValueError(
+        f"unknown retriever {name!r}; use one of {known}, an entry point in "
+        f"'{ENTRY_POINT_GROUP}', or a class path like 'mypkg.memory:MyRetriever'"
+    )
+
+
+def _instantiate(obj: object, name: str) -> BatchRetriever:
+    instance = obj() if isinstance(obj, type) else obj
+    if not isinstance(instance, (Retriever, BatchRetriever)):
+        raise ValueError(
+            f"{name!r} is not a retriever: give it a `name` and either "
+            "retrieve(history, probe, k) or rank(subject, probes, depth)"
+        )
+    return as_batch(instance)

@@ -1,0 +1,22 @@
+"""Statistics: bootstrap intervals and metric definitions."""
+
+from dialogbench.stats.bootstrap import Estimate, bootstrap_means
+from dialogbench.stats.metrics import (
+    best_rank,
+    hit_at,
+    metric_table,
+    random_hit_expectation,
+    recall_at,
+    reciprocal_rank,
+)
+
+__all__ = [
+    "Estimate",
+    "best_rank",
+    "bootstrap_means",
+    "hit_at",
+    "metric_table",
+    "random_hit_expectation",
+    "recall_at",
+    "reciprocal_rank",
+]

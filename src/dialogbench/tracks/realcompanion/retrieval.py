@@ -1,0 +1,234 @@
+"""Retrieval track (RealCompanion, "Locating distant evidence").
+
+For every probe with at least one reference, each retriever ranks the messages before
+the probe; we score whether the references come back (hit@k, MRR, recall@k), overall and
+by stratum, tier, category and distance, each with a bootstrap interval. The broken
+oracle control must score 0: the track says so loudly when it does not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from dialogbench.data.model import Dataset
+from dialogbench.report.run import Manifest, RunDir, dataset_info
+from dialogbench.retrieval.base import Probe, build_probes
+from dialogbench.retrieval.registry import DEFAULT_RETRIEVERS, resolve
+from dialogbench.stats.bootstrap import Estimate, bootstrap_means
+from dialogbench.stats.metrics import metric_table, random_hit_expectation
+
+TRACK = "retrieval"
+DISTANCE_BUCKETS = ((1, 3), (4, 10), (11, 100), (101, 1000), (1001, None))
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """What to run: retrievers, cut-offs and how to draw intervals."""
+
+    retrievers: tuple[str, ...] = DEFAULT_RETRIEVERS
+    ks: tuple[int, ...] = (1, 5, 10)
+    seed: int = 0
+    n_boot: int = 2000
+    cluster: Literal["item", "subject"] = "item"
+    offset: int = 50
+
+    @property
+    def depth(self) -> int:
+        return max(self.ks)
+
+
+@dataclass
+class RetrievalResult:
+    """The track's figures as written to the run folder."""
+
+    summary: dict[str, dict[str, Estimate]]
+    breakdown: dict[str, dict[str, dict[str, dict[str, Estimate]]]]
+    distance: dict[str, dict[str, float]]
+    warnings: list[str] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)
+
+
+Progress = Callable[[str, int, int], None]
+
+
+def scoreable_probes(dataset: Dataset) -> tuple[list[Probe], dict[str, int]]:
+    """Probes that have references, and counts of those left out by kind."""
+    kept: list[Probe] = []
+    skipped: dict[str, int] = {}
+    for subject in dataset.subjects:
+        for p in build_probes(subject):
+            if p.reference_positions:
+                kept.append(p)
+            else:
+                key = f"{p.kind} probes without references"
+                skipped[key] = skipped.get(key, 0) + 1
+    return kept, skipped
+
+
+def run_retrieval(
+    dataset: Dataset,
+    out: Path,
+    config: RetrievalConfig = RetrievalConfig(),
+    progress: Progress | None = None,
+) -> RetrievalResult:
+    """Run every configured retriever, write the run folder and return the figures."""
+    probes, skipped = scoreable_probes(dataset)
+    if not probes:
+        raise ValueError(
+            f"dataset {dataset.name!r} has no probe with references: the retrieval track "
+            "needs chat items with reference_ids or questions with evidence_ids"
+        )
+    run = RunDir(out)
+    manifest = Manifest(
+        track=TRACK,
+        dataset=dataset_info(dataset),
+        config=asdict(config),
+        seed=config.seed,
+        warnings=list(dataset.warnings),
+    )
+    done = run.begin(manifest)
+    by_subject: dict[str, list[Probe]] = {}
+    for p in probes:
+        by_subject.setdefault(p.subject_id, []).append(p)
+    subjects = {s.id: s for s in dataset.subjects}
+    for r_index, name in enumerate(config.retrievers):
+        if name in done:
+            continue
+        retriever = resolve(name, seed=config.seed, offset=config.offset)
+        rows: list[dict[str, Any]] = []
+        for s_index, (sid, group) in enumerate(by_subject.items()):
+            if progress:
+                progress(name, r_index * len(by_subject) + s_index, len(config.retrievers) * len(by_subject))
+            subject = subjects[sid]
+            ranking = retriever.rank(subject, group, config.depth)
+            ids = [m.id for m in subject.messages]
+            for i, p in enumerate(group):
+                rows.append(_item_row(name, p, ids, ranking.top[i], ranking.ref_ranks[i]))
+        run.write_part(name, rows)
+    if progress:
+        progress("summary", 1, 1)
+    result = summarise(run, probes, config)
+    result.skipped = skipped
+    result.warnings = list(dataset.warnings) + result.warnings
+    run.finish(
+        config.retrievers,
+        {
+            "summary.json": _dump(result.summary),
+            "breakdown.json": _dump(result.breakdown),
+            "distance.json": result.distance,
+            "warnings.json": {"warnings": result.warnings, "skipped": skipped},
+        },
+    )
+    return result
+
+
+def _item_row(
+    retriever: str, p: Probe, ids: Sequence[str], top: np.ndarray, ranks: np.ndarray
+) -> dict[str, Any]:
+    refs = p.reference_positions
+    return {
+        "retriever": retriever,
+        "subject": p.subject_id,
+        "probe": p.id,
+        "kind": p.kind,
+        **p.labels,
+        "candidates": p.cutoff,
+        "references": [ids[r] for r in refs],
+        "ranks": [None if np.isinf(x) else int(x) for x in ranks[: len(refs)]],
+        "top": [ids[t] for t in top if t >= 0],
+        "nearest": p.cutoff - max(refs),
+        "furthest": p.cutoff - min(refs),
+    }
+
+
+def _bucket(distance: int) -> str:
+    for lo, hi in DISTANCE_BUCKETS:
+        if hi is None or distance <= hi:
+            return f"{lo}+" if hi is None else f"{lo}-{hi}"
+    raise AssertionError("unreachable")
+
+
+def summarise(run: RunDir, probes: Sequence[Probe], config: RetrievalConfig) -> RetrievalResult:
+    """Figures from the stored parts: one paired bootstrap over all retrievers per group."""
+    n = len(probes)
+    rank_width = max(len(p.reference_positions) for p in probes)
+    columns: list[tuple[str, str]] = []
+    values: list[np.ndarray] = []
+    warnings: list[str] = []
+    for name in config.retrievers:
+        rows = run.read_part(name)
+        ranks = np.full((n, rank_width), np.nan)
+        for i, row in enumerate(rows):
+            ranks[i, : len(row["ranks"])] = [np.inf if r is None else r for r in row["ranks"]]
+        for metric, v in metric_table(ranks, config.ks).items():
+            columns.append((name, metric))
+            values.append(v)
+        if name == "random":
+            cand = np.array([p.cutoff for p in probes], dtype=float)
+            m = np.array([len(p.reference_positions) for p in probes], dtype=float)
+            for k in config.ks:
+                columns.append((name, f"expected hit@{k}"))
+                values.append(random_hit_expectation(cand, m, k))
+    matrix = np.column_stack(values)
+    clusters = [p.subject_id for p in probes] if config.cluster == "subject" else None
+
+    def estimate(mask: np.ndarray) -> dict[str, dict[str, Estimate]]:
+        sub_clusters = None if clusters is None else [c for c, k in zip(clusters, mask) if k]
+        ests = bootstrap_means(matrix[mask], sub_clusters, n_boot=config.n_boot, seed=config.seed)
+        table: dict[str, dict[str, Estimate]] = {}
+        for (name, metric), e in zip(columns, ests, strict=True):
+            table.setdefault(name, {})[metric] = e
+        return table
+
+    summary = estimate(np.ones(n, dtype=bool))
+    facets: dict[str, list[str]] = {"kind": [p.kind for p in probes]}
+    for key in ("stratum", "tier", "category"):
+        labels = [p.labels.get(key, "") for p in probes]
+        if any(labels):
+            facets[key] = labels
+    nearest = np.array([p.cutoff - max(p.reference_positions) for p in probes])
+    furthest = np.array([p.cutoff - min(p.reference_positions) for p in probes])
+    facets["nearest distance"] = [_bucket(int(d)) for d in nearest]
+    breakdown: dict[str, dict[str, dict[str, dict[str, Estimate]]]] = {}
+    distance: dict[str, dict[str, float]] = {"all": _distance_stats(nearest, furthest)}
+    for facet, labels in facets.items():
+        arr = np.array(labels)
+        for level in sorted(set(labels) - {""}):
+            mask = arr == level
+            for name, metrics in estimate(mask).items():
+                breakdown.setdefault(name, {}).setdefault(facet, {})[level] = metrics
+            if facet != "nearest distance":
+                distance[f"{facet}={level}"] = _distance_stats(nearest[mask], furthest[mask])
+    if "broken-oracle" in summary:
+        for metric, e in summary["broken-oracle"].items():
+            if metric.startswith("hit@") and e.value > 0:
+                warnings.append(
+                    f"CONTROL FAILED: broken-oracle {metric} = {e.value:.4f}, expected 0. "
+                    "Another item's references should never find this item's: check for "
+                    "duplicate items or references shared between items."
+                )
+    return RetrievalResult(summary=summary, breakdown=breakdown, distance=distance,
+                           warnings=warnings)
+
+
+def _distance_stats(nearest: np.ndarray, furthest: np.ndarray) -> dict[str, float]:
+    """How many messages back the nearest and furthest references sit."""
+    out: dict[str, float] = {"n": float(len(nearest))}
+    for name, d in (("nearest", nearest), ("furthest", furthest)):
+        out[f"{name} median"] = float(np.median(d))
+        out[f"{name} p75"] = float(np.percentile(d, 75))
+        out[f"{name} max"] = float(d.max())
+    return out
+
+
+def _dump(tree: Any) -> Any:
+    if isinstance(tree, Estimate):
+        return tree.model_dump()
+    if isinstance(tree, dict):
+        return {k: _dump(v) for k, v in tree.items()}
+    return tree
