@@ -81,9 +81,11 @@ def write_jsonl(path: Path, rows: Iterable[BaseModel | dict[str, Any]]) -> None:
     """Write one JSON object per line (pydantic models dumped without defaults' noise)."""
     with path.open("w", encoding="utf-8") as f:
         for row in rows:
-            data = row.model_dump(mode="json", exclude_defaults=True) if isinstance(
-                row, BaseModel
-            ) else row
+            data = (
+                row.model_dump(mode="json", exclude_defaults=True)
+                if isinstance(row, BaseModel)
+                else row
+            )
             f.write(json.dumps(data, ensure_ascii=False) + "\n")
 
 

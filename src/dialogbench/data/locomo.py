@@ -60,8 +60,13 @@ def load_locomo(path: Path) -> Dataset:
 
 def _require(path: Path, obj: dict[str, Any], key: str, record: str) -> Any:
     if key not in obj:
-        raise DataError(path, "required field is missing", record=record, field=key,
-                        fix=f"add '{key}'; is this LoCoMo's locomo10.json?")
+        raise DataError(
+            path,
+            "required field is missing",
+            record=record,
+            field=key,
+            fix=f"add '{key}'; is this LoCoMo's locomo10.json?",
+        )
     return obj[key]
 
 
@@ -80,9 +85,7 @@ def _load_sample(path: Path, index: int, sample: Any, warnings: list[str]) -> Su
     record = f"sample {index} ({sid})"
     conv = _require(path, sample, "conversation", record)
     speakers = [conv.get("speaker_a"), conv.get("speaker_b")]
-    sessions = sorted(
-        (int(m.group(1)), key) for key in conv if (m := _SESSION.fullmatch(key))
-    )
+    sessions = sorted((int(m.group(1)), key) for key in conv if (m := _SESSION.fullmatch(key)))
     messages: list[Message] = []
     for number, key in sessions:
         when = _parse_when(str(conv.get(f"{key}_date_time", "")))
@@ -108,8 +111,13 @@ def _load_sample(path: Path, index: int, sample: Any, warnings: list[str]) -> Su
         qrec = f"{record}, qa[{q_index}]"
         category = int(_require(path, qa, "category", qrec))
         if category not in CATEGORIES:
-            raise DataError(path, f"unknown category {category}", record=qrec, field="category",
-                            fix=f"expected one of {sorted(CATEGORIES)}")
+            raise DataError(
+                path,
+                f"unknown category {category}",
+                record=qrec,
+                field="category",
+                fix=f"expected one of {sorted(CATEGORIES)}",
+            )
         answerable = category != 5
         answer = qa.get("answer") if answerable else qa.get("adversarial_answer", qa.get("answer"))
         qid = f"{sid}-q{q_index}"

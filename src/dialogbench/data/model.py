@@ -88,6 +88,7 @@ class Question(_Record):
         default=None,
         description="asked after this message; None means after the last message",
     )
+    asked_at: datetime | None = Field(default=None, description="when the question is asked")
 
 
 class Subject(_Record):

@@ -1,13 +1,13 @@
 """The native release format: one folder per subject (see docs/release-format.md).
 
-    DATASET/
-      dataset.json              optional: name, licence, description
-      <subject id>/
-        conversation.jsonl      one message per line, in order
-        profile.json            {"claims": [...]}          optional
-        persona.json            {"entries": [...]}         optional
-        chat.jsonl              one chat item per line      optional
-        questions.jsonl         one question per line       optional
+DATASET/
+  dataset.json              optional: name, licence, description
+  <subject id>/
+    conversation.jsonl      one message per line, in order
+    profile.json            {"claims": [...]}          optional
+    persona.json            {"entries": [...]}         optional
+    chat.jsonl              one chat item per line      optional
+    questions.jsonl         one question per line       optional
 """
 
 from __future__ import annotations
@@ -50,7 +50,9 @@ def load_release(path: Path, name: str | None = None) -> Dataset:
     """Load and validate a release folder (or one subject folder)."""
     path = Path(path)
     if not path.is_dir():
-        raise DataError(path, "not a folder", fix="point at a release folder (docs/release-format.md)")
+        raise DataError(
+            path, "not a folder", fix="point at a release folder (docs/release-format.md)"
+        )
     if (path / CONVERSATION).exists():
         subject_dirs = [path]
     else:
@@ -210,7 +212,8 @@ def check_subject(
                 path, record = locate("questions", i)
                 raise DataError(
                     path,
-                    f"evidence '{ref}' comes after the point the question is asked ('{q.after_id}')",
+                    f"evidence '{ref}' comes after the point the question is asked "
+                    f"('{q.after_id}')",
                     record=record,
                     field="evidence_ids",
                     fix="move 'after_id' later or correct the evidence",

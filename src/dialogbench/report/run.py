@@ -1,9 +1,9 @@
 """A run folder: manifest, resumable parts, items and summary.
 
-    RUN_DIR/manifest.json    what produced the run (dataset sha256, config, seed, versions)
-    RUN_DIR/parts/*.jsonl    finished units of work; a rerun with the same manifest keeps them
-    RUN_DIR/items.jsonl      one record per scored unit, joined from the parts
-    RUN_DIR/summary.json     headline figures with intervals
+RUN_DIR/manifest.json    what produced the run (dataset sha256, config, seed, versions)
+RUN_DIR/parts/*.jsonl    finished units of work; a rerun with the same manifest keeps them
+RUN_DIR/items.jsonl      one record per scored unit, joined from the parts
+RUN_DIR/summary.json     headline figures with intervals
 """
 
 from __future__ import annotations
@@ -49,13 +49,10 @@ class Manifest(BaseModel):
 
     def identity(self) -> dict[str, Any]:
         """The fields that must match for a rerun to reuse finished parts."""
-        return {
-            "track": self.track,
-            "dataset": self.dataset.sha256,
-            "config": self.config,
-            "seed": self.seed,
-            "package_version": self.package_version,
-        }
+        data = self.model_dump(mode="json", include={"track", "config", "seed",
+                                                     "package_version"})
+        data["dataset"] = self.dataset.sha256
+        return json.loads(json.dumps(data))  # tuples and lists compare alike
 
 
 def dataset_info(dataset: Dataset) -> DatasetInfo:

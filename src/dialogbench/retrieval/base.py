@@ -100,8 +100,9 @@ def concat_rankings(parts: Sequence[Rankings], depth: int) -> Rankings:
         top=np.concatenate([p.top for p in parts]),
         ref_ranks=np.concatenate(
             [
-                np.pad(p.ref_ranks, ((0, 0), (0, width - p.ref_ranks.shape[1])),
-                       constant_values=np.nan)
+                np.pad(
+                    p.ref_ranks, ((0, 0), (0, width - p.ref_ranks.shape[1])), constant_values=np.nan
+                )
                 for p in parts
             ]
         ),

@@ -64,8 +64,9 @@ class ScoreRetriever:
         step = max(1, _MAX_CELLS // max(1, n))
         return concat_rankings(
             [
-                rank_scores(self.scores(subject, probes[lo : lo + step]), probes[lo : lo + step],
-                            depth)
+                rank_scores(
+                    self.scores(subject, probes[lo : lo + step]), probes[lo : lo + step], depth
+                )
                 for lo in range(0, len(probes), step)
             ],
             depth,

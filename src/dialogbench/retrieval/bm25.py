@@ -146,8 +146,9 @@ def rank_sparse(scores: sp.csr_matrix, probes: Sequence[Probe], depth: int) -> R
     rank_of[order] = np.arange(len(order)) - indptr[rows[order]] + 1
     slot = indptr[:-1, None] + np.arange(depth)[None, :]
     inside = slot < indptr[1:, None]
-    top = np.where(inside, cols[order[np.minimum(slot, max(len(order) - 1, 0))]]
-                   if len(order) else -1, -1).astype(np.int64)
+    top = np.where(
+        inside, cols[order[np.minimum(slot, max(len(order) - 1, 0))]] if len(order) else -1, -1
+    ).astype(np.int64)
     refs = reference_matrix(probes)
     keys = rows * n_cols + cols  # ascending: csr rows in order, columns sorted
     want = np.arange(n_rows)[:, None] * n_cols + np.maximum(refs, 0)
@@ -187,8 +188,6 @@ def rank_blocks(
     while lo < len(probes):
         base = work[lo - 1] if lo else 0
         hi = max(lo + 1, int(np.searchsorted(work, base + _MAX_ENTRIES, side="right")))
-        parts.append(
-            rank_sparse(index.score(queries[lo:hi], cutoffs[lo:hi]), probes[lo:hi], depth)
-        )
+        parts.append(rank_sparse(index.score(queries[lo:hi], cutoffs[lo:hi]), probes[lo:hi], depth))
         lo = hi
     return concat_rankings(parts, depth)

@@ -40,8 +40,10 @@ def bootstrap_means(
         v = v[:, None]
     n_items, n_metrics = v.shape
     if n_items == 0:
-        return [Estimate(value=float("nan"), ci_low=float("nan"), ci_high=float("nan"), n=0)
-                for _ in range(n_metrics)]
+        return [
+            Estimate(value=float("nan"), ci_low=float("nan"), ci_high=float("nan"), n=0)
+            for _ in range(n_metrics)
+        ]
     present = ~np.isnan(v)
     filled = np.where(present, v, 0.0)
     if clusters is None:

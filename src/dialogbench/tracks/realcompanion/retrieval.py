@@ -77,6 +77,9 @@ def run_retrieval(
     progress: Progress | None = None,
 ) -> RetrievalResult:
     """Run every configured retriever, write the run folder and return the figures."""
+    retrievers = {
+        name: resolve(name, seed=config.seed, offset=config.offset) for name in config.retrievers
+    }  # fail on a bad name before any work
     probes, skipped = scoreable_probes(dataset)
     if not probes:
         raise ValueError(
@@ -99,11 +102,15 @@ def run_retrieval(
     for r_index, name in enumerate(config.retrievers):
         if name in done:
             continue
-        retriever = resolve(name, seed=config.seed, offset=config.offset)
+        retriever = retrievers[name]
         rows: list[dict[str, Any]] = []
         for s_index, (sid, group) in enumerate(by_subject.items()):
             if progress:
-                progress(name, r_index * len(by_subject) + s_index, len(config.retrievers) * len(by_subject))
+                progress(
+                    name,
+                    r_index * len(by_subject) + s_index,
+                    len(config.retrievers) * len(by_subject),
+                )
             subject = subjects[sid]
             ranking = retriever.rank(subject, group, config.depth)
             ids = [m.id for m in subject.messages]
@@ -175,11 +182,11 @@ def summarise(run: RunDir, probes: Sequence[Probe], config: RetrievalConfig) -> 
                 columns.append((name, f"expected hit@{k}"))
                 values.append(random_hit_expectation(cand, m, k))
     matrix = np.column_stack(values)
-    clusters = [p.subject_id for p in probes] if config.cluster == "subject" else None
+    clusters = np.array([p.subject_id for p in probes]) if config.cluster == "subject" else None
 
     def estimate(mask: np.ndarray) -> dict[str, dict[str, Estimate]]:
-        sub_clusters = None if clusters is None else [c for c, k in zip(clusters, mask) if k]
-        ests = bootstrap_means(matrix[mask], sub_clusters, n_boot=config.n_boot, seed=config.seed)
+        sub = None if clusters is None else clusters[mask]
+        ests = bootstrap_means(matrix[mask], sub, n_boot=config.n_boot, seed=config.seed)
         table: dict[str, dict[str, Estimate]] = {}
         for (name, metric), e in zip(columns, ests, strict=True):
             table.setdefault(name, {})[metric] = e
@@ -212,8 +219,9 @@ def summarise(run: RunDir, probes: Sequence[Probe], config: RetrievalConfig) -> 
                     "Another item's references should never find this item's: check for "
                     "duplicate items or references shared between items."
                 )
-    return RetrievalResult(summary=summary, breakdown=breakdown, distance=distance,
-                           warnings=warnings)
+    return RetrievalResult(
+        summary=summary, breakdown=breakdown, distance=distance, warnings=warnings
+    )
 
 
 def _distance_stats(nearest: np.ndarray, furthest: np.ndarray) -> dict[str, float]:

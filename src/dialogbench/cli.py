@@ -1,0 +1,252 @@
+"""The `dialogbench` command line."""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import fields
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from dialogbench.data.download import DownloadError, download
+from dialogbench.data.errors import DataError
+from dialogbench.data.generic import FIELD_HELP, ImportConfig, flag, import_chat_export
+from dialogbench.data.registry import REGISTRY, load_dataset, locate
+from dialogbench.data.release import write_release
+from dialogbench.report.table import summary_table
+from dialogbench.retrieval.registry import DEFAULT_RETRIEVERS
+from dialogbench.tracks.realcompanion.retrieval import RetrievalConfig, run_retrieval
+
+app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False)
+run_app = typer.Typer(help="Run a benchmark track.", no_args_is_help=True)
+data_app = typer.Typer(help="List, download, validate and import datasets.", no_args_is_help=True)
+app.add_typer(run_app, name="run")
+app.add_typer(data_app, name="data")
+_WIDE = None if os.isatty(1) else 160  # tables stay readable when piped or logged
+console = Console(width=_WIDE)
+err = Console(stderr=True, soft_wrap=True)
+
+
+@contextmanager
+def friendly_errors() -> Iterator[None]:
+    """Bad input and failed downloads end the command with a message, not a traceback."""
+    try:
+        yield
+    except (DataError, DownloadError, ValueError) as e:
+        err.print(Text.assemble(("error: ", "bold red"), str(e)))
+        raise typer.Exit(2) from None
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+@run_app.command("retrieval")
+def run_retrieval_cmd(
+    dataset: Annotated[str, typer.Option(help="sample, a dataset name, or a path")] = "sample",
+    out: Annotated[Path, typer.Option(help="run folder")] = Path("runs/retrieval"),
+    retrievers: Annotated[
+        str, typer.Option(help="comma-separated names or module:Class paths")
+    ] = ",".join(DEFAULT_RETRIEVERS),
+    k: Annotated[str, typer.Option(help="cut-offs for hit@k and recall@k")] = "1,5,10",
+    seed: int = 0,
+    n_boot: Annotated[int, typer.Option(help="bootstrap resamples")] = 2000,
+    cluster: Annotated[str, typer.Option(help="resample 'item's or whole 'subject's")] = "item",
+    offset: Annotated[int, typer.Option(help="shift of the offset-permuted control")] = 50,
+) -> None:
+    """Rank earlier messages for every probe and score hit@k, MRR and recall@k."""
+    with friendly_errors():
+        if cluster not in ("item", "subject"):
+            raise ValueError("--cluster must be 'item' or 'subject'")
+        config = RetrievalConfig(
+            retrievers=tuple(_csv(retrievers)),
+            ks=tuple(sorted(int(x) for x in _csv(k))),
+            seed=seed,
+            n_boot=n_boot,
+            cluster="subject" if cluster == "subject" else "item",
+            offset=offset,
+        )
+        _retrieval(dataset, out, config)
+
+
+def _retrieval(dataset_name: str, out: Path, config: RetrievalConfig) -> None:
+    ds = load_dataset(dataset_name)
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(f"retrieval on {ds.name}", total=None)
+
+        def progress(what: str, done: int, total: int) -> None:
+            bar.update(
+                task, description=f"retrieval on {ds.name}: {what}", completed=done, total=total
+            )
+
+        result = run_retrieval(ds, out, config, progress)
+    metrics = [*(f"hit@{k}" for k in config.ks), "mrr", f"recall@{config.depth}"]
+    console.print(
+        summary_table(f"Retrieval on {ds.name} (95% bootstrap intervals)", result.summary, metrics)
+    )
+    chance = result.summary.get("random", {})
+    if f"expected hit@{config.depth}" in chance:
+        expected = ", ".join(f"hit@{k} {chance[f'expected hit@{k}'].value:.3f}" for k in config.ks)
+        console.print(
+            f"random: chance level given each probe's candidates and references: {expected}"
+        )
+    for what, count in result.skipped.items():
+        console.print(f"left out: {count} {what}")
+    if ds.warnings:
+        console.print(
+            f"[yellow]{len(ds.warnings)} data warnings[/] (listed in {out}/warnings.json)"
+        )
+    for w in result.warnings:
+        if w.startswith("CONTROL FAILED"):
+            console.print(Text(w, style="bold red"))
+    console.print(f"wrote {out}/manifest.json, items.jsonl, summary.json, breakdown.json")
+
+
+@app.command()
+def quickstart(
+    out: Annotated[Path, typer.Option(help="folder for the runs")] = Path("runs/quickstart"),
+) -> None:
+    """The retrieval track on the built-in sample, and on LoCoMo when it is on this machine."""
+    with friendly_errors():
+        _retrieval("sample", out / "sample", RetrievalConfig())
+        if locate(REGISTRY["locomo"]) is not None:
+            _retrieval("locomo", out / "locomo", RetrievalConfig())
+        else:
+            console.print(
+                "LoCoMo is not on this machine: set DIALOGBENCH_DATA or run "
+                "`dialogbench data download locomo` to include it."
+            )
+
+
+@data_app.command("list")
+def data_list() -> None:
+    """Datasets dialogbench knows, and whether each is on this machine."""
+    from rich.table import Table
+
+    table = Table(title="Datasets", title_justify="left")
+    for col in ("name", "here", "carries", "licence", "description"):
+        table.add_column(col)
+    table.add_row(
+        "sample",
+        "built in",
+        "conversation, chat items, questions, profile, persona",
+        "CC0-1.0",
+        "two subjects written for dialogbench",
+    )
+    for spec in REGISTRY.values():
+        where = locate(spec)
+        here = str(where) if where else ("manual download" if spec.manual else "no")
+        table.add_row(spec.name, here, spec.carries, spec.licence, spec.description)
+    console.print(table)
+    console.print(
+        "Any other data: a release folder (docs/release-format.md) or `dialogbench data import`."
+    )
+
+
+@data_app.command("download")
+def data_download(
+    name: str,
+    dest: Annotated[Path | None, typer.Option(help="folder (default: the data home)")] = None,
+) -> None:
+    """Download a public dataset from its home and check its sha256."""
+    with friendly_errors():
+        if name not in REGISTRY:
+            raise ValueError(f"unknown dataset {name!r}; known: {', '.join(REGISTRY)}")
+        folder = download(REGISTRY[name], dest)
+        console.print(f"{name}: verified files in {folder}")
+
+
+@data_app.command("validate")
+def data_validate(path: str) -> None:
+    """Load a dataset (name or path) and report what it holds, or the first problem found."""
+    with friendly_errors():
+        ds = load_dataset(path)
+        n_msg = sum(len(s.messages) for s in ds.subjects)
+        n_chat = sum(len(s.chat_items) for s in ds.subjects)
+        n_q = sum(len(s.questions) for s in ds.subjects)
+        n_prof = sum(len(s.profile) for s in ds.subjects)
+        n_pers = sum(len(s.persona) for s in ds.subjects)
+        console.print(
+            f"{ds.name}: valid. {len(ds.subjects)} subjects, {n_msg} messages, {n_chat} chat "
+            f"items, {n_q} questions, {n_prof} profile claims, {n_pers} persona entries; "
+            f"sha256 {ds.sha256}"
+        )
+        for w in ds.warnings:
+            console.print(Text.assemble(("warning: ", "yellow"), w))
+
+
+def _import_command() -> Callable[..., None]:
+    """`data import`, with one option per `ImportConfig` field (`text_field` -> --text-field)."""
+    params = [
+        inspect.Parameter(
+            "path",
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            annotation=Annotated[Path, typer.Argument(help="the export file")],
+        ),
+        inspect.Parameter(
+            "out",
+            inspect.Parameter.KEYWORD_ONLY,
+            annotation=Annotated[Path, typer.Option(help="release folder to write")],
+        ),
+    ]
+    tuples = {f.name for f in fields(ImportConfig) if "tuple" in str(f.type)}
+    for f in fields(ImportConfig):
+        is_tuple = f.name in tuples
+        kind: Any = str | None if is_tuple or "None" in str(f.type) else str
+        if f.type in ("bool", bool):
+            kind = bool
+        default = ",".join(f.default) if isinstance(f.default, tuple) else f.default
+        what = FIELD_HELP.get(f.name, "")
+        what = f"key of the {what}" if f.name.endswith("_field") else what
+        extra = " (comma-separated)" if is_tuple else ""
+        params.append(
+            inspect.Parameter(
+                f.name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=default,
+                annotation=Annotated[kind, typer.Option(flag(f.name), help=what + extra)],
+            )
+        )
+
+    def command(path: Path, out: Path, **options: Any) -> None:
+        """Convert another chat export into the release format, naming its fields."""
+        with friendly_errors():
+            for name, value in options.items():
+                if value == "":
+                    options[name] = None  # --answer-field "" : the export has none
+                elif name in tuples and value is not None:
+                    options[name] = tuple(_csv(value))
+            ds = import_chat_export(path, ImportConfig(**options))
+            write_release(ds, out)
+            n_msg = sum(len(s.messages) for s in ds.subjects)
+            console.print(
+                f"wrote {len(ds.subjects)} conversations, {n_msg} messages to {out}; "
+                f"run it with --dataset {out}"
+            )
+            for w in ds.warnings:
+                console.print(Text.assemble(("warning: ", "yellow"), w))
+
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    return command
+
+
+data_app.command("import")(_import_command())
+
+
+def main() -> None:  # pragma: no cover
+    os.environ.setdefault("PYTHONIOENCODING", "utf-8")
+    app()

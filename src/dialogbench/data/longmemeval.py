@@ -1,0 +1,216 @@
+"""LongMemEval (Wu et al., ICLR 2025): one question over its own haystack of chat sessions.
+
+A file (`longmemeval_s.json`, `_m`, `_oracle` or a cleaned variant) is a list of instances
+`{question_id, question_type, question, answer, question_date, haystack_session_ids,
+haystack_dates, haystack_sessions, answer_session_ids}`. Each instance becomes one subject
+(id = question_id) whose conversation is its haystack sessions flattened in the file's
+order (sorted by date in `_s` and `_m`, not in `_oracle`). Turn `t` (0-based) of session
+`S` gets the id `"S:t"`; a session id repeated within an instance gets `"~2"`, `"~3"` ...
+appended to its later copies, with a warning. Roles are LongMemEval's own (the user is
+the person under study, speaker `user`; the assistant is speaker `assistant`).
+
+Each subject holds one question: category = question_type; ids ending in `_abs` are
+abstention questions (`answerable=False`); evidence = the turns flagged `has_answer`.
+Where no turn is flagged, evidence falls back to every user turn of the answer sessions
+and a warning names the question. `question_date` becomes `Question.asked_at`; session
+dates such as `"2023/05/20 (Sat) 02:21"` become message
+timestamps (None, with a warning, where unparseable).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from dialogbench.data.errors import DataError
+from dialogbench.data.io import read_json, sha256_file
+from dialogbench.data.model import Dataset, Message, Question, Role, Subject
+from dialogbench.data.release import check_subject
+
+REQUIRED = (
+    "question_id",
+    "question_type",
+    "question",
+    "answer",
+    "haystack_session_ids",
+    "haystack_dates",
+    "haystack_sessions",
+    "answer_session_ids",
+)
+ROLES: tuple[Role, ...] = ("user", "assistant")
+_WEEKDAY = re.compile(r"\s*\([A-Za-z]{2,9}\.?\)\s*")
+_FORMATS = ("%Y/%m/%d %H:%M", "%Y/%m/%d %H:%M:%S", "%Y/%m/%d", "%Y-%m-%d %H:%M", "%Y-%m-%d")
+
+
+def load_longmemeval(path: Path) -> Dataset:
+    """Load a LongMemEval file (or a folder holding exactly one `longmemeval*.json`)."""
+    path = _resolve(Path(path))
+    raw = read_json(path)
+    if not isinstance(raw, list):
+        raise DataError(path, f"expected a list of instances, found {type(raw).__name__}",
+                        fix="pass a LongMemEval file such as longmemeval_s.json")
+    warnings: list[str] = []
+    subjects: list[Subject] = []
+    first: dict[str, int] = {}
+    for index, instance in enumerate(raw):
+        subject = _load_instance(path, index, instance, warnings)
+        if subject.id in first:
+            raise DataError(path, f"question_id '{subject.id}' is already instance "
+                            f"{first[subject.id]}", record=f"instance {index}", field="question_id",
+                            fix="give every instance a unique question_id")
+        first[subject.id] = index
+        subjects.append(subject)
+    return Dataset(
+        name="longmemeval",
+        subjects=subjects,
+        sha256=sha256_file(path),
+        source=str(path),
+        warnings=warnings,
+        licence="MIT",
+    )
+
+
+def _resolve(path: Path) -> Path:
+    if not path.is_dir():
+        return path
+    found = sorted(path.glob("longmemeval*.json"))
+    if len(found) != 1:
+        names = ", ".join(p.name for p in found) or "none"
+        raise DataError(path, f"expected one longmemeval*.json in the folder, found {names}",
+                        fix="pass the file itself, e.g. longmemeval_s.json")
+    return found[0]
+
+
+def parse_date(text: Any) -> datetime | None:
+    """Parse a LongMemEval date like `2023/05/20 (Sat) 02:21`; None if it cannot be read."""
+    if not isinstance(text, str):
+        return None
+    cleaned = _WEEKDAY.sub(" ", text).strip()
+    for fmt in _FORMATS:
+        try:
+            return datetime.strptime(cleaned, fmt)
+        except ValueError:
+            continue
+    try:
+        return datetime.fromisoformat(cleaned)
+    except ValueError:
+        return None
+
+
+def _load_instance(path: Path, index: int, inst: Any, warnings: list[str]) -> Subject:
+    record = f"instance {index}"
+    if not isinstance(inst, dict):
+        raise DataError(path, f"expected an object, found {type(inst).__name__}",
+                        record=record, fix="each list item must be one LongMemEval instance")
+    if "question_id" in inst:
+        record = f"instance {index} ({inst['question_id']})"
+    for key in REQUIRED:
+        if key not in inst:
+            raise DataError(path, "required field is missing", record=record, field=key,
+                            fix=f"add '{key}'; is this a LongMemEval file?")
+    qid = str(inst["question_id"])
+    sessions = _list(path, record, inst, "haystack_sessions")
+    n = len(sessions)
+    session_ids = [str(s) for s in _list(path, record, inst, "haystack_session_ids", n)]
+    dates = _list(path, record, inst, "haystack_dates", n)
+    unique_ids = _dedupe(session_ids, qid, warnings)
+
+    messages: list[Message] = []
+    flagged: list[str] = []
+    user_turns: dict[str, list[str]] = {}
+    unparsed = 0
+    rows = zip(session_ids, unique_ids, dates, sessions, strict=True)
+    for s, (given_id, sid, when_text, turns) in enumerate(rows):
+        when = parse_date(when_text)
+        unparsed += when is None
+        if not isinstance(turns, list):
+            raise DataError(path, f"expected a list of turns, found {type(turns).__name__}",
+                            record=record, field=f"haystack_sessions[{s}]",
+                            fix="each session must be a list of {role, content} turns")
+        for t, turn in enumerate(turns):
+            msg = _turn(path, record, f"haystack_sessions[{s}][{t}]", turn, sid, t, when,
+                        len(messages))
+            messages.append(msg)
+            if turn.get("has_answer") is True:
+                flagged.append(msg.id)
+            if msg.role == "user":
+                user_turns.setdefault(given_id, []).append(msg.id)
+    if not messages:
+        raise DataError(path, "the haystack has no turns", record=record,
+                        field="haystack_sessions", fix="add at least one session with turns")
+    if unparsed:
+        warnings.append(f"{qid}: {unparsed} of {n} session dates could not be parsed; "
+                        "their timestamps are empty")
+
+    evidence = flagged
+    if not evidence:
+        answer_sessions = [str(a) for a in _list(path, record, inst, "answer_session_ids")]
+        evidence = [m for a in answer_sessions for m in user_turns.get(a, [])]
+        warnings.append(f"{qid}: no turn is flagged has_answer; evidence falls back to the "
+                        f"{len(evidence)} user turns of answer sessions {answer_sessions}")
+    answer = inst["answer"]
+    question = Question(
+        id=qid,
+        category=str(inst["question_type"]),
+        text=str(inst["question"]),
+        answer=None if answer is None else str(answer),
+        evidence_ids=evidence,
+        answerable=not qid.endswith("_abs"),
+        asked_at=parse_date(inst.get("question_date")),
+    )
+    subject = Subject(id=qid, messages=messages, questions=[question], speakers=["user"])
+    check_subject(subject)
+    return subject
+
+
+def _list(path: Path, record: str, inst: dict[str, Any], key: str,
+          length: int | None = None) -> list[Any]:
+    value = inst[key]
+    if not isinstance(value, list):
+        raise DataError(path, f"expected a list, found {type(value).__name__}", record=record,
+                        field=key, fix=f"make '{key}' a list")
+    if length is not None and len(value) != length:
+        raise DataError(path, f"has {len(value)} items but haystack_sessions has {length}",
+                        record=record, field=key,
+                        fix="give one entry per haystack session, in the same order")
+    return value
+
+
+def _dedupe(session_ids: list[str], qid: str, warnings: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for sid in session_ids:
+        seen[sid] = seen.get(sid, 0) + 1
+        if seen[sid] > 1:
+            warnings.append(f"{qid}: session id '{sid}' repeats; copy {seen[sid]} is "
+                            f"'{sid}~{seen[sid]}'")
+            sid = f"{sid}~{seen[sid]}"
+        out.append(sid)
+    return out
+
+
+def _turn(path: Path, record: str, field: str, turn: Any, sid: str, t: int,
+          when: datetime | None, position: int) -> Message:
+    if not isinstance(turn, dict):
+        raise DataError(path, f"expected an object, found {type(turn).__name__}", record=record,
+                        field=field, fix="each turn must be {role, content}")
+    role = turn.get("role")
+    if role not in ROLES:
+        raise DataError(path, f"role is {role!r}", record=record, field=f"{field}.role",
+                        fix="set role to 'user' or 'assistant'")
+    content = turn.get("content")
+    if not isinstance(content, str):
+        problem = "required field is missing" if "content" not in turn else "content is not text"
+        raise DataError(path, problem, record=record, field=f"{field}.content",
+                        fix="give every turn its text under 'content'")
+    return Message(
+        id=f"{sid}:{t}",
+        position=position,
+        speaker=role,
+        role=role,
+        text=content,
+        timestamp=when,
+        session=sid,
+    )

@@ -1,0 +1,33 @@
+"""Rich tables of a run's headline figures."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from rich.table import Table
+
+from dialogbench.stats.bootstrap import Estimate
+
+
+def fmt(e: Estimate) -> str:
+    """`0.456 [0.434, 0.478]`."""
+    return f"{e.value:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}]"
+
+
+def summary_table(
+    title: str,
+    summary: Mapping[str, Mapping[str, Estimate]],
+    metrics: Sequence[str],
+    row_label: str = "retriever",
+) -> Table:
+    """One row per system, one column per metric, each cell a value with its interval."""
+    table = Table(title=title, title_justify="left")
+    table.add_column(row_label, style="bold")
+    for m in metrics:
+        table.add_column(m, justify="right")
+    table.add_column("n", justify="right")
+    for name, row in summary.items():
+        cells = [fmt(row[m]) if m in row else "" for m in metrics]
+        n = next(iter(row.values())).n if row else 0
+        table.add_row(name, *cells, str(n))
+    return table

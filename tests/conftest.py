@@ -1,0 +1,29 @@
+"""Shared fixtures: the public corpora under $DIALOGBENCH_DATA, skipped when absent."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+
+def shared_data(name: str) -> Path:
+    """The folder of a public corpus, or skip the test saying how to provide it."""
+    root = os.environ.get("DIALOGBENCH_DATA")
+    if not root:
+        pytest.skip("DIALOGBENCH_DATA is not set; point it at the public corpora to run this test")
+    folder = Path(root) / name
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is missing; DIALOGBENCH_DATA should hold {name}/")
+    return folder
+
+
+@pytest.fixture
+def locomo_dir() -> Path:
+    return shared_data("locomo")
+
+
+@pytest.fixture
+def memorybank_dir() -> Path:
+    return shared_data("memorybank")

@@ -1,0 +1,265 @@
+"""Generic chat-export importer: fixtures in two layouts, release round trip, errors."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from dialogbench.data.errors import DataError
+from dialogbench.data.generic import ImportConfig, import_chat_export
+from dialogbench.data.io import sha256_file
+from dialogbench.data.model import Dataset
+from dialogbench.data.release import load_release, write_release
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+JSONL = FIXTURES / "chat_export.jsonl"
+NESTED = FIXTURES / "chat_export_nested.json"
+
+JSONL_CONFIG = ImportConfig(
+    rows="turns",
+    id_field="thread",
+    turn_id_field="msg_id",
+    text_field="content",
+    speaker_field="author",
+    timestamp_field="ts",
+    user_speakers=("maya", "sam"),
+)
+NESTED_CONFIG = ImportConfig(
+    conversations_field="conversations",
+    id_field="conv_id",
+    body_field="dialogue",
+    session_keys=True,
+    session_time_suffix="_date_time",
+    text_field="says",
+    speaker_field="who",
+    turn_id_field="turn",
+    questions_field="qa",
+    question_field="q",
+    answer_field="a",
+    category_field="type",
+    unanswerable_categories=("adversarial",),
+    name="nested-demo",
+    licence="CC0",
+)
+
+
+def test_jsonl_turns() -> None:
+    ds = import_chat_export(JSONL, JSONL_CONFIG)
+    assert ds.name == "chat_export" and ds.sha256 == sha256_file(JSONL)
+    maya, sam = ds.subjects
+    assert (maya.id, sam.id) == ("t-100", "t-200")
+    assert [m.id for m in maya.messages] == ["m1", "m2", "m4"]
+    assert [m.position for m in maya.messages] == [0, 1, 2]
+    assert [m.role for m in maya.messages] == ["user", "assistant", "user"]
+    assert maya.speakers == ["maya"] and sam.speakers == ["sam"]
+    assert maya.messages[0].timestamp == datetime(2024, 3, 1, 8, 55)
+    assert sam.messages[0].timestamp == datetime(2024, 3, 2, 15, 0, tzinfo=UTC)
+    assert sam.messages[1].timestamp is None
+    assert ds.warnings == []
+
+
+def test_nested_sessions_and_questions() -> None:
+    ds = import_chat_export(NESTED, NESTED_CONFIG)
+    assert ds.name == "nested-demo" and ds.licence == "CC0"
+    alpha, beta = ds.subjects
+    assert [m.id for m in alpha.messages] == ["A1.1", "A1.2", "A1.3", "A2.1", "A2.2"]
+    assert [m.session for m in alpha.messages] == ["session_1"] * 3 + ["session_2"] * 2
+    assert alpha.messages[3].timestamp == datetime(2023, 5, 15, 18, 30)
+    assert alpha.speakers == ["Ana", "Ben"]
+    q0, q1, q2 = alpha.questions
+    assert (q0.id, q0.category, q0.answer, q0.evidence_ids) == (
+        "alpha-q0", "single-hop", "1:58", ["A2.2"])
+    assert q1.evidence_ids == ["A1.3", "A2.2"]
+    assert q2.answer is None and not q2.answerable
+    assert beta.questions[0].evidence_ids == ["B1.1"]
+
+
+@pytest.mark.parametrize(("path", "config"), [(JSONL, JSONL_CONFIG), (NESTED, NESTED_CONFIG)])
+def test_release_round_trip(tmp_path: Path, path: Path, config: ImportConfig) -> None:
+    ds = import_chat_export(path, config)
+    write_release(ds, tmp_path / "release")
+    back = load_release(tmp_path / "release")
+    assert back.name == ds.name and back.licence == ds.licence
+    assert back.subjects == ds.subjects
+
+
+def _write(tmp_path: Path, name: str, data: object) -> Path:
+    path = tmp_path / name
+    if name.endswith(".jsonl"):
+        assert isinstance(data, list)
+        path.write_text("".join(json.dumps(row) + "\n" for row in data), encoding="utf-8")
+    else:
+        path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_generated_ids_and_top_level_list(tmp_path: Path) -> None:
+    data = [{"turns": [{"speaker": "a", "text": "hi"}, {"speaker": "b", "text": "yo"}]},
+            {"turns": [{"speaker": "a", "text": 42}]}]
+    ds = import_chat_export(_write(tmp_path, "x.json", data), ImportConfig())
+    assert [s.id for s in ds.subjects] == ["conversation-0", "conversation-1"]
+    assert [m.id for m in ds.subjects[0].messages] == ["t0", "t1"]
+    assert ds.subjects[1].messages[0].text == "42"
+    assert all(m.role == "user" for s in ds.subjects for m in s.messages)
+
+
+def test_generated_session_ids(tmp_path: Path) -> None:
+    data = {"session_2": [{"speaker": "a", "text": "later"}],
+            "session_1": [{"speaker": "a", "text": "first"}, {"speaker": "b", "text": "ok"}]}
+    config = ImportConfig(session_keys=True)
+    (subject,) = import_chat_export(_write(tmp_path, "one.json", data), config).subjects
+    assert [m.id for m in subject.messages] == ["session_1:0", "session_1:1", "session_2:0"]
+    assert subject.messages[0].timestamp is None
+
+
+def test_jsonl_conversation_rows_and_dict_of_conversations(tmp_path: Path) -> None:
+    rows = [{"id": "c1", "turns": [{"speaker": "a", "text": "x"}]},
+            {"id": "c2", "turns": [{"speaker": "a", "text": "y"}]}]
+    ds = import_chat_export(_write(tmp_path, "r.jsonl", rows), ImportConfig(id_field="id"))
+    assert [s.id for s in ds.subjects] == ["c1", "c2"]
+    keyed = {"chats": {"k1": {"turns": [{"speaker": "a", "text": "x"}]}}}
+    ds = import_chat_export(_write(tmp_path, "k.json", keyed),
+                            ImportConfig(conversations_field="chats"))
+    assert [s.id for s in ds.subjects] == ["k1"]
+
+
+def test_epoch_milliseconds_and_format(tmp_path: Path) -> None:
+    rows = [{"speaker": "a", "text": "x", "at": 1709391600000},
+            {"speaker": "a", "text": "y", "at": "02/03/2024 15:00"}]
+    path = _write(tmp_path, "t.jsonl", rows[:1])
+    ds = import_chat_export(path, ImportConfig(rows="turns", timestamp_field="at"))
+    assert ds.subjects[0].messages[0].timestamp == datetime(2024, 3, 2, 15, 0, tzinfo=UTC)
+    path = _write(tmp_path, "f.jsonl", rows[1:])
+    config = ImportConfig(rows="turns", timestamp_field="at", timestamp_format="%d/%m/%Y %H:%M")
+    assert import_chat_export(path, config).subjects[0].messages[0].timestamp == datetime(
+        2024, 3, 2, 15, 0)
+
+
+def test_unknown_user_speaker_warns() -> None:
+    config = replace(JSONL_CONFIG, user_speakers=("maya", "sammy"))
+    ds = import_chat_export(JSONL, config)
+    assert any("'sammy'" in w for w in ds.warnings)
+
+
+# --- errors -------------------------------------------------------------------------------
+
+
+def _error(path: Path, config: ImportConfig) -> DataError:
+    with pytest.raises(DataError) as e:
+        import_chat_export(path, config)
+    assert e.value.path == str(path)
+    return e.value
+
+
+def test_missing_text_field_names_line_and_flag() -> None:
+    config = replace(JSONL_CONFIG, text_field="body")
+    err = _error(JSONL, config)
+    assert err.record == "line 1" and err.field == "body"
+    assert err.fix is not None and "--text-field" in err.fix and "content" in err.fix
+
+
+def test_missing_speaker_in_nested_turn(tmp_path: Path) -> None:
+    data = json.loads(NESTED.read_text(encoding="utf-8"))
+    del data["conversations"][1]["dialogue"]["session_1"][1]["who"]
+    err = _error(_write(tmp_path, "n.json", data), NESTED_CONFIG)
+    assert err.record == "conversations[1] (id 'beta'), session_1[1]"
+    assert err.field == "who" and err.fix is not None and "--speaker-field" in err.fix
+
+
+def test_missing_turns_field(tmp_path: Path) -> None:
+    path = _write(tmp_path, "x.json", [{"messages": []}])
+    err = _error(path, ImportConfig())
+    assert err.record == "conversation 0 (id 'conversation-0')" and err.field == "turns"
+    assert err.fix is not None and "--turns-field" in err.fix and "messages" in err.fix
+
+
+def test_missing_conversation_id(tmp_path: Path) -> None:
+    rows = [{"turns": [{"speaker": "a", "text": "x"}]}]
+    err = _error(_write(tmp_path, "r.jsonl", rows), ImportConfig(id_field="uuid"))
+    assert err.record == "line 1" and err.field == "uuid"
+    assert err.fix is not None and "--id-field" in err.fix
+
+
+def test_top_level_object_needs_conversations_field(tmp_path: Path) -> None:
+    err = _error(_write(tmp_path, "x.json", {"data": []}), ImportConfig())
+    assert err.record == "top level" and err.fix is not None
+    assert "--conversations-field" in err.fix and "data" in err.fix
+
+
+def test_missing_conversations_field(tmp_path: Path) -> None:
+    err = _error(_write(tmp_path, "x.json", {"data": []}),
+                 ImportConfig(conversations_field="conversations"))
+    assert err.field == "conversations" and err.record == "top level"
+
+
+def test_missing_session_time(tmp_path: Path) -> None:
+    data = json.loads(NESTED.read_text(encoding="utf-8"))
+    del data["conversations"][0]["dialogue"]["session_2_date_time"]
+    err = _error(_write(tmp_path, "n.json", data), NESTED_CONFIG)
+    assert err.field == "session_2_date_time" and err.record == "conversations[0] (id 'alpha')"
+
+
+def test_bad_timestamp_names_format_flag(tmp_path: Path) -> None:
+    rows = [{"speaker": "a", "text": "x", "ts": "yesterday"}]
+    err = _error(_write(tmp_path, "t.jsonl", rows),
+                 ImportConfig(rows="turns", timestamp_field="ts"))
+    assert err.record == "line 1" and err.field == "ts"
+    assert err.fix is not None and "--timestamp-format" in err.fix
+
+
+def test_dangling_evidence(tmp_path: Path) -> None:
+    data = json.loads(NESTED.read_text(encoding="utf-8"))
+    data["conversations"][0]["qa"][0]["evidence"] = ["A9.9"]
+    err = _error(_write(tmp_path, "n.json", data), NESTED_CONFIG)
+    assert err.record == "conversations[0] (id 'alpha'), qa[0]" and err.field == "evidence"
+
+
+def test_missing_answer_field(tmp_path: Path) -> None:
+    data = json.loads(NESTED.read_text(encoding="utf-8"))
+    del data["conversations"][1]["qa"][0]["a"]
+    err = _error(_write(tmp_path, "n.json", data), NESTED_CONFIG)
+    assert err.record == "conversations[1] (id 'beta'), qa[0]" and err.field == "a"
+    assert err.fix is not None and "--answer-field" in err.fix
+
+
+def test_duplicate_turn_id(tmp_path: Path) -> None:
+    rows = [{"id": "1", "speaker": "a", "text": "x"}, {"id": "1", "speaker": "a", "text": "y"}]
+    err = _error(_write(tmp_path, "t.jsonl", rows),
+                 ImportConfig(rows="turns", turn_id_field="id"))
+    assert err.record == "line 2" and err.field == "id"
+
+
+def test_duplicate_conversation_id(tmp_path: Path) -> None:
+    rows = [{"id": "c", "turns": [{"speaker": "a", "text": "x"}]}] * 2
+    err = _error(_write(tmp_path, "r.json", rows), ImportConfig(id_field="id"))
+    assert err.field == "id" and "repeats" in err.problem
+
+
+def test_unsafe_conversation_id(tmp_path: Path) -> None:
+    rows = [{"id": "../x", "turns": [{"speaker": "a", "text": "x"}]}]
+    err = _error(_write(tmp_path, "r.json", rows), ImportConfig(id_field="id"))
+    assert err.field == "id" and err.record == "conversation 0"
+
+
+def test_empty_conversation(tmp_path: Path) -> None:
+    err = _error(_write(tmp_path, "r.json", [{"turns": []}]), ImportConfig())
+    assert "no turns" in err.problem
+
+
+def test_conversations_field_rejected_for_jsonl(tmp_path: Path) -> None:
+    rows = [{"turns": [{"speaker": "a", "text": "x"}]}]
+    err = _error(_write(tmp_path, "r.jsonl", rows), ImportConfig(conversations_field="c"))
+    assert err.fix is not None and "--conversations-field" in err.fix
+
+
+def test_turn_rows_cannot_carry_questions() -> None:
+    with pytest.raises(ValueError, match="rows='turns'"):
+        ImportConfig(rows="turns", questions_field="qa")
+
+
+def test_dataset_type() -> None:
+    assert isinstance(import_chat_export(JSONL, JSONL_CONFIG), Dataset)

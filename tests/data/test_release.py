@@ -1,0 +1,178 @@
+"""The native release format: round trip, the built-in sample, and one test per bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dialogbench.data.errors import DataError
+from dialogbench.data.registry import load_dataset
+from dialogbench.data.release import load_release, write_release
+
+
+def _write(folder: Path, name: str, rows: list[dict[str, object]] | str) -> Path:
+    path = folder / name
+    if isinstance(rows, str):
+        path.write_text(rows)
+    else:
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _subject(tmp_path: Path) -> Path:
+    folder = tmp_path / "ana"
+    folder.mkdir(parents=True)
+    _write(
+        folder,
+        "conversation.jsonl",
+        [
+            {"id": "m1", "speaker": "Ana", "role": "user", "text": "My cat is called Miso."},
+            {"id": "m2", "speaker": "bot", "role": "assistant", "text": "Lovely name!"},
+            {"id": "m3", "speaker": "Ana", "role": "user", "text": "Miso was sick today."},
+        ],
+    )
+    _write(
+        folder,
+        "chat.jsonl",
+        [
+            {
+                "probe_id": "m3",
+                "stratum": "enriched",
+                "tier": "distant",
+                "reference_ids": ["m1"],
+                "reference_reply": "Oh no, poor Miso.",
+            },
+        ],
+    )
+    _write(
+        folder,
+        "questions.jsonl",
+        [
+            {
+                "id": "q1",
+                "category": "single-hop",
+                "text": "What is Ana's cat called?",
+                "answer": "Miso",
+                "evidence_ids": ["m1"],
+            },
+        ],
+    )
+    return folder
+
+
+def test_loads_a_subject_folder(tmp_path: Path) -> None:
+    ds = load_release(_subject(tmp_path))
+    (s,) = ds.subjects
+    assert [m.position for m in s.messages] == [0, 1, 2]
+    assert s.chat_items[0].reference_ids == ["m1"]
+    assert s.questions[0].answer == "Miso"
+    assert s.speakers == ["Ana"]
+    assert len(ds.sha256) == 64
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    ds = load_release(_subject(tmp_path / "a"))
+    write_release(ds, tmp_path / "out")
+    again = load_release(tmp_path / "out")
+    assert again.subjects == ds.subjects
+
+
+def test_builtin_sample_loads() -> None:
+    ds = load_dataset("sample")
+    assert len(ds.subjects) >= 2
+    for s in ds.subjects:
+        assert s.chat_items and s.questions and s.profile and s.persona
+        assert {c.stratum for c in s.chat_items} >= {"proportional", "enriched", "abstention"}
+
+
+def _error(tmp_path: Path) -> DataError:
+    with pytest.raises(DataError) as info:
+        load_release(tmp_path / "ana")
+    return info.value
+
+
+def test_malformed_json_names_the_line(tmp_path: Path) -> None:
+    folder = _subject(tmp_path)
+    lines = (folder / "conversation.jsonl").read_text().splitlines()
+    lines[1] = lines[1][:-1]  # drop the closing brace
+    (folder / "conversation.jsonl").write_text("\n".join(lines) + "\n")
+    e = _error(tmp_path)
+    assert e.path.endswith("conversation.jsonl") and e.record == "line 2"
+    assert "not valid JSON" in str(e)
+
+
+def test_missing_field_names_record_and_field(tmp_path: Path) -> None:
+    folder = _subject(tmp_path)
+    _write(folder, "questions.jsonl", [{"id": "q1", "text": "What?", "evidence_ids": []}])
+    e = _error(tmp_path)
+    assert e.path.endswith("questions.jsonl")
+    assert (e.record, e.field) == ("line 1", "category")
+    assert "missing" in str(e) and "add 'category'" in str(e)
+
+
+def test_duplicate_message_ids(tmp_path: Path) -> None:
+    folder = _subject(tmp_path)
+    with (folder / "conversation.jsonl").open("a") as f:
+        f.write(json.dumps({"id": "m2", "speaker": "Ana", "text": "again"}) + "\n")
+    e = _error(tmp_path)
+    assert (e.record, e.field) == ("line 4", "id")
+    assert "duplicate message id 'm2' (first on line 2)" in str(e)
+
+
+def test_reference_that_does_not_exist(tmp_path: Path) -> None:
+    folder = _subject(tmp_path)
+    _write(folder, "chat.jsonl", [{"probe_id": "m3", "reference_ids": ["m9"]}])
+    e = _error(tmp_path)
+    assert e.path.endswith("chat.jsonl")
+    assert (e.record, e.field) == ("line 1", "reference_ids")
+    assert "'m9' is not in conversation.jsonl" in str(e)
+
+
+def test_probe_referencing_the_future(tmp_path: Path) -> None:
+    folder = _subject(tmp_path)
+    _write(folder, "chat.jsonl", [{"probe_id": "m2", "reference_ids": ["m3"]}])
+    e = _error(tmp_path)
+    assert (e.record, e.field) == ("line 1", "reference_ids")
+    assert "is not before the probe" in str(e)
+
+
+def test_question_evidence_after_the_question(tmp_path: Path) -> None:
+    folder = _subject(tmp_path)
+    _write(
+        folder,
+        "questions.jsonl",
+        [
+            {"id": "q1", "category": "x", "text": "?", "evidence_ids": ["m3"], "after_id": "m1"},
+        ],
+    )
+    e = _error(tmp_path)
+    assert e.field == "evidence_ids" and "after the point the question is asked" in str(e)
+
+
+def test_missing_probe_id(tmp_path: Path) -> None:
+    folder = _subject(tmp_path)
+    _write(folder, "chat.jsonl", [{"probe_id": "nope"}])
+    e = _error(tmp_path)
+    assert e.field == "probe_id"
+
+
+def test_position_must_match_line_order(tmp_path: Path) -> None:
+    folder = _subject(tmp_path)
+    _write(
+        folder,
+        "conversation.jsonl",
+        [
+            {"id": "m1", "speaker": "Ana", "text": "hi", "position": 5},
+        ],
+    )
+    (folder / "chat.jsonl").unlink()
+    (folder / "questions.jsonl").unlink()
+    e = _error(tmp_path)
+    assert e.field == "position"
+
+
+def test_unknown_dataset_name_says_what_exists() -> None:
+    with pytest.raises(DataError, match="use one of sample, locomo"):
+        load_dataset("no-such-thing")

@@ -1,0 +1,111 @@
+"""The command line: runs, listings and clear errors (exit code 2, no traceback)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dialogbench.cli import app
+
+runner = CliRunner()
+
+
+def test_run_retrieval_on_sample(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "retrieval",
+            "--dataset",
+            "sample",
+            "--out",
+            str(out),
+            "--n-boot",
+            "100",
+            "--k",
+            "1,5",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "bm25" in result.output and "hit@5" in result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["oracle"]["hit@1"]["value"] == 1.0
+
+
+def test_quickstart_without_locomo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DIALOGBENCH_DATA", raising=False)
+    monkeypatch.setenv("DIALOGBENCH_HOME", str(tmp_path / "empty"))
+    result = runner.invoke(app, ["quickstart", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "LoCoMo is not on this machine" in result.output
+    assert (tmp_path / "sample" / "summary.json").exists()
+
+
+def test_data_list_shows_where(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("DIALOGBENCH_DATA", raising=False)
+    monkeypatch.setenv("DIALOGBENCH_HOME", str(tmp_path))
+    result = runner.invoke(app, ["data", "list"])
+    assert result.exit_code == 0
+    for name in ("sample", "locomo", "memorybank", "longmemeval"):
+        assert name in result.output
+
+
+def test_validate_reports_counts() -> None:
+    result = runner.invoke(app, ["data", "validate", "sample"])
+    assert result.exit_code == 0, result.output
+    assert "sample: valid." in result.output and "chat items" in result.output
+
+
+def test_validate_names_the_problem(tmp_path: Path) -> None:
+    folder = tmp_path / "x"
+    folder.mkdir()
+    (folder / "conversation.jsonl").write_text('{"id": "a", "speaker": "A"}\n')
+    result = runner.invoke(app, ["data", "validate", str(folder)])
+    assert result.exit_code == 2
+    assert "conversation.jsonl, line 1, field 'text'" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_missing_dataset_says_how_to_get_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("DIALOGBENCH_DATA", raising=False)
+    monkeypatch.setenv("DIALOGBENCH_HOME", str(tmp_path))
+    result = runner.invoke(
+        app, ["run", "retrieval", "--dataset", "locomo", "--out", str(tmp_path / "r")]
+    )
+    assert result.exit_code == 2
+    assert "dialogbench data download locomo" in result.output
+
+
+def test_unknown_retriever(tmp_path: Path) -> None:
+    result = runner.invoke(
+        app, ["run", "retrieval", "--retrievers", "bm25,nope", "--out", str(tmp_path)]
+    )
+    assert result.exit_code == 2 and "unknown retriever 'nope'" in result.output
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_import_a_chat_export(tmp_path: Path) -> None:
+    out = tmp_path / "imported"
+    args = ["data", "import", str(FIXTURES / "chat_export.jsonl"), "--out", str(out),
+            "--rows", "turns", "--id-field", "thread", "--turn-id-field", "msg_id",
+            "--speaker-field", "author", "--text-field", "content", "--timestamp-field", "ts",
+            "--user-speakers", "maya,sam"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    check = runner.invoke(app, ["data", "validate", str(out)])
+    assert check.exit_code == 0 and "2 subjects" in check.output
+
+
+def test_import_names_the_missing_field(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["data", "import", str(FIXTURES / "chat_export.jsonl"),
+                                 "--out", str(tmp_path / "x")])
+    assert result.exit_code == 2
+    assert "field 'turns'" in result.output and "--turns-field" in result.output

@@ -1,0 +1,100 @@
+"""The retrieval track end to end: figures, controls, run files, resume and plug-ins."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dialogbench.data.locomo import load_locomo
+from dialogbench.data.registry import load_dataset
+from dialogbench.retrieval import registry
+from dialogbench.retrieval.baselines import OracleRetriever
+from dialogbench.tracks.realcompanion.retrieval import RetrievalConfig, run_retrieval
+
+FAST = RetrievalConfig(n_boot=200)
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_locomo_all_questions(locomo_dir: Path, tmp_path: Path) -> None:
+    ds = load_locomo(locomo_dir)
+    result = run_retrieval(ds, tmp_path, FAST)
+    s = result.summary
+    assert s["oracle"]["hit@5"].value == 1.0
+    assert s["oracle"]["hit@1"].n == 1982
+    for k in (1, 5, 10):
+        assert s["broken-oracle"][f"hit@{k}"].value == 0.0
+    random, expected = s["random"]["hit@10"], s["random"]["expected hit@10"]
+    assert random.ci_low <= expected.value <= random.ci_high
+    assert 0.3 < s["bm25"]["hit@5"].value < 0.7
+    assert s["bm25"]["hit@5"].ci_low < s["bm25"]["hit@5"].value < s["bm25"]["hit@5"].ci_high
+    assert result.skipped == {"question probes without references": 4}
+    assert not [w for w in result.warnings if w.startswith("CONTROL FAILED")]
+
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["dataset"]["sha256"] == ds.sha256
+    assert manifest["seed"] == 0 and manifest["package_version"]
+    assert manifest["config"]["retrievers"] == list(FAST.retrievers)
+    items = (tmp_path / "items.jsonl").read_text().splitlines()
+    assert len(items) == 1982 * len(FAST.retrievers)
+    row = json.loads(items[0])
+    assert {"retriever", "probe", "ranks", "top", "nearest", "furthest", "category"} <= set(row)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert set(summary["bm25"]["mrr"]) == {"value", "ci_low", "ci_high", "n"}
+    breakdown = json.loads((tmp_path / "breakdown.json").read_text())
+    assert set(breakdown["bm25"]["category"]) == {
+        "adversarial",
+        "multi-hop",
+        "open-domain",
+        "single-hop",
+        "temporal",
+    }
+    distance = json.loads((tmp_path / "distance.json").read_text())
+    assert distance["all"]["nearest median"] <= distance["all"]["furthest median"]
+
+
+def test_sample_with_strata_and_cluster_bootstrap(tmp_path: Path) -> None:
+    ds = load_dataset("sample")
+    config = RetrievalConfig(n_boot=200, cluster="subject")
+    result = run_retrieval(ds, tmp_path, config)
+    assert result.summary["oracle"]["hit@1"].value == 1.0
+    assert result.summary["broken-oracle"]["hit@10"].value == 0.0
+    assert {"stratum", "tier", "kind", "nearest distance"} <= set(result.breakdown["bm25"])
+
+
+def test_interrupted_run_resumes_with_finished_parts(tmp_path: Path) -> None:
+    ds = load_dataset("sample")
+    run_retrieval(ds, tmp_path, FAST)
+    oracle_part = tmp_path / "parts" / "oracle.jsonl"
+    bm25_part = tmp_path / "parts" / "bm25.jsonl"
+    stamp = oracle_part.stat().st_mtime_ns
+    bm25_part.unlink()  # as if killed before bm25 finished
+    (tmp_path / "summary.json").unlink()
+    run_retrieval(ds, tmp_path, FAST)
+    assert oracle_part.stat().st_mtime_ns == stamp  # kept, not recomputed
+    assert bm25_part.exists() and (tmp_path / "summary.json").exists()
+    # a different configuration starts afresh
+    run_retrieval(ds, tmp_path, RetrievalConfig(n_boot=200, seed=1))
+    assert oracle_part.stat().st_mtime_ns != stamp
+
+
+def test_failed_control_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(registry.BUILTINS, "broken-oracle", lambda seed, offset: OracleRetriever())
+    result = run_retrieval(load_dataset("sample"), tmp_path, FAST)
+    assert any(w.startswith("CONTROL FAILED: broken-oracle hit@1") for w in result.warnings)
+
+
+def test_plugin_by_class_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(REPO))
+    config = RetrievalConfig(
+        retrievers=("examples.keyword_memory:KeywordMemory", "bm25"), n_boot=100
+    )
+    result = run_retrieval(load_dataset("sample"), tmp_path, config)
+    plugin = result.summary["examples.keyword_memory:KeywordMemory"]
+    assert 0.0 < plugin["hit@10"].value <= 1.0
+
+
+def test_unknown_retriever_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="unknown retriever 'nope'"):
+        registry.resolve("nope")
