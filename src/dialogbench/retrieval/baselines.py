@@ -39,7 +39,11 @@ def rank_scores(scores: FloatArray, probes: Sequence[Probe], depth: int) -> Rank
     refs = reference_matrix(probes)
     ranks = np.full(refs.shape, np.nan)
     valid = refs >= 0
-    ref_scores = np.take_along_axis(scores, np.maximum(refs, 0), axis=1)
+    ref_scores = (
+        np.take_along_axis(scores, np.maximum(refs, 0), axis=1)
+        if n
+        else np.full(refs.shape, -np.inf)  # no messages: no reference can be scored
+    )
     step = max(1, _MAX_CELLS // max(1, n * refs.shape[1]))
     for lo in range(0, len(probes), step):
         s = scores[lo : lo + step, None, :]

@@ -137,26 +137,82 @@ class BM25Index:
 
 
 def rank_sparse(scores: sp.csr_matrix, probes: Sequence[Probe], depth: int) -> Rankings:
-    """`Rankings` from sparse scores: absent entries are not retrieved, ties go to recency."""
+    """`Rankings` from sparse scores: absent entries are not retrieved, ties go to recency.
+
+    Within a row, entries rank by (score descending, column descending). Nothing is fully
+    sorted: only entries at or above a cheap per-row bound on the depth-th best score are
+    sorted for the top `depth`, and a reference's rank is one plus the entries that beat it.
+    """
     n_rows, n_cols = scores.shape
-    indptr, cols, data = scores.indptr, scores.indices.astype(np.int64), scores.data
-    rows = np.repeat(np.arange(n_rows), np.diff(indptr))
-    order = np.lexsort((-cols, -data, rows))
-    rank_of = np.empty(len(order), dtype=np.float64)
-    rank_of[order] = np.arange(len(order)) - indptr[rows[order]] + 1
-    slot = indptr[:-1, None] + np.arange(depth)[None, :]
-    inside = slot < indptr[1:, None]
-    top = np.where(
-        inside, cols[order[np.minimum(slot, max(len(order) - 1, 0))]] if len(order) else -1, -1
-    ).astype(np.int64)
+    indptr = scores.indptr.astype(np.int64)
+    cols, data = scores.indices.astype(np.int64), scores.data
+    lengths = np.diff(indptr)
+    rows = np.repeat(np.arange(n_rows), lengths)
+    top = _top_rows(rows, cols, data, indptr, depth)
     refs = reference_matrix(probes)
-    keys = rows * n_cols + cols  # ascending: csr rows in order, columns sorted
-    want = np.arange(n_rows)[:, None] * n_cols + np.maximum(refs, 0)
-    at = np.minimum(np.searchsorted(keys, want), max(len(keys) - 1, 0))
-    found = (keys[at] == want) if len(keys) else np.zeros(want.shape, bool)
-    ranks: FloatArray = np.where(found, rank_of[at] if len(keys) else 0.0, np.inf)
+    ranks: FloatArray = np.full(refs.shape, np.inf)
+    if len(cols):
+        keys = rows * n_cols + cols  # ascending: csr rows in order, columns sorted
+        want = np.arange(n_rows)[:, None] * n_cols + np.maximum(refs, 0)
+        at = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
+        found = (keys[at] == want) & (refs >= 0)
+        for j in range(refs.shape[1]):
+            hit = np.flatnonzero(found[:, j])
+            if len(hit) == 0:
+                continue
+            idx, local = _row_entries(indptr, hit)
+            score, col = data[at[hit, j]][local], refs[hit, j][local]
+            beat = (data[idx] > score) | ((data[idx] == score) & (cols[idx] > col))
+            ranks[hit, j] = 1 + np.bincount(local, weights=beat, minlength=len(hit))
     ranks[refs < 0] = np.nan
     return Rankings(top=top, ref_ranks=ranks)
+
+
+def _row_entries(indptr: IntArray, rows: IntArray) -> tuple[IntArray, IntArray]:
+    """Entry indices of the given csr rows, and which of `rows` each belongs to."""
+    lengths = indptr[rows + 1] - indptr[rows]
+    local = np.repeat(np.arange(len(rows)), lengths)
+    first = np.cumsum(lengths) - lengths
+    return indptr[rows][local] + np.arange(int(lengths.sum())) - first[local], local
+
+
+def _top_rows(
+    rows: IntArray, cols: IntArray, data: FloatArray, indptr: IntArray, depth: int
+) -> IntArray:
+    """Columns of each row's best `depth` entries by (score desc, column desc); -1 pads."""
+    n_rows = len(indptr) - 1
+    top = np.full((n_rows, depth), -1, dtype=np.int64)
+    if len(cols) == 0 or depth <= 0:
+        return top
+    lengths = np.diff(indptr)
+    # A lower bound on each long row's depth-th largest score: split the row into `depth`
+    # strided groups (position mod depth); their maxima are `depth` distinct entries, so
+    # the smallest of them is at most the depth-th largest. Rows of similar length are
+    # padded into blocks of bounded size for this. Short rows keep -inf (all candidates).
+    threshold = np.full(n_rows, -np.inf)
+    long = np.flatnonzero(lengths > depth)
+    long = long[np.argsort(lengths[long], kind="stable")]
+    widths = -(-lengths[long] // depth) * depth  # rounded up to a multiple of depth
+    lo = 0
+    while lo < len(long):
+        # rows lo..hi-1 pad to widths[hi - 1]; keep (hi - lo) * widths[hi - 1] bounded
+        ahead = widths[lo : lo + _MAX_ENTRIES // int(widths[lo]) + 1]
+        fits = np.arange(1, len(ahead) + 1) * ahead <= _MAX_ENTRIES
+        hi = lo + max(1, int(np.argmin(fits)) if not fits.all() else len(ahead))
+        block = long[lo:hi]
+        w = int(widths[hi - 1])
+        idx, local = _row_entries(indptr, block)
+        pad = np.full((len(block), w), -np.inf)
+        pad[local, idx - indptr[block][local]] = data[idx]
+        threshold[block] = pad.reshape(len(block), w // depth, depth).max(axis=1).min(axis=1)
+        lo = hi
+    cand = np.flatnonzero(data >= threshold[rows])
+    order = cand[np.lexsort((-cols[cand], -data[cand], rows[cand]))]
+    r = rows[order]
+    pos = np.arange(len(order)) - np.searchsorted(r, r)
+    keep = pos < depth
+    top[r[keep], pos[keep]] = cols[order[keep]]
+    return top
 
 
 class BM25Retriever:

@@ -28,6 +28,12 @@ def reciprocal_rank(ranks: FloatArray) -> FloatArray:
     return 1.0 / best_rank(ranks)
 
 
+def reciprocal_rank_at(ranks: FloatArray, k: int) -> FloatArray:
+    """1 / best rank when it is within k, else 0; its mean is MRR@k."""
+    best = best_rank(ranks)
+    return np.where(best <= k, 1.0 / best, 0.0)
+
+
 def recall_at(ranks: FloatArray, k: int) -> FloatArray:
     """Fraction of each probe's references ranked within k."""
     present = ~np.isnan(ranks)
@@ -36,9 +42,14 @@ def recall_at(ranks: FloatArray, k: int) -> FloatArray:
 
 
 def metric_table(ranks: FloatArray, ks: tuple[int, ...]) -> dict[str, FloatArray]:
-    """Per-probe values of every headline metric, keyed by metric name."""
+    """Per-probe values of every headline metric, keyed by metric name.
+
+    `mrr` uses the full ranking a retriever gave; `mrr@K` (K the largest cut-off) counts
+    only the first K places, so it compares plug-ins that return K ids with built-ins.
+    """
     table = {f"hit@{k}": hit_at(ranks, k) for k in ks}
     table["mrr"] = reciprocal_rank(ranks)
+    table[f"mrr@{max(ks)}"] = reciprocal_rank_at(ranks, max(ks))
     table.update({f"recall@{k}": recall_at(ranks, k) for k in ks})
     return table
 
@@ -49,5 +60,7 @@ def random_hit_expectation(n_candidates: FloatArray, n_refs: FloatArray, k: int)
     m = np.asarray(n_refs, dtype=np.float64)
     miss = np.ones_like(n)
     for j in range(k):
-        miss *= np.clip((n - m - j) / np.maximum(n - j, 1.0), 0.0, 1.0)
+        # past the N-th draw every candidate is taken: nothing further changes the miss chance
+        left = n - j
+        miss *= np.where(left > 0, np.clip((left - m) / np.maximum(left, 1.0), 0.0, 1.0), 1.0)
     return 1.0 - miss
