@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import os
 from collections.abc import Callable, Iterator
@@ -20,6 +21,17 @@ from dialogbench.data.errors import DataError
 from dialogbench.data.generic import FIELD_HELP, ImportConfig, flag, import_chat_export
 from dialogbench.data.registry import REGISTRY, load_dataset, locate
 from dialogbench.data.release import write_release
+from dialogbench.models import (
+    CallKey,
+    ChatMessage,
+    GenerateConfig,
+    Model,
+    ModelError,
+    ModelSpec,
+    ResponseCache,
+    make_provider,
+)
+from dialogbench.models.check import CheckReport, check_model
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.registry import DEFAULT_RETRIEVERS
 from dialogbench.tracks.realcompanion.retrieval import RetrievalConfig, run_retrieval
@@ -94,7 +106,8 @@ def _retrieval(dataset_name: str, out: Path, config: RetrievalConfig) -> None:
             )
 
         result = run_retrieval(ds, out, config, progress)
-    metrics = [*(f"hit@{k}" for k in config.ks), "mrr", f"recall@{config.depth}"]
+    metrics = [*(f"hit@{k}" for k in config.ks), "mrr", f"mrr@{config.depth}",
+               f"recall@{config.depth}"]
     console.print(
         summary_table(f"Retrieval on {ds.name} (95% bootstrap intervals)", result.summary, metrics)
     )
@@ -187,6 +200,84 @@ def data_validate(path: str) -> None:
         )
         for w in ds.warnings:
             console.print(Text.assemble(("warning: ", "yellow"), w))
+
+
+models_app = typer.Typer(help="Check model endpoints.", no_args_is_help=True)
+cache_app = typer.Typer(help="Inspect the response cache.", no_args_is_help=True)
+app.add_typer(models_app, name="models")
+app.add_typer(cache_app, name="cache")
+
+ModelOpt = Annotated[str, typer.Option("--model", help="provider/model, or 'embedded'")]
+BaseUrlOpt = Annotated[str | None, typer.Option(help="server URL, e.g. http://host:8000/v1")]
+KeyEnvOpt = Annotated[str | None, typer.Option(help="environment variable holding the API key")]
+
+
+@models_app.command("check")
+def models_check(
+    model: ModelOpt, base_url: BaseUrlOpt = None, api_key_env: KeyEnvOpt = None
+) -> None:
+    """Send one tiny request; print latency, token counts and whether JSON mode works."""
+    with friendly_errors():
+        spec = ModelSpec.parse(model, base_url=base_url, api_key_env=api_key_env)
+
+        async def go() -> CheckReport:
+            m = Model.from_spec(spec, max_retries=1)
+            try:
+                return await check_model(m)
+            finally:
+                await m.aclose()
+
+        try:
+            report = asyncio.run(go())
+        except ModelError as e:
+            raise ValueError(f"{spec.name} did not answer: {e}") from None
+        console.print(f"{report.model} at {report.endpoint}")
+        console.print(f"  latency      {report.latency_s * 1000:.0f} ms")
+        console.print(
+            f"  tokens       {report.prompt_tokens} prompt, {report.completion_tokens} completion"
+        )
+        console.print(f"  reply        {report.reply!r}")
+        verdict = "works" if report.json_valid else f"failed (raw: {report.json_raw!r})"
+        console.print(f"  JSON output  {verdict}; mode: {report.json_mode}")
+
+
+CachePathOpt = Annotated[Path | None, typer.Option("--path", help="cache file")]
+
+
+@cache_app.command("stats")
+def cache_stats(path: CachePathOpt = None) -> None:
+    """Entries and hits per model and endpoint."""
+    cache = ResponseCache(path)
+    stats = cache.stats()
+    console.print(f"{stats['path']}: {stats['bytes'] / 1e6:.1f} MB")
+    for row in stats["entries"]:
+        console.print(
+            f"  {row['model']} at {row['endpoint']}: {row['entries']} entries, {row['hits']} hits"
+        )
+
+
+@cache_app.command("explain")
+def cache_explain(
+    model: ModelOpt,
+    prompt: Annotated[str, typer.Option(help="the user message of the call")],
+    base_url: BaseUrlOpt = None,
+    system: Annotated[str | None, typer.Option(help="a system message before it")] = None,
+    temperature: float = 0.0,
+    max_tokens: int = 512,
+    seed: int = 0,
+    sample: int = 0,
+    path: CachePathOpt = None,
+) -> None:
+    """Say whether a call is cached and, if not, how it differs from what is."""
+    with friendly_errors():
+        spec = ModelSpec.parse(model, base_url=base_url)
+        endpoint = make_provider(spec).endpoint
+        messages: list[ChatMessage] = [{"role": "user", "content": prompt}]
+        if system:
+            messages.insert(0, {"role": "system", "content": system})
+        config = GenerateConfig(temperature=temperature, max_tokens=max_tokens, seed=seed)
+        key = CallKey(spec.name, endpoint, config.cache_fields(), messages, sample)
+        console.print(ResponseCache(path).explain(key))
 
 
 def _import_command() -> Callable[..., None]:

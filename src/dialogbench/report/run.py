@@ -52,7 +52,8 @@ class Manifest(BaseModel):
         data = self.model_dump(mode="json", include={"track", "config", "seed",
                                                      "package_version"})
         data["dataset"] = self.dataset.sha256
-        return json.loads(json.dumps(data))  # tuples and lists compare alike
+        same: dict[str, Any] = json.loads(json.dumps(data))  # tuples and lists compare alike
+        return same
 
 
 def dataset_info(dataset: Dataset) -> DatasetInfo:

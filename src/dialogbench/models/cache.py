@@ -1,0 +1,173 @@
+"""A response cache in SQLite (WAL), so that rerunning finished work makes no requests.
+
+The key is a sha256 over the model name, endpoint, sampling settings, messages and the
+sample index: never an API key. Errors are never stored. Each entry keeps its key's parts
+(messages by digest) so that a miss can be explained: which setting differed from the
+nearest entry, or that the prompt itself is new.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from dialogbench.models.types import ChatMessage, ModelOutput
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    endpoint TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    messages_sha TEXT NOT NULL,
+    sample INTEGER NOT NULL,
+    output TEXT NOT NULL,
+    created REAL NOT NULL,
+    hits INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS responses_messages ON responses (messages_sha);
+CREATE INDEX IF NOT EXISTS responses_model ON responses (model, endpoint);
+"""
+
+
+def default_cache_path() -> Path:
+    """`$DIALOGBENCH_CACHE`, else `~/.cache/dialogbench/responses.sqlite`."""
+    env = os.environ.get("DIALOGBENCH_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "dialogbench" / "responses.sqlite"
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+class CallKey:
+    """The parts of a call that decide its reply, and their digest."""
+
+    def __init__(
+        self,
+        model: str,
+        endpoint: str,
+        settings: dict[str, Any],
+        messages: list[ChatMessage],
+        sample: int = 0,
+    ) -> None:
+        self.model = model
+        self.endpoint = endpoint
+        self.settings = _canonical(settings)
+        self.messages_sha = hashlib.sha256(_canonical(messages).encode()).hexdigest()
+        self.sample = sample
+        parts = [model, endpoint, self.settings, self.messages_sha, str(sample)]
+        self.digest = hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+class ResponseCache:
+    """Thread-safe get/put of model outputs by `CallKey`."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = Path(path) if path else default_cache_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        self.hits = 0
+        self.misses = 0
+        self.miss_reasons: Counter[str] = Counter()
+
+    def get(self, key: CallKey) -> ModelOutput | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT output FROM responses WHERE key = ?", (key.digest,)
+            ).fetchone()
+            if row is None:
+                self.misses += 1
+                self.miss_reasons[self._explain(key)] += 1
+                return None
+            self._db.execute("UPDATE responses SET hits = hits + 1 WHERE key = ?", (key.digest,))
+            self.hits += 1
+        out = ModelOutput.model_validate_json(row[0])
+        return out.model_copy(update={"cached": True})
+
+    def put(self, key: CallKey, output: ModelOutput) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO responses "
+                "(key, model, endpoint, settings, messages_sha, sample, output, created) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key.digest,
+                    key.model,
+                    key.endpoint,
+                    key.settings,
+                    key.messages_sha,
+                    key.sample,
+                    output.model_dump_json(exclude={"cached"}),
+                    time.time(),
+                ),
+            )
+
+    def explain(self, key: CallKey) -> str:
+        """Why `key` is or is not in the cache, in words."""
+        with self._lock:
+            return self._explain(key)
+
+    def _explain(self, key: CallKey) -> str:
+        row = self._db.execute("SELECT 1 FROM responses WHERE key = ?", (key.digest,)).fetchone()
+        if row:
+            return "cached"
+        same_prompt = self._db.execute(
+            "SELECT model, endpoint, settings, sample FROM responses WHERE messages_sha = ? "
+            "LIMIT 50",
+            (key.messages_sha,),
+        ).fetchall()
+        if not same_prompt:
+            return "new prompt"
+        diffs: Counter[str] = Counter()
+        for model, endpoint, settings, sample in same_prompt:
+            differ = []
+            if model != key.model:
+                differ.append("model")
+            if endpoint != key.endpoint:
+                differ.append("endpoint")
+            if sample != key.sample:
+                differ.append("sample index")
+            if settings != key.settings:
+                ours, theirs = json.loads(key.settings), json.loads(settings)
+                differ += [
+                    k for k in sorted(set(ours) | set(theirs)) if ours.get(k) != theirs.get(k)
+                ]
+            diffs[", ".join(differ)] += 1
+        closest = min(diffs, key=lambda d: (d.count(",") + 1, d))
+        return f"same prompt cached with different {closest}"
+
+    def stats(self) -> dict[str, Any]:
+        """Entries per model and endpoint, total hits, file size."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT model, endpoint, COUNT(*), SUM(hits) FROM responses "
+                "GROUP BY model, endpoint ORDER BY COUNT(*) DESC"
+            ).fetchall()
+        return {
+            "path": str(self.path),
+            "bytes": self.path.stat().st_size if self.path.exists() else 0,
+            "entries": [
+                {"model": m, "endpoint": e, "entries": n, "hits": h or 0} for m, e, n, h in rows
+            ],
+            "session": {
+                "hits": self.hits,
+                "misses": self.misses,
+                "miss_reasons": dict(self.miss_reasons),
+            },
+        }
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

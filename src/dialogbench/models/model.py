@@ -1,0 +1,211 @@
+"""`Model`: a provider plus the cache, the per-endpoint concurrency limit, retries and usage.
+
+Every model-backed track calls models through this class:
+
+    model = Model.from_spec(ModelSpec.parse("openai-compatible/qwen", base_url=...))
+    out = await model.generate(messages, GenerateConfig(max_tokens=200), tag="chat")
+    got = await model.generate_structured(messages, MySchema, tag="judge")
+
+Transient failures (429, 5xx, dropped connections, timeouts, unreadable replies) are retried
+with exponential back-off and full jitter, honouring Retry-After; 429 and 503 also halve
+the endpoint's concurrency, which then grows back by one per window of successes.
+Errors are never cached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from dataclasses import replace
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from dialogbench.models.cache import CallKey, ResponseCache
+from dialogbench.models.spec import ModelSpec, make_provider
+from dialogbench.models.structured import CORRECTION, Structured, parse_reply
+from dialogbench.models.types import ChatMessage, GenerateConfig, ModelError, ModelOutput, Provider
+from dialogbench.models.usage import UsageLedger
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class AdaptiveLimiter:
+    """At most `limit` calls in flight; halves on overload, creeps back on success."""
+
+    def __init__(self, limit: int) -> None:
+        self.max = max(1, limit)
+        self.limit = self.max
+        self.active = 0
+        self._successes = 0
+        self._cond = asyncio.Condition()
+
+    async def __aenter__(self) -> None:
+        async with self._cond:
+            await self._cond.wait_for(lambda: self.active < self.limit)
+            self.active += 1
+
+    async def __aexit__(self, *exc: object) -> None:
+        async with self._cond:
+            self.active -= 1
+            self._cond.notify(1)
+
+    def overloaded(self) -> None:
+        self.limit = max(1, self.limit // 2)
+        self._successes = 0
+
+    async def succeeded(self) -> None:
+        if self.limit >= self.max:
+            return
+        self._successes += 1
+        if self._successes >= self.limit:
+            self._successes = 0
+            async with self._cond:
+                self.limit += 1
+                self._cond.notify_all()
+
+
+_LIMITERS: dict[tuple[str, int], AdaptiveLimiter] = {}
+
+
+def endpoint_limiter(endpoint: str, limit: int) -> AdaptiveLimiter:
+    """One limiter per endpoint (and event loop), shared by every `Model` that calls it."""
+    key = (endpoint, id(asyncio.get_running_loop()))
+    if key not in _LIMITERS:
+        _LIMITERS[key] = AdaptiveLimiter(limit)
+    return _LIMITERS[key]
+
+
+class Model:
+    """A provider behind a cache, a concurrency limit, retries and a usage ledger."""
+
+    def __init__(
+        self,
+        provider: Provider,
+        *,
+        cache: ResponseCache | None = None,
+        ledger: UsageLedger | None = None,
+        concurrency: int = 16,
+        max_retries: int = 6,
+        backoff_s: float = 0.5,
+        backoff_max_s: float = 60.0,
+        timeout_s: float | None = 300.0,
+    ) -> None:
+        self.provider = provider
+        self.cache = cache
+        self.ledger = ledger or UsageLedger()
+        self.concurrency = concurrency
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.backoff_max_s = backoff_max_s
+        self.timeout_s = timeout_s
+        self.requests = 0
+        self.retries = 0
+
+    @classmethod
+    def from_spec(cls, spec: ModelSpec, **kwargs: object) -> Model:
+        return cls(make_provider(spec), **kwargs)  # type: ignore[arg-type]
+
+    @property
+    def name(self) -> str:
+        return self.provider.name
+
+    async def generate(
+        self,
+        messages: list[ChatMessage],
+        config: GenerateConfig | None = None,
+        *,
+        sample: int = 0,
+        tag: str = "",
+    ) -> ModelOutput:
+        """One reply, from the cache when this exact call was made before."""
+        config = config or GenerateConfig()
+        if sample and config.seed is not None:
+            config = replace(config, seed=config.seed + sample)
+        key = CallKey(self.name, self.provider.endpoint, config.cache_fields(), messages, sample)
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                self.ledger.record(tag, self.name, hit.usage, cached=True)
+                return hit
+        try:
+            out = await self._call(messages, config)
+        except ModelError:
+            self.ledger.record(tag, self.name, None)
+            raise
+        if self.cache is not None:
+            self.cache.put(key, out)
+        self.ledger.record(tag, self.name, out.usage)
+        return out
+
+    async def _call(self, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
+        limiter = endpoint_limiter(self.provider.endpoint, self.concurrency)
+        attempt = 0
+        while True:
+            async with limiter:
+                self.requests += 1
+                try:
+                    out = await asyncio.wait_for(
+                        self.provider.generate(messages, config), self.timeout_s
+                    )
+                except TimeoutError:
+                    error = ModelError(
+                        f"{self.name}: no reply in {self.timeout_s} s", retryable=True
+                    )
+                except ModelError as e:
+                    error = e
+                else:
+                    await limiter.succeeded()
+                    return out
+            if not error.retryable or attempt >= self.max_retries:
+                raise error
+            if error.status in (429, 503):
+                limiter.overloaded()
+            cap = min(self.backoff_max_s, self.backoff_s * 2**attempt)
+            delay = random.uniform(0.0, cap)
+            if error.retry_after is not None:
+                delay = error.retry_after + random.uniform(0.0, min(1.0, cap))
+            attempt += 1
+            self.retries += 1
+            await asyncio.sleep(delay)
+
+    async def generate_structured(
+        self,
+        messages: list[ChatMessage],
+        schema: type[T],
+        config: GenerateConfig | None = None,
+        *,
+        max_fixes: int = 2,
+        sample: int = 0,
+        tag: str = "",
+    ) -> Structured[T]:
+        """A validated object, or (after `max_fixes` corrections) the raw text and why not."""
+        json_schema = schema.model_json_schema()
+        config = replace(
+            config or GenerateConfig(), json_schema=json_schema, schema_name=schema.__name__
+        )
+        convo = list(messages)
+        raw, error = "", "no attempt"
+        for attempt in range(1, max_fixes + 2):
+            try:
+                out = await self.generate(convo, config, sample=sample, tag=tag)
+            except ModelError as e:
+                return Structured(raw=raw, error=f"call failed: {e}", attempts=attempt)
+            raw = out.text
+            try:
+                return Structured(value=parse_reply(raw, schema), raw=raw, attempts=attempt)
+            except ValueError as e:
+                error = str(e)
+            convo = [
+                *convo,
+                {"role": "assistant", "content": raw},
+                {
+                    "role": "user",
+                    "content": CORRECTION.format(error=error, schema=json.dumps(json_schema)),
+                },
+            ]
+        return Structured(raw=raw, error=error, attempts=max_fixes + 1)
+
+    async def aclose(self) -> None:
+        await self.provider.aclose()

@@ -1,0 +1,73 @@
+"""Token accounting: per call, per track (a tag) and per run."""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from typing import Any
+
+from pydantic import BaseModel
+
+from dialogbench.models.types import Usage
+
+
+class UsageTotals(BaseModel):
+    """Calls and tokens of one (tag, model) pair. Cached calls process no new tokens."""
+
+    calls: int = 0
+    cached_calls: int = 0
+    failed_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    cached_completion_tokens: int = 0
+
+    @property
+    def tokens_processed(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class UsageLedger:
+    """Thread-safe running totals, reported like the paper's tokens-processed figures."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._totals: dict[tuple[str, str], UsageTotals] = defaultdict(UsageTotals)
+
+    def record(self, tag: str, model: str, usage: Usage | None, *, cached: bool = False) -> None:
+        with self._lock:
+            t = self._totals[(tag, model)]
+            t.calls += 1
+            if usage is None:
+                t.failed_calls += 1
+            elif cached:
+                t.cached_calls += 1
+                t.cached_prompt_tokens += usage.prompt_tokens
+                t.cached_completion_tokens += usage.completion_tokens
+            else:
+                t.prompt_tokens += usage.prompt_tokens
+                t.completion_tokens += usage.completion_tokens
+
+    def totals(self, tag: str | None = None) -> UsageTotals:
+        """Sum over models (and over tags unless one is given)."""
+        out = UsageTotals()
+        with self._lock:
+            for (t, _), v in self._totals.items():
+                if tag is None or t == tag:
+                    for field in UsageTotals.model_fields:
+                        setattr(out, field, getattr(out, field) + getattr(v, field))
+        return out
+
+    def report(self) -> dict[str, Any]:
+        """`{tag: {model: totals}}` plus the run total, for result files."""
+        with self._lock:
+            rows = dict(self._totals)
+        out: dict[str, Any] = {}
+        for (tag, model), v in sorted(rows.items()):
+            out.setdefault(tag, {})[model] = {
+                **v.model_dump(),
+                "tokens_processed": v.tokens_processed,
+            }
+        total = self.totals()
+        out["total"] = {**total.model_dump(), "tokens_processed": total.tokens_processed}
+        return out
