@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from dialogbench.models import GenerateConfig, Model, ModelError, ResponseCache
+from dialogbench.models import Call, GenerateConfig, Model, ModelError, ResponseCache
 from dialogbench.models.openai_compat import OpenAICompatible
 from dialogbench.testing import ChatServer, delay, drop, malformed, status
 
@@ -214,3 +214,30 @@ def test_api_key_never_leaks(tmp_path: Path) -> None:
     cache.close()
     assert SECRET.encode() not in path.read_bytes()
     assert SECRET not in json.dumps(model.ledger.report())
+
+
+def test_generate_many_keeps_order_and_errors_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    calls = [Call([{"role": "user", "content": f"item {i}"}]) for i in range(10)]
+
+    async def run(model: Model) -> list[Any]:
+        try:
+            return await model.generate_many(calls, tag="batch")
+        finally:
+            await model.aclose()
+
+    def rule(number: int, body: dict[str, Any]) -> Any:
+        return status(400, message="no") if body["messages"][0]["content"] == "item 3" else None
+
+    with ChatServer(rules=rule) as srv:
+        first = asyncio.run(run(_model(srv, cache=ResponseCache(path))))
+        assert srv.request_count == 10
+        assert [getattr(r, "text", None) for r in first] == [
+            None if i == 3 else f"item {i}" for i in range(10)
+        ]
+        assert isinstance(first[3], ModelError)
+        again = _model(srv, cache=ResponseCache(path))
+        second = asyncio.run(run(again))
+        assert srv.request_count == 11  # only the failed call is asked again
+    assert all(r.cached for i, r in enumerate(second) if i != 3)
+    assert again.ledger.totals("batch").cached_calls == 9

@@ -77,11 +77,12 @@ def test_metrics_match_brute_force(probes: list[tuple[list[int], list[int]]], k:
     best = [min((d.index(x) + 1 for x in r if x in d), default=INF) for d, r in probes]
     np.testing.assert_array_equal(best_rank(ranks), best)
     table = metric_table(ranks, (1, k))
-    assert set(table) == {f"hit@{k}", "hit@1", "mrr", f"mrr@{max(1, k)}", f"recall@{k}",
-                          "recall@1"}
+    assert set(table) == {f"hit@{k}", "hit@1", "mrr", f"mrr@{max(1, k)}", f"recall@{k}", "recall@1"}
     np.testing.assert_allclose(
         table[f"mrr@{max(1, k)}"],
-        [brute_rr(d[: max(1, k)], r) for d, r in probes], rtol=0, atol=1e-15,
+        [brute_rr(d[: max(1, k)], r) for d, r in probes],
+        rtol=0,
+        atol=1e-15,
     )
     np.testing.assert_array_equal(table[f"hit@{k}"], hit_at(ranks, k))
     np.testing.assert_array_equal(table["mrr"], reciprocal_rank(ranks))

@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from dialogbench.models.types import ChatMessage, ModelOutput
+from dialogbench.models.types import ChatMessage, ModelOutput, canonical_json
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -43,25 +43,25 @@ def default_cache_path() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "dialogbench" / "responses.sqlite"
 
 
-def _canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
 class CallKey:
     """The parts of a call that decide its reply, and their digest."""
+
+    __slots__ = ("digest", "endpoint", "messages_sha", "model", "sample", "settings")
 
     def __init__(
         self,
         model: str,
         endpoint: str,
-        settings: dict[str, Any],
+        settings: dict[str, Any] | str,
         messages: list[ChatMessage],
         sample: int = 0,
     ) -> None:
         self.model = model
         self.endpoint = endpoint
-        self.settings = _canonical(settings)
-        self.messages_sha = hashlib.sha256(_canonical(messages).encode()).hexdigest()
+        self.settings = settings if isinstance(settings, str) else canonical_json(settings)
+        # role and content joined by separators that JSON text never holds unescaped
+        flat = "\x1e".join(f"{m['role']}\x1f{m['content']}" for m in messages)
+        self.messages_sha = hashlib.sha256(flat.encode()).hexdigest()
         self.sample = sample
         parts = [model, endpoint, self.settings, self.messages_sha, str(sample)]
         self.digest = hashlib.sha256("\0".join(parts).encode()).hexdigest()
@@ -80,6 +80,7 @@ class ResponseCache:
         self._db.executescript(_SCHEMA)
         self.hits = 0
         self.misses = 0
+        self._pending_hits: Counter[str] = Counter()
         self.miss_reasons: Counter[str] = Counter()
 
     def get(self, key: CallKey) -> ModelOutput | None:
@@ -91,10 +92,49 @@ class ResponseCache:
                 self.misses += 1
                 self.miss_reasons[self._explain(key)] += 1
                 return None
-            self._db.execute("UPDATE responses SET hits = hits + 1 WHERE key = ?", (key.digest,))
+            self._pending_hits[key.digest] += 1
             self.hits += 1
+            if len(self._pending_hits) >= 1000:
+                self._flush_hits()
         out = ModelOutput.model_validate_json(row[0])
-        return out.model_copy(update={"cached": True})
+        out.cached = True
+        return out
+
+    def _flush_hits(self) -> None:
+        """Write buffered hit counts (one statement per batch, not per hit)."""
+        self._db.executemany(
+            "UPDATE responses SET hits = hits + ? WHERE key = ?",
+            [(n, k) for k, n in self._pending_hits.items()],
+        )
+        self._pending_hits.clear()
+
+    def get_many(self, keys: list[CallKey]) -> dict[str, ModelOutput]:
+        """Cached outputs by digest for those of `keys` that are cached (few statements)."""
+        found: dict[str, str] = {}
+        with self._lock:
+            digests = list({k.digest for k in keys})
+            for lo in range(0, len(digests), 500):
+                chunk = digests[lo : lo + 500]
+                marks = ",".join("?" * len(chunk))
+                found.update(
+                    self._db.execute(
+                        f"SELECT key, output FROM responses WHERE key IN ({marks})", chunk
+                    ).fetchall()
+                )
+            for k in keys:
+                if k.digest in found:
+                    self._pending_hits[k.digest] += 1
+                    self.hits += 1
+                else:
+                    self.misses += 1
+                    self.miss_reasons[self._explain(k)] += 1
+            if len(self._pending_hits) >= 1000:
+                self._flush_hits()
+        out: dict[str, ModelOutput] = {}
+        for digest, text in found.items():
+            out[digest] = ModelOutput.model_validate_json(text)
+            out[digest].cached = True
+        return out
 
     def put(self, key: CallKey, output: ModelOutput) -> None:
         with self._lock:
@@ -151,6 +191,7 @@ class ResponseCache:
     def stats(self) -> dict[str, Any]:
         """Entries per model and endpoint, total hits, file size."""
         with self._lock:
+            self._flush_hits()
             rows = self._db.execute(
                 "SELECT model, endpoint, COUNT(*), SUM(hits) FROM responses "
                 "GROUP BY model, endpoint ORDER BY COUNT(*) DESC"
@@ -170,4 +211,5 @@ class ResponseCache:
 
     def close(self) -> None:
         with self._lock:
+            self._flush_hits()
             self._db.close()

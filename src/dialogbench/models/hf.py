@@ -45,8 +45,9 @@ class TransformersProvider:
         started = time.perf_counter()
         with self._lock:
             tok, model = self._load()
-            prompt = tok.apply_chat_template(messages, add_generation_prompt=True,
-                                             return_tensors="pt")
+            prompt = tok.apply_chat_template(
+                messages, add_generation_prompt=True, return_tensors="pt"
+            )
             if config.seed is not None:
                 torch.manual_seed(config.seed)
             sample = config.temperature > 0

@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from dataclasses import replace
+import weakref
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from pydantic import BaseModel
@@ -29,6 +30,15 @@ from dialogbench.models.types import ChatMessage, GenerateConfig, ModelError, Mo
 from dialogbench.models.usage import UsageLedger
 
 T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request of a batch for `Model.generate_many`."""
+
+    messages: list[ChatMessage]
+    config: GenerateConfig = field(default_factory=GenerateConfig)
+    sample: int = 0
 
 
 class AdaptiveLimiter:
@@ -66,15 +76,17 @@ class AdaptiveLimiter:
                 self._cond.notify_all()
 
 
-_LIMITERS: dict[tuple[str, int], AdaptiveLimiter] = {}
+_LIMITERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, AdaptiveLimiter]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def endpoint_limiter(endpoint: str, limit: int) -> AdaptiveLimiter:
     """One limiter per endpoint (and event loop), shared by every `Model` that calls it."""
-    key = (endpoint, id(asyncio.get_running_loop()))
-    if key not in _LIMITERS:
-        _LIMITERS[key] = AdaptiveLimiter(limit)
-    return _LIMITERS[key]
+    per_loop = _LIMITERS.setdefault(asyncio.get_running_loop(), {})
+    if endpoint not in per_loop:
+        per_loop[endpoint] = AdaptiveLimiter(limit)
+    return per_loop[endpoint]
 
 
 class Model:
@@ -120,15 +132,53 @@ class Model:
         tag: str = "",
     ) -> ModelOutput:
         """One reply, from the cache when this exact call was made before."""
-        config = config or GenerateConfig()
-        if sample and config.seed is not None:
-            config = replace(config, seed=config.seed + sample)
-        key = CallKey(self.name, self.provider.endpoint, config.cache_fields(), messages, sample)
+        config = self._seeded(config or GenerateConfig(), sample)
+        key = CallKey(self.name, self.provider.endpoint, config.cache_text, messages, sample)
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
                 self.ledger.record(tag, self.name, hit.usage, cached=True)
                 return hit
+        return await self._fresh(messages, config, key, tag)
+
+    async def generate_many(
+        self, calls: list[Call], *, tag: str = ""
+    ) -> list[ModelOutput | ModelError]:
+        """Replies to many calls, in order; a failed call gives its `ModelError` in place.
+
+        Cached replies are fetched in a few statements before anything is sent, so a rerun of
+        finished work costs microseconds per call and makes no request.
+        """
+        configs = [self._seeded(c.config, c.sample) for c in calls]
+        keys = [
+            CallKey(self.name, self.provider.endpoint, cfg.cache_text, c.messages, c.sample)
+            for c, cfg in zip(calls, configs, strict=True)
+        ]
+        hits = self.cache.get_many(keys) if self.cache is not None else {}
+        results: list[ModelOutput | ModelError | None] = [None] * len(calls)
+        for i, key in enumerate(keys):
+            if key.digest in hits:
+                results[i] = hits[key.digest]
+                self.ledger.record(tag, self.name, hits[key.digest].usage, cached=True)
+
+        async def fresh(i: int) -> None:
+            try:
+                results[i] = await self._fresh(calls[i].messages, configs[i], keys[i], tag)
+            except ModelError as e:
+                results[i] = e
+
+        await asyncio.gather(*[fresh(i) for i, r in enumerate(results) if r is None])
+        return [r for r in results if r is not None]
+
+    def _seeded(self, config: GenerateConfig, sample: int) -> GenerateConfig:
+        if sample and config.seed is not None:
+            return replace(config, seed=config.seed + sample)
+        return config
+
+    async def _fresh(
+        self, messages: list[ChatMessage], config: GenerateConfig, key: CallKey, tag: str
+    ) -> ModelOutput:
+        """Call the provider (no cache lookup), then store and account the reply."""
         try:
             out = await self._call(messages, config)
         except ModelError:

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 from pydantic import BaseModel
+
+
+def canonical_json(obj: Any) -> str:
+    """Key-sorted compact JSON: equal values give equal text (cache keys are built on it)."""
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 class ChatMessage(TypedDict):
@@ -29,6 +36,11 @@ class GenerateConfig:
     schema_name: str = "output"
     extra: dict[str, Any] = field(default_factory=dict)
     """Provider-specific request fields, passed through (and part of the cache key)."""
+
+    @cached_property
+    def cache_text(self) -> str:
+        """`cache_fields` as canonical JSON, computed once per config."""
+        return canonical_json(self.cache_fields())
 
     def cache_fields(self) -> dict[str, Any]:
         """Everything that changes the reply, for the cache key."""

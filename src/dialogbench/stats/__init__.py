@@ -1,5 +1,6 @@
-"""Statistics: bootstrap intervals and metric definitions."""
+"""Statistics: bootstrap intervals, metric definitions and inter-rater agreement."""
 
+from dialogbench.stats.agreement import krippendorff_alpha
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 from dialogbench.stats.metrics import (
     best_rank,
@@ -15,6 +16,7 @@ __all__ = [
     "best_rank",
     "bootstrap_means",
     "hit_at",
+    "krippendorff_alpha",
     "metric_table",
     "random_hit_expectation",
     "recall_at",

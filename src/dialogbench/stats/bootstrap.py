@@ -10,16 +10,24 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 
 class Estimate(BaseModel):
-    """A point estimate with its 95% (by default) bootstrap interval."""
+    """A point estimate with its 95% (by default) bootstrap interval.
+
+    An estimate over nothing is NaN; JSON has no NaN, so it is written as null and read back.
+    """
 
     value: float
     ci_low: float
     ci_high: float
     n: int
+
+    @field_validator("value", "ci_low", "ci_high", mode="before")
+    @classmethod
+    def _null_is_nan(cls, v: object) -> object:
+        return float("nan") if v is None else v
 
 
 def bootstrap_means(

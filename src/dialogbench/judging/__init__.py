@@ -1,0 +1,48 @@
+"""Model-as-judge: rubrics, judges (single and blinded), panels and their agreement, calibration."""
+
+from dialogbench.judging.calibration import (
+    CalibrationReport,
+    PassRule,
+    Probe,
+    ProbeOutcome,
+    calibrate,
+)
+from dialogbench.judging.judge import (
+    DEFAULT_JUDGE_CONFIG,
+    BlindVerdict,
+    Judge,
+    Verdict,
+    content_seed,
+)
+from dialogbench.judging.panel import Panel, panel_agreement
+from dialogbench.judging.rubric import (
+    CompareTo,
+    Dimension,
+    Flag,
+    Rubric,
+    blind_labels,
+    blind_schema,
+    verdict_schema,
+)
+
+__all__ = [
+    "DEFAULT_JUDGE_CONFIG",
+    "BlindVerdict",
+    "CalibrationReport",
+    "CompareTo",
+    "Dimension",
+    "Flag",
+    "Judge",
+    "Panel",
+    "PassRule",
+    "Probe",
+    "ProbeOutcome",
+    "Rubric",
+    "Verdict",
+    "blind_labels",
+    "blind_schema",
+    "calibrate",
+    "content_seed",
+    "panel_agreement",
+    "verdict_schema",
+]
