@@ -8,18 +8,22 @@ from collections.abc import Callable
 import pytest
 from judging_support import Body, Harness, shown_candidates
 
-from dialogbench.judging import CalibrationReport, PassRule, Probe, calibrate
+from dialogbench.judging import CalibrationProbe, CalibrationReport, PassRule, calibrate
 
 RULE = PassRule("accuracy", 6)
 
 
-def probes(n_right: int = 4, n_wrong: int = 3) -> list[Probe]:
+def probes(n_right: int = 4, n_wrong: int = 3) -> list[CalibrationProbe]:
     right = [
-        Probe(id=f"r{i}", candidate=f"right answer {i}", expected="right", reference="gold")
+        CalibrationProbe(
+            id=f"r{i}", candidate=f"right answer {i}", expected="right", reference="gold"
+        )
         for i in range(n_right)
     ]
     wrong = [
-        Probe(id=f"w{i}", candidate=f"wrong answer {i}", expected="wrong", reference="gold")
+        CalibrationProbe(
+            id=f"w{i}", candidate=f"wrong answer {i}", expected="wrong", reference="gold"
+        )
         for i in range(n_wrong)
     ]
     return right + wrong
@@ -38,7 +42,7 @@ def judging(accuracy: Callable[[str], int | None]) -> Callable[[Body], str]:
 
 
 def run(
-    harness: Harness, accuracy: Callable[[str], int | None], items: list[Probe]
+    harness: Harness, accuracy: Callable[[str], int | None], items: list[CalibrationProbe]
 ) -> CalibrationReport:
     judge = harness.judge(harness.server(reply=judging(accuracy)))
     return harness.run(calibrate(judge, items, RULE, n_boot=500))
@@ -96,7 +100,7 @@ def test_a_group_with_nothing_scored_has_no_rate(harness: Harness) -> None:
 
 def test_the_question_is_shown_as_context(harness: Harness) -> None:
     srv = harness.server(reply=judging(lambda text: 7))
-    probe = Probe(
+    probe = CalibrationProbe(
         id="q", candidate="Lyon", expected="wrong", question="Capital of France?", reference="Paris"
     )
     report = harness.run(calibrate(harness.judge(srv), [probe], RULE, n_boot=100))

@@ -1,9 +1,9 @@
 """Model-as-judge: rubrics, judges (single and blinded), panels and their agreement, calibration."""
 
 from dialogbench.judging.calibration import (
+    CalibrationProbe,
     CalibrationReport,
     PassRule,
-    Probe,
     ProbeOutcome,
     calibrate,
 )
@@ -28,6 +28,7 @@ from dialogbench.judging.rubric import (
 __all__ = [
     "DEFAULT_JUDGE_CONFIG",
     "BlindVerdict",
+    "CalibrationProbe",
     "CalibrationReport",
     "CompareTo",
     "Dimension",
@@ -35,7 +36,6 @@ __all__ = [
     "Judge",
     "Panel",
     "PassRule",
-    "Probe",
     "ProbeOutcome",
     "Rubric",
     "Verdict",

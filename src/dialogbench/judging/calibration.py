@@ -22,7 +22,7 @@ from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 Expected = Literal["right", "wrong"]
 
 
-class Probe(BaseModel):
+class CalibrationProbe(BaseModel):
     """A candidate answer whose correctness is known."""
 
     id: str
@@ -47,7 +47,7 @@ class PassRule:
 class ProbeOutcome(BaseModel):
     """What the judge made of one probe; `accepted` is None when the verdict is unscored."""
 
-    probe: Probe
+    probe: CalibrationProbe
     accepted: bool | None
     verdict: Verdict
 
@@ -76,7 +76,7 @@ def _rate(hits: list[float], n_boot: int, seed: int) -> Estimate | None:
     return bootstrap_means(np.array(hits), n_boot=n_boot, seed=seed)[0]
 
 
-def _check(judge: Judge, probes: Sequence[Probe], rule: PassRule) -> None:
+def _check(judge: Judge, probes: Sequence[CalibrationProbe], rule: PassRule) -> None:
     dim = judge.rubric.dimension(rule.dimension)
     if not dim.low < rule.threshold <= dim.high:
         raise ValueError(
@@ -91,7 +91,7 @@ def _check(judge: Judge, probes: Sequence[Probe], rule: PassRule) -> None:
 
 async def calibrate(
     judge: Judge,
-    probes: Sequence[Probe],
+    probes: Sequence[CalibrationProbe],
     rule: PassRule,
     *,
     n_boot: int = 2000,
