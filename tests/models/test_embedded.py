@@ -239,7 +239,7 @@ def test_openai_compatible_client_against_the_embedded_server(tmp_path: Path) ->
             await model.aclose()
 
     with EmbeddedServer() as server:
-        out, model = asyncio.run(ask(server.base_url))
+        out, _ = asyncio.run(ask(server.base_url))
         assert out.text.strip() and not out.cached
         assert out.usage.prompt_tokens > 0 and out.usage.completion_tokens > 0
         again, model2 = asyncio.run(ask(server.base_url))

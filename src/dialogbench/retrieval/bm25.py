@@ -17,8 +17,9 @@ the documents; for commoner terms BM25Okapi substitutes `epsilon * mean idf` for
 negative value and we use 0. Messages with score 0 (no query term) are not retrieved.
 
 The whole computation is one gather over the postings of each (probe, term) pair,
-truncated at the probe's cutoff by a binary search, and one sparse sum: no loop over
-probes or documents.
+truncated at the probe's cutoff by a binary search, a sum per (probe, message) in
+query-term order, and a ranking that sorts only each probe's best few candidates: no loop
+over probes or documents, and memory bounded by blocks of `_MAX_ENTRIES` entries.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Literal
 
 import numpy as np
@@ -42,7 +44,10 @@ from dialogbench.retrieval.base import (
     reference_matrix,
 )
 
-_TOKEN = re.compile(r"(?u)\b\w\w+\b")
+# Maximal runs of two or more word characters: the same tokens as bm25s' and
+# scikit-learn's r"(?u)\b\w\w+\b" (a greedy run always ends at a boundary and no
+# boundary lies inside a run), found about a quarter faster without the \b tests.
+_TOKEN = re.compile(r"\w\w+")
 STOPWORDS = frozenset(STOPWORDS_EN)
 _MAX_ENTRIES = 1 << 22  # (probe, posting) pairs expanded per block
 
@@ -67,13 +72,11 @@ class BM25Index:
     def __init__(self, docs: Sequence[Sequence[str]], params: BM25Params = BM25Params()) -> None:
         self.params = params
         self.n_docs = n = len(docs)
-        self.vocab: dict[str, int] = {}
-        lengths = np.fromiter((len(d) for d in docs), dtype=np.int64, count=n)
-        terms = np.fromiter(
-            (self.vocab.setdefault(t, len(self.vocab)) for d in docs for t in d),
-            dtype=np.int64,
-            count=int(lengths.sum()),
-        )
+        lengths = np.fromiter(map(len, docs), dtype=np.int64, count=n)
+        flat = list(chain.from_iterable(docs))
+        # term ids in order of first occurrence
+        self.vocab: dict[str, int] = {t: i for i, t in enumerate(dict.fromkeys(flat))}
+        terms = np.fromiter(map(self.vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
         doc_of = np.repeat(np.arange(n, dtype=np.int64), lengths)
         keys, tf = np.unique(terms * n + doc_of, return_counts=True)
         self.post_key = keys  # term * n + doc, ascending
@@ -116,24 +119,85 @@ class BM25Index:
         ratio = (n_i - df + 0.5) / (df + 0.5)
         idf = np.log1p(ratio) if self.params.idf == "lucene" else np.maximum(0.0, np.log(ratio))
         avgdl = self.cum_len[cutoffs[qi]] / n_i
-        pair = np.repeat(np.arange(len(df)), df)
-        first = np.cumsum(df) - df
-        post = start[pair] + np.arange(int(df.sum())) - first[pair]
+        # One entry per (probe, term, posting); evaluated in place, in the order of the
+        # formula  qc * idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| / avgdl)).
+        post = np.repeat(start - (np.cumsum(df) - df), df)
+        post += np.arange(len(post))
         tf = self.post_tf[post]
         docs = self.post_doc[post]
-        norm = k1 * (1.0 - b + b * self.doc_len[docs] / np.where(avgdl > 0, avgdl, 1.0)[pair])
-        contrib = (qc * idf)[pair] * tf * (k1 + 1.0) / (tf + norm)
-        out = sp.csr_matrix(
-            (contrib, (qi[pair], docs)), shape=(queries.shape[0], max(self.n_docs, 1))
+        norm = self.doc_len[docs]
+        norm *= b
+        norm /= np.repeat(np.where(avgdl > 0, avgdl, 1.0), df)
+        norm += 1.0 - b
+        norm *= k1
+        norm += tf
+        contrib = np.repeat(qc * idf, df)
+        contrib *= tf
+        contrib *= k1 + 1.0
+        contrib /= norm
+        return _sum_entries(
+            np.repeat(qi, df), docs, contrib, cutoffs, (queries.shape[0], max(self.n_docs, 1))
         )
-        out.sum_duplicates()
-        out.eliminate_zeros()
-        return out
 
     def work(self, queries: sp.csr_matrix, cutoffs: IntArray) -> IntArray:
         """Postings each query touches: what a block of queries costs to score."""
         qi, _, _, _, df = self._pairs(queries, cutoffs)
         return np.bincount(qi, weights=df, minlength=queries.shape[0]).astype(np.int64)
+
+
+def _sum_entries(
+    rows: IntArray,
+    cols: IntArray,
+    vals: FloatArray,
+    cutoffs: IntArray,
+    shape: tuple[int, int],
+) -> sp.csr_matrix:
+    """Sum values per (row, col) into a canonical csr matrix, exact zeros dropped.
+
+    `rows` must be ascending and `cols[i] < cutoffs[rows[i]]`. Each cell's values are
+    added in input order (query-term order), so equal terms give bitwise-equal scores and
+    ties really go to recency. Rows are taken in blocks of at most `_MAX_ENTRIES` cells
+    (their cutoffs); a block is summed with np.bincount over its cells, or over the cells
+    it touches (found by a stable sort) when it touches few of them.
+    """
+    n_rows, n_cols = shape
+    offsets = np.concatenate([[0], np.cumsum(cutoffs, dtype=np.int64)])
+    row_start = np.searchsorted(rows, np.arange(n_rows + 1))
+    counts = np.zeros(n_rows, dtype=np.int64)
+    out_cols: list[IntArray] = []
+    out_vals: list[FloatArray] = []
+    r0 = 0
+    while r0 < n_rows:
+        r1 = int(np.searchsorted(offsets, offsets[r0] + _MAX_ENTRIES, side="right")) - 1
+        r1 = min(max(r1, r0 + 1), n_rows)
+        e0, e1 = row_start[r0], row_start[r1]
+        cells = int(offsets[r1] - offsets[r0])
+        r, c, v = rows[e0:e1], cols[e0:e1], vals[e0:e1]
+        if 4 * (e1 - e0) >= cells:  # dense enough: one bincount over the block's cells
+            acc = np.bincount(offsets[r] - offsets[r0] + c, weights=v, minlength=cells)
+            nz = np.flatnonzero(acc)
+            per_row = np.diff(np.searchsorted(nz, offsets[r0 : r1 + 1] - offsets[r0]))
+            out_cols.append(nz - np.repeat(offsets[r0:r1] - offsets[r0], per_row))
+            out_vals.append(acc[nz])
+        else:
+            key = r * n_cols + c
+            order = np.argsort(key, kind="stable")
+            key = key[order]
+            new_cell = np.ones(len(key), dtype=bool)
+            new_cell[1:] = key[1:] != key[:-1]
+            summed = np.bincount(np.cumsum(new_cell) - 1, weights=v[order])
+            key = key[new_cell]
+            nonzero = summed != 0
+            key, summed = key[nonzero], summed[nonzero]
+            per_row = np.bincount(key // n_cols - r0, minlength=r1 - r0)
+            out_cols.append(key % n_cols)
+            out_vals.append(summed)
+        counts[r0:r1] = per_row
+        r0 = r1
+    indptr = np.concatenate([[0], np.cumsum(counts)])
+    data = np.concatenate(out_vals) if out_vals else np.zeros(0)
+    indices = np.concatenate(out_cols) if out_cols else np.zeros(0, dtype=np.int64)
+    return sp.csr_matrix((data, indices, indptr), shape=shape)
 
 
 def rank_sparse(scores: sp.csr_matrix, probes: Sequence[Probe], depth: int) -> Rankings:
@@ -155,17 +219,35 @@ def rank_sparse(scores: sp.csr_matrix, probes: Sequence[Probe], depth: int) -> R
         keys = rows * n_cols + cols  # ascending: csr rows in order, columns sorted
         want = np.arange(n_rows)[:, None] * n_cols + np.maximum(refs, 0)
         at = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
-        found = (keys[at] == want) & (refs >= 0)
-        for j in range(refs.shape[1]):
-            hit = np.flatnonzero(found[:, j])
-            if len(hit) == 0:
-                continue
-            idx, local = _row_entries(indptr, hit)
-            score, col = data[at[hit, j]][local], refs[hit, j][local]
-            beat = (data[idx] > score) | ((data[idx] == score) & (cols[idx] > col))
-            ranks[hit, j] = 1 + np.bincount(local, weights=beat, minlength=len(hit))
+        pi, pj = np.nonzero((keys[at] == want) & (refs >= 0))  # retrieved references
+        ranks[pi, pj] = 1 + _count_beating(indptr, cols, data, pi, at[pi, pj], refs[pi, pj])
     ranks[refs < 0] = np.nan
     return Rankings(top=top, ref_ranks=ranks)
+
+
+def _count_beating(
+    indptr: IntArray,
+    cols: IntArray,
+    data: FloatArray,
+    rows: IntArray,
+    entry: IntArray,
+    col: IntArray,
+) -> FloatArray:
+    """For each (row, entry): how many entries of the row rank above it (higher score, or
+    equal score and later column). Rows are expanded in chunks of bounded size."""
+    out = np.empty(len(rows))
+    lengths = indptr[rows + 1] - indptr[rows]
+    ends = np.cumsum(lengths)
+    lo = 0
+    while lo < len(rows):
+        hi = int(np.searchsorted(ends, ends[lo] - lengths[lo] + _MAX_ENTRIES, side="right"))
+        hi = max(hi, lo + 1)
+        idx, local = _row_entries(indptr, rows[lo:hi])
+        score, c = data[entry[lo:hi]][local], col[lo:hi][local]
+        beat = (data[idx] > score) | ((data[idx] == score) & (cols[idx] > c))
+        out[lo:hi] = np.bincount(local, weights=beat, minlength=hi - lo)
+        lo = hi
+    return out
 
 
 def _row_entries(indptr: IntArray, rows: IntArray) -> tuple[IntArray, IntArray]:
@@ -202,12 +284,19 @@ def _top_rows(
         block = long[lo:hi]
         w = int(widths[hi - 1])
         idx, local = _row_entries(indptr, block)
-        pad = np.full((len(block), w), -np.inf)
-        pad[local, idx - indptr[block][local]] = data[idx]
-        threshold[block] = pad.reshape(len(block), w // depth, depth).max(axis=1).min(axis=1)
+        pos = idx - indptr[block][local]
+        groups = np.full(len(block) * w, -np.inf)  # (row, group, position in group)
+        groups[local * w + (pos % depth) * (w // depth) + pos // depth] = data[idx]
+        threshold[block] = groups.reshape(len(block), depth, -1).max(axis=2).min(axis=1)
         lo = hi
-    cand = np.flatnonzero(data >= threshold[rows])
-    order = cand[np.lexsort((-cols[cand], -data[cand], rows[cand]))]
+    # Sort the candidates by (row, score desc, column desc): reversed, columns run
+    # descending within a row; two stable sorts follow (rows last, by radix when small).
+    cand = np.flatnonzero(data >= threshold[rows])[::-1]
+    if n_rows <= 1 << 16:
+        by_score = cand[np.argsort(-data[cand], kind="stable")]
+        order = by_score[np.argsort(rows[by_score].astype(np.uint16), kind="stable")]
+    else:
+        order = cand[np.lexsort((-data[cand], rows[cand]))]
     r = rows[order]
     pos = np.arange(len(order)) - np.searchsorted(r, r)
     keep = pos < depth
