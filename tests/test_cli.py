@@ -94,10 +94,27 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 def test_import_a_chat_export(tmp_path: Path) -> None:
     out = tmp_path / "imported"
-    args = ["data", "import", str(FIXTURES / "chat_export.jsonl"), "--out", str(out),
-            "--rows", "turns", "--id-field", "thread", "--turn-id-field", "msg_id",
-            "--speaker-field", "author", "--text-field", "content", "--timestamp-field", "ts",
-            "--user-speakers", "maya,sam"]
+    args = [
+        "data",
+        "import",
+        str(FIXTURES / "chat_export.jsonl"),
+        "--out",
+        str(out),
+        "--rows",
+        "turns",
+        "--id-field",
+        "thread",
+        "--turn-id-field",
+        "msg_id",
+        "--speaker-field",
+        "author",
+        "--text-field",
+        "content",
+        "--timestamp-field",
+        "ts",
+        "--user-speakers",
+        "maya,sam",
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     check = runner.invoke(app, ["data", "validate", str(out)])
@@ -105,8 +122,9 @@ def test_import_a_chat_export(tmp_path: Path) -> None:
 
 
 def test_import_names_the_missing_field(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["data", "import", str(FIXTURES / "chat_export.jsonl"),
-                                 "--out", str(tmp_path / "x")])
+    result = runner.invoke(
+        app, ["data", "import", str(FIXTURES / "chat_export.jsonl"), "--out", str(tmp_path / "x")]
+    )
     assert result.exit_code == 2
     assert "field 'turns'" in result.output and "--turns-field" in result.output
 
@@ -115,16 +133,27 @@ def test_models_check_against_a_loopback_server() -> None:
     from dialogbench.testing import ChatServer
 
     with ChatServer(json_mode=False, reply=lambda b: '{"name": "Maya", "age": 31}') as srv:
-        result = runner.invoke(app, ["models", "check", "--model", "openai-compatible/test",
-                                     "--base-url", srv.base_url])
+        result = runner.invoke(
+            app,
+            ["models", "check", "--model", "openai-compatible/test", "--base-url", srv.base_url],
+        )
     assert result.exit_code == 0, result.output
     assert "latency" in result.output and "tokens" in result.output
     assert "JSON output  works; mode: none" in result.output
 
 
 def test_models_check_unreachable_is_a_clear_error() -> None:
-    result = runner.invoke(app, ["models", "check", "--model", "openai-compatible/x",
-                                 "--base-url", "http://127.0.0.1:9/v1"])
+    result = runner.invoke(
+        app,
+        [
+            "models",
+            "check",
+            "--model",
+            "openai-compatible/x",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+        ],
+    )
     assert result.exit_code == 2 and "did not answer" in result.output
 
 
@@ -135,9 +164,21 @@ def test_models_check_bad_spec() -> None:
 
 def test_cache_explain_and_stats(tmp_path: Path) -> None:
     path = str(tmp_path / "c.sqlite")
-    result = runner.invoke(app, ["cache", "explain", "--model", "openai-compatible/m",
-                                 "--base-url", "http://127.0.0.1:9/v1", "--prompt", "hi",
-                                 "--path", path])
+    result = runner.invoke(
+        app,
+        [
+            "cache",
+            "explain",
+            "--model",
+            "openai-compatible/m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--prompt",
+            "hi",
+            "--path",
+            path,
+        ],
+    )
     assert result.exit_code == 0 and "new prompt" in result.output
     stats = runner.invoke(app, ["cache", "stats", "--path", path])
     assert stats.exit_code == 0 and "c.sqlite" in stats.output

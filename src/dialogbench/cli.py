@@ -106,8 +106,12 @@ def _retrieval(dataset_name: str, out: Path, config: RetrievalConfig) -> None:
             )
 
         result = run_retrieval(ds, out, config, progress)
-    metrics = [*(f"hit@{k}" for k in config.ks), "mrr", f"mrr@{config.depth}",
-               f"recall@{config.depth}"]
+    metrics = [
+        *(f"hit@{k}" for k in config.ks),
+        "mrr",
+        f"mrr@{config.depth}",
+        f"recall@{config.depth}",
+    ]
     console.print(
         summary_table(f"Retrieval on {ds.name} (95% bootstrap intervals)", result.summary, metrics)
     )

@@ -72,7 +72,11 @@ def test_nested_sessions_and_questions() -> None:
     assert alpha.speakers == ["Ana", "Ben"]
     q0, q1, q2 = alpha.questions
     assert (q0.id, q0.category, q0.answer, q0.evidence_ids) == (
-        "alpha-q0", "single-hop", "1:58", ["A2.2"])
+        "alpha-q0",
+        "single-hop",
+        "1:58",
+        ["A2.2"],
+    )
     assert q1.evidence_ids == ["A1.3", "A2.2"]
     assert q2.answer is None and not q2.answerable
     assert beta.questions[0].evidence_ids == ["B1.1"]
@@ -98,8 +102,10 @@ def _write(tmp_path: Path, name: str, data: object) -> Path:
 
 
 def test_generated_ids_and_top_level_list(tmp_path: Path) -> None:
-    data = [{"turns": [{"speaker": "a", "text": "hi"}, {"speaker": "b", "text": "yo"}]},
-            {"turns": [{"speaker": "a", "text": 42}]}]
+    data = [
+        {"turns": [{"speaker": "a", "text": "hi"}, {"speaker": "b", "text": "yo"}]},
+        {"turns": [{"speaker": "a", "text": 42}]},
+    ]
     ds = import_chat_export(_write(tmp_path, "x.json", data), ImportConfig())
     assert [s.id for s in ds.subjects] == ["conversation-0", "conversation-1"]
     assert [m.id for m in ds.subjects[0].messages] == ["t0", "t1"]
@@ -108,8 +114,10 @@ def test_generated_ids_and_top_level_list(tmp_path: Path) -> None:
 
 
 def test_generated_session_ids(tmp_path: Path) -> None:
-    data = {"session_2": [{"speaker": "a", "text": "later"}],
-            "session_1": [{"speaker": "a", "text": "first"}, {"speaker": "b", "text": "ok"}]}
+    data = {
+        "session_2": [{"speaker": "a", "text": "later"}],
+        "session_1": [{"speaker": "a", "text": "first"}, {"speaker": "b", "text": "ok"}],
+    }
     config = ImportConfig(session_keys=True)
     (subject,) = import_chat_export(_write(tmp_path, "one.json", data), config).subjects
     assert [m.id for m in subject.messages] == ["session_1:0", "session_1:1", "session_2:0"]
@@ -117,26 +125,32 @@ def test_generated_session_ids(tmp_path: Path) -> None:
 
 
 def test_jsonl_conversation_rows_and_dict_of_conversations(tmp_path: Path) -> None:
-    rows = [{"id": "c1", "turns": [{"speaker": "a", "text": "x"}]},
-            {"id": "c2", "turns": [{"speaker": "a", "text": "y"}]}]
+    rows = [
+        {"id": "c1", "turns": [{"speaker": "a", "text": "x"}]},
+        {"id": "c2", "turns": [{"speaker": "a", "text": "y"}]},
+    ]
     ds = import_chat_export(_write(tmp_path, "r.jsonl", rows), ImportConfig(id_field="id"))
     assert [s.id for s in ds.subjects] == ["c1", "c2"]
     keyed = {"chats": {"k1": {"turns": [{"speaker": "a", "text": "x"}]}}}
-    ds = import_chat_export(_write(tmp_path, "k.json", keyed),
-                            ImportConfig(conversations_field="chats"))
+    ds = import_chat_export(
+        _write(tmp_path, "k.json", keyed), ImportConfig(conversations_field="chats")
+    )
     assert [s.id for s in ds.subjects] == ["k1"]
 
 
 def test_epoch_milliseconds_and_format(tmp_path: Path) -> None:
-    rows = [{"speaker": "a", "text": "x", "at": 1709391600000},
-            {"speaker": "a", "text": "y", "at": "02/03/2024 15:00"}]
+    rows = [
+        {"speaker": "a", "text": "x", "at": 1709391600000},
+        {"speaker": "a", "text": "y", "at": "02/03/2024 15:00"},
+    ]
     path = _write(tmp_path, "t.jsonl", rows[:1])
     ds = import_chat_export(path, ImportConfig(rows="turns", timestamp_field="at"))
     assert ds.subjects[0].messages[0].timestamp == datetime(2024, 3, 2, 15, 0, tzinfo=UTC)
     path = _write(tmp_path, "f.jsonl", rows[1:])
     config = ImportConfig(rows="turns", timestamp_field="at", timestamp_format="%d/%m/%Y %H:%M")
     assert import_chat_export(path, config).subjects[0].messages[0].timestamp == datetime(
-        2024, 3, 2, 15, 0)
+        2024, 3, 2, 15, 0
+    )
 
 
 def test_unknown_user_speaker_warns() -> None:
@@ -191,8 +205,9 @@ def test_top_level_object_needs_conversations_field(tmp_path: Path) -> None:
 
 
 def test_missing_conversations_field(tmp_path: Path) -> None:
-    err = _error(_write(tmp_path, "x.json", {"data": []}),
-                 ImportConfig(conversations_field="conversations"))
+    err = _error(
+        _write(tmp_path, "x.json", {"data": []}), ImportConfig(conversations_field="conversations")
+    )
     assert err.field == "conversations" and err.record == "top level"
 
 
@@ -205,8 +220,9 @@ def test_missing_session_time(tmp_path: Path) -> None:
 
 def test_bad_timestamp_names_format_flag(tmp_path: Path) -> None:
     rows = [{"speaker": "a", "text": "x", "ts": "yesterday"}]
-    err = _error(_write(tmp_path, "t.jsonl", rows),
-                 ImportConfig(rows="turns", timestamp_field="ts"))
+    err = _error(
+        _write(tmp_path, "t.jsonl", rows), ImportConfig(rows="turns", timestamp_field="ts")
+    )
     assert err.record == "line 1" and err.field == "ts"
     assert err.fix is not None and "--timestamp-format" in err.fix
 
@@ -228,8 +244,7 @@ def test_missing_answer_field(tmp_path: Path) -> None:
 
 def test_duplicate_turn_id(tmp_path: Path) -> None:
     rows = [{"id": "1", "speaker": "a", "text": "x"}, {"id": "1", "speaker": "a", "text": "y"}]
-    err = _error(_write(tmp_path, "t.jsonl", rows),
-                 ImportConfig(rows="turns", turn_id_field="id"))
+    err = _error(_write(tmp_path, "t.jsonl", rows), ImportConfig(rows="turns", turn_id_field="id"))
     assert err.record == "line 2" and err.field == "id"
 
 

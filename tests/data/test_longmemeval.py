@@ -18,12 +18,21 @@ FIXTURE = Path(__file__).parent.parent / "fixtures" / "longmemeval_mini.json"
 def test_subjects_and_messages() -> None:
     ds = load_longmemeval(FIXTURE)
     assert ds.name == "longmemeval" and ds.sha256 == sha256_file(FIXTURE)
-    assert [s.id for s in ds.subjects] == ["ssu_0001", "ssa_0002", "ku_0003", "tr_0004_abs",
-                                           "ms_0005"]
+    assert [s.id for s in ds.subjects] == [
+        "ssu_0001",
+        "ssa_0002",
+        "ku_0003",
+        "tr_0004_abs",
+        "ms_0005",
+    ]
     first = ds.subjects[0]
     assert [m.id for m in first.messages] == [
-        "sharegpt_a1:0", "sharegpt_a1:1",
-        "answer_ssu_0001:0", "answer_ssu_0001:1", "answer_ssu_0001:2", "answer_ssu_0001:3",
+        "sharegpt_a1:0",
+        "sharegpt_a1:1",
+        "answer_ssu_0001:0",
+        "answer_ssu_0001:1",
+        "answer_ssu_0001:2",
+        "answer_ssu_0001:3",
     ]
     assert [m.position for m in first.messages] == list(range(6))
     assert first.messages[2].session == "answer_ssu_0001"
@@ -48,7 +57,9 @@ def test_fallback_evidence_is_warned() -> None:
     ds = load_longmemeval(FIXTURE)
     ku = next(s for s in ds.subjects if s.id == "ku_0003")
     assert ku.questions[0].evidence_ids == [
-        "answer_ku_0003_1:0", "answer_ku_0003_2:0", "answer_ku_0003_2:2"
+        "answer_ku_0003_1:0",
+        "answer_ku_0003_2:0",
+        "answer_ku_0003_2:2",
     ]
     assert any(w.startswith("ku_0003:") and "has_answer" in w for w in ds.warnings)
 

@@ -73,7 +73,10 @@ def test_python_literals_and_stray_spaces(tmp_path: Path) -> None:
     (ada,) = ds.subjects
     assert ada.id == "Ada"
     assert [m.id for m in ada.messages] == [
-        "2023-05-01#0u", "2023-05-01#0a", "2023-05-02#0u", "2023-05-02#0a"
+        "2023-05-01#0u",
+        "2023-05-01#0a",
+        "2023-05-02#0u",
+        "2023-05-02#0a",
     ]
     assert ada.messages[0].session == "2023-05-01"
     assert ada.messages[0].timestamp is not None and ada.messages[0].timestamp.day == 1
@@ -92,8 +95,12 @@ def test_single_file_digest(tmp_path: Path) -> None:
 
 
 def test_unparseable_literal(tmp_path: Path) -> None:
-    users = {"Bo": {"history": {"2023-01-01": [{"query": "a", "response": "b"}]},
-                    "meta_information": "{'name': 'Bo', "}}
+    users = {
+        "Bo": {
+            "history": {"2023-01-01": [{"query": "a", "response": "b"}]},
+            "meta_information": "{'name': 'Bo', ",
+        }
+    }
     with pytest.raises(DataError) as e:
         load_memorybank(_bank(tmp_path, users))
     assert e.value.record == "user 'Bo'" and e.value.field == "meta_information"

@@ -100,9 +100,19 @@ FIELD_HELP = {
     "evidence_field": "evidence turn ids",
     "category_field": "question category",
 }
-_OPTIONAL = {"id_field", "body_field", "session_time_suffix", "session_field", "turn_id_field",
-             "timestamp_field", "questions_field", "answer_field", "evidence_field",
-             "category_field", "conversations_field"}
+_OPTIONAL = {
+    "id_field",
+    "body_field",
+    "session_time_suffix",
+    "session_field",
+    "turn_id_field",
+    "timestamp_field",
+    "questions_field",
+    "answer_field",
+    "evidence_field",
+    "category_field",
+    "conversations_field",
+}
 
 
 def flag(attr: str) -> str:
@@ -126,16 +136,21 @@ def import_chat_export(path: Path, config: ImportConfig) -> Dataset:
     if config.rows == "turns":
         conversations = _group(path, rows, config)
     else:
-        conversations = [_conversation(path, rec, key, row, i, config)
-                         for i, (rec, key, row) in enumerate(rows)]
+        conversations = [
+            _conversation(path, rec, key, row, i, config) for i, (rec, key, row) in enumerate(rows)
+        ]
     warnings: list[str] = []
     seen: dict[str, str] = {}
     subjects = []
     for conv in conversations:
         if conv.id in seen:
-            raise DataError(path, f"conversation id '{conv.id}' repeats ({seen[conv.id]})",
-                            record=conv.record, field=config.id_field,
-                            fix="give every conversation a unique id")
+            raise DataError(
+                path,
+                f"conversation id '{conv.id}' repeats ({seen[conv.id]})",
+                record=conv.record,
+                field=config.id_field,
+                fix="give every conversation a unique id",
+            )
         seen[conv.id] = conv.record
         subjects.append(_subject(path, conv, config))
     if config.user_speakers is not None:
@@ -173,17 +188,25 @@ def _text(path: Path, record: str, value: Any, key: str) -> str:
         return value
     if isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)
-    raise DataError(path, f"expected text, found {type(value).__name__}", record=record,
-                    field=key, fix=f"give '{key}' a string value")
+    raise DataError(
+        path,
+        f"expected text, found {type(value).__name__}",
+        record=record,
+        field=key,
+        fix=f"give '{key}' a string value",
+    )
 
 
 def _rows(path: Path, config: ImportConfig) -> list[tuple[str, str | None, Any]]:
     """(record, dict key or None, row) for every conversation or turn row."""
     if path.suffix == ".jsonl":
         if config.conversations_field:
-            raise DataError(path, "a JSON Lines file holds one row per line",
-                            field=config.conversations_field,
-                            fix=f"leave {flag('conversations_field')} unset for .jsonl")
+            raise DataError(
+                path,
+                "a JSON Lines file holds one row per line",
+                field=config.conversations_field,
+                fix=f"leave {flag('conversations_field')} unset for .jsonl",
+            )
         return [(f"line {n}", None, obj) for n, obj in read_jsonl(path)]
     raw = read_json(path)
     label = "conversation" if config.rows == "conversations" else "turn"
@@ -194,15 +217,23 @@ def _rows(path: Path, config: ImportConfig) -> list[tuple[str, str | None, Any]]
     elif isinstance(raw, dict):
         if config.rows == "conversations" and _looks_like_conversation(raw, config):
             return [("top level", None, raw)]
-        raise DataError(path, "the top level is an object, not a list", record="top level",
-                        fix=f"pass {flag('conversations_field')} NAME with the key that holds "
-                        f"the {config.rows} (keys here: {', '.join(map(str, raw))})")
+        raise DataError(
+            path,
+            "the top level is an object, not a list",
+            record="top level",
+            fix=f"pass {flag('conversations_field')} NAME with the key that holds "
+            f"the {config.rows} (keys here: {', '.join(map(str, raw))})",
+        )
     if isinstance(raw, dict):
         return [(f"{label}[{k!r}]", str(k), v) for k, v in raw.items()]
     if not isinstance(raw, list):
-        raise DataError(path, f"expected a list of {config.rows}, found {type(raw).__name__}",
-                        record="top level", field=config.conversations_field,
-                        fix=f"point {flag('conversations_field')} at the list")
+        raise DataError(
+            path,
+            f"expected a list of {config.rows}, found {type(raw).__name__}",
+            record="top level",
+            field=config.conversations_field,
+            fix=f"point {flag('conversations_field')} at the list",
+        )
     if label == config.conversations_field:
         return [(f"{label}[{i}]", None, row) for i, row in enumerate(raw)]
     return [(f"{label} {i}", None, row) for i, row in enumerate(raw)]
@@ -220,21 +251,32 @@ def _looks_like_conversation(obj: dict[str, Any], config: ImportConfig) -> bool:
 def _conversation_id(path: Path, record: str, value: Any, key: str | None) -> str:
     cid = _text(path, record, value, key or "id").strip()
     if not cid or cid in (".", "..") or "/" in cid or "\\" in cid:
-        raise DataError(path, f"conversation id {value!r} cannot name a folder", record=record,
-                        field=key, fix="use ids without slashes that are not empty, '.' or '..'")
+        raise DataError(
+            path,
+            f"conversation id {value!r} cannot name a folder",
+            record=record,
+            field=key,
+            fix="use ids without slashes that are not empty, '.' or '..'",
+        )
     return cid
 
 
-def _conversation(path: Path, record: str, key: str | None, row: Any, index: int,
-                  config: ImportConfig) -> _Conversation:
+def _conversation(
+    path: Path, record: str, key: str | None, row: Any, index: int, config: ImportConfig
+) -> _Conversation:
     if not isinstance(row, dict):
-        raise DataError(path, f"expected an object, found {type(row).__name__}", record=record,
-                        fix="each conversation must be a JSON object")
+        raise DataError(
+            path,
+            f"expected an object, found {type(row).__name__}",
+            record=record,
+            fix="each conversation must be a JSON object",
+        )
     if key is not None:
         cid = _conversation_id(path, record, key, None)
     elif config.id_field:
-        cid = _conversation_id(path, record, _get(path, record, row, "id_field", config.id_field),
-                               config.id_field)
+        cid = _conversation_id(
+            path, record, _get(path, record, row, "id_field", config.id_field), config.id_field
+        )
     else:
         cid = f"conversation-{index}"
     record = f"{record} (id '{cid}')"
@@ -242,18 +284,26 @@ def _conversation(path: Path, record: str, key: str | None, row: Any, index: int
     if config.body_field:
         body = _get(path, record, row, "body_field", config.body_field)
         if not isinstance(body, dict):
-            raise DataError(path, f"expected an object, found {type(body).__name__}",
-                            record=record, field=config.body_field,
-                            fix=f"point {flag('body_field')} at the object holding the turns")
+            raise DataError(
+                path,
+                f"expected an object, found {type(body).__name__}",
+                record=record,
+                field=config.body_field,
+                fix=f"point {flag('body_field')} at the object holding the turns",
+            )
     turns: list[tuple[str, Any, str | None, Any]] = []
     if config.session_keys:
         pattern = re.compile(re.escape(config.session_prefix) + r"(\d+)")
         sessions = sorted((int(m.group(1)), k) for k in body if (m := pattern.fullmatch(str(k))))
         if not sessions:
-            raise DataError(path, f"no '{config.session_prefix}N' keys", record=record,
-                            field=f"{config.session_prefix}N",
-                            fix=f"check {flag('session_prefix')}, or pass {flag('turns_field')} "
-                            "NAME without session keys")
+            raise DataError(
+                path,
+                f"no '{config.session_prefix}N' keys",
+                record=record,
+                field=f"{config.session_prefix}N",
+                fix=f"check {flag('session_prefix')}, or pass {flag('turns_field')} "
+                "NAME without session keys",
+            )
         for _, skey in sessions:
             when: Any = None
             if config.session_time_suffix:
@@ -262,27 +312,38 @@ def _conversation(path: Path, record: str, key: str | None, row: Any, index: int
             items = _list(path, record, body[skey], skey)
             turns += [(f"{record}, {skey}[{t}]", turn, skey, when) for t, turn in enumerate(items)]
     else:
-        items = _list(path, record, _get(path, record, body, "turns_field", config.turns_field),
-                      config.turns_field)
+        items = _list(
+            path,
+            record,
+            _get(path, record, body, "turns_field", config.turns_field),
+            config.turns_field,
+        )
         turns = [(f"{record}, turn {t}", turn, None, None) for t, turn in enumerate(items)]
     return _Conversation(id=cid, record=record, turns=turns, row=row)
 
 
 def _list(path: Path, record: str, value: Any, key: str) -> list[Any]:
     if not isinstance(value, list):
-        raise DataError(path, f"expected a list, found {type(value).__name__}", record=record,
-                        field=key, fix=f"point the option at a list, not '{key}'")
+        raise DataError(
+            path,
+            f"expected a list, found {type(value).__name__}",
+            record=record,
+            field=key,
+            fix=f"point the option at a list, not '{key}'",
+        )
     return value
 
 
-def _group(path: Path, rows: list[tuple[str, str | None, Any]],
-           config: ImportConfig) -> list[_Conversation]:
+def _group(
+    path: Path, rows: list[tuple[str, str | None, Any]], config: ImportConfig
+) -> list[_Conversation]:
     groups: dict[str, _Conversation] = {}
     for record, _, row in rows:
         cid = "conversation-0"
         if config.id_field:
-            cid = _conversation_id(path, record, _get(path, record, row, "id_field",
-                                                      config.id_field), config.id_field)
+            cid = _conversation_id(
+                path, record, _get(path, record, row, "id_field", config.id_field), config.id_field
+            )
         if cid not in groups:
             groups[cid] = _Conversation(id=cid, record=f"conversation '{cid}'", turns=[])
         groups[cid].turns.append((record, row, None, None))
@@ -308,39 +369,72 @@ def _time(path: Path, record: str, value: Any, key: str, config: ImportConfig) -
         return parse_time(value, config.timestamp_format)
     except (ValueError, OverflowError, OSError):
         how = f"the format {config.timestamp_format!r}" if config.timestamp_format else "ISO 8601"
-        raise DataError(path, f"cannot read {value!r} as a time with {how}", record=record,
-                        field=key, fix=f"pass {flag('timestamp_format')} FORMAT "
-                        "(strptime syntax, e.g. '%d/%m/%Y %H:%M')") from None
+        raise DataError(
+            path,
+            f"cannot read {value!r} as a time with {how}",
+            record=record,
+            field=key,
+            fix=f"pass {flag('timestamp_format')} FORMAT (strptime syntax, e.g. '%d/%m/%Y %H:%M')",
+        ) from None
 
 
 def _subject(path: Path, conv: _Conversation, config: ImportConfig) -> Subject:
     if not conv.turns:
-        raise DataError(path, "the conversation has no turns", record=conv.record,
-                        fix="drop the conversation or add its turns")
+        raise DataError(
+            path,
+            "the conversation has no turns",
+            record=conv.record,
+            fix="drop the conversation or add its turns",
+        )
     messages: list[Message] = []
     first: dict[str, str] = {}
     per_session: dict[str | None, int] = {}
     for record, turn, session, session_time in conv.turns:
         if not isinstance(turn, dict):
-            raise DataError(path, f"expected an object, found {type(turn).__name__}",
-                            record=record, fix="each turn must be a JSON object")
-        text = _text(path, record, _get(path, record, turn, "text_field", config.text_field),
-                     config.text_field)
-        speaker = _text(path, record, _get(path, record, turn, "speaker_field",
-                                           config.speaker_field), config.speaker_field)
+            raise DataError(
+                path,
+                f"expected an object, found {type(turn).__name__}",
+                record=record,
+                fix="each turn must be a JSON object",
+            )
+        text = _text(
+            path,
+            record,
+            _get(path, record, turn, "text_field", config.text_field),
+            config.text_field,
+        )
+        speaker = _text(
+            path,
+            record,
+            _get(path, record, turn, "speaker_field", config.speaker_field),
+            config.speaker_field,
+        )
         if config.session_field:
-            session = _text(path, record, _get(path, record, turn, "session_field",
-                                               config.session_field), config.session_field)
+            session = _text(
+                path,
+                record,
+                _get(path, record, turn, "session_field", config.session_field),
+                config.session_field,
+            )
         index = per_session.get(session, 0)
         per_session[session] = index + 1
         if config.turn_id_field:
-            mid = _text(path, record, _get(path, record, turn, "turn_id_field",
-                                           config.turn_id_field), config.turn_id_field)
+            mid = _text(
+                path,
+                record,
+                _get(path, record, turn, "turn_id_field", config.turn_id_field),
+                config.turn_id_field,
+            )
         else:
             mid = f"{session}:{index}" if config.session_keys else f"t{len(messages)}"
         if mid in first:
-            raise DataError(path, f"turn id '{mid}' repeats ({first[mid]})", record=record,
-                            field=config.turn_id_field, fix="give every turn a unique id")
+            raise DataError(
+                path,
+                f"turn id '{mid}' repeats ({first[mid]})",
+                record=record,
+                field=config.turn_id_field,
+                fix="give every turn a unique id",
+            )
         first[mid] = record
         if config.timestamp_field:
             raw_time = _get(path, record, turn, "timestamp_field", config.timestamp_field)
@@ -348,9 +442,17 @@ def _subject(path: Path, conv: _Conversation, config: ImportConfig) -> Subject:
         else:
             key = f"{session}{config.session_time_suffix or ''}"
             when = _time(path, conv.record, session_time, key, config)
-        messages.append(Message(id=mid, position=len(messages), speaker=speaker,
-                                role=_role(speaker, config), text=text, timestamp=when,
-                                session=session))
+        messages.append(
+            Message(
+                id=mid,
+                position=len(messages),
+                speaker=speaker,
+                role=_role(speaker, config),
+                text=text,
+                timestamp=when,
+                session=session,
+            )
+        )
     questions = _questions(path, conv, {m.id for m in messages}, config)
     subject = Subject(
         id=conv.id,
@@ -368,8 +470,9 @@ def _role(speaker: str, config: ImportConfig) -> Role:
     return "assistant"
 
 
-def _questions(path: Path, conv: _Conversation, ids: set[str],
-               config: ImportConfig) -> list[Question]:
+def _questions(
+    path: Path, conv: _Conversation, ids: set[str], config: ImportConfig
+) -> list[Question]:
     if not config.questions_field:
         return []
     qf = config.questions_field
@@ -377,23 +480,43 @@ def _questions(path: Path, conv: _Conversation, ids: set[str],
     out = []
     for j, q in enumerate(items):
         record = f"{conv.record}, {qf}[{j}]"
-        text = _text(path, record, _get(path, record, q, "question_field", config.question_field),
-                     config.question_field)
+        text = _text(
+            path,
+            record,
+            _get(path, record, q, "question_field", config.question_field),
+            config.question_field,
+        )
         answer: str | None = None
         if config.answer_field:
             raw = _get(path, record, q, "answer_field", config.answer_field)
             answer = None if raw is None else _text(path, record, raw, config.answer_field)
         category = "unspecified"
         if config.category_field:
-            category = _text(path, record, _get(path, record, q, "category_field",
-                                                config.category_field), config.category_field)
+            category = _text(
+                path,
+                record,
+                _get(path, record, q, "category_field", config.category_field),
+                config.category_field,
+            )
         evidence: list[str] = []
         if config.evidence_field:
-            evidence = _evidence(path, record, _get(path, record, q, "evidence_field",
-                                                    config.evidence_field), ids, config)
-        out.append(Question(id=f"{conv.id}-q{j}", category=category, text=text, answer=answer,
-                            evidence_ids=evidence,
-                            answerable=category not in config.unanswerable_categories))
+            evidence = _evidence(
+                path,
+                record,
+                _get(path, record, q, "evidence_field", config.evidence_field),
+                ids,
+                config,
+            )
+        out.append(
+            Question(
+                id=f"{conv.id}-q{j}",
+                category=category,
+                text=text,
+                answer=answer,
+                evidence_ids=evidence,
+                answerable=category not in config.unanswerable_categories,
+            )
+        )
     return out
 
 
@@ -404,9 +527,13 @@ def _evidence(path: Path, record: str, raw: Any, ids: set[str], config: ImportCo
     for item in items:
         ref = _text(path, record, item, key)
         if ref not in ids:
-            raise DataError(path, f"evidence '{ref}' names no turn of this conversation",
-                            record=record, field=key,
-                            fix=f"cite turn ids (from {flag('turn_id_field')}, or generated "
-                            "'t<position>' ids) that exist in the conversation")
+            raise DataError(
+                path,
+                f"evidence '{ref}' names no turn of this conversation",
+                record=record,
+                field=key,
+                fix=f"cite turn ids (from {flag('turn_id_field')}, or generated "
+                "'t<position>' ids) that exist in the conversation",
+            )
         out.append(ref)
     return out

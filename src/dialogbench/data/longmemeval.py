@@ -49,17 +49,24 @@ def load_longmemeval(path: Path) -> Dataset:
     path = _resolve(Path(path))
     raw = read_json(path)
     if not isinstance(raw, list):
-        raise DataError(path, f"expected a list of instances, found {type(raw).__name__}",
-                        fix="pass a LongMemEval file such as longmemeval_s.json")
+        raise DataError(
+            path,
+            f"expected a list of instances, found {type(raw).__name__}",
+            fix="pass a LongMemEval file such as longmemeval_s.json",
+        )
     warnings: list[str] = []
     subjects: list[Subject] = []
     first: dict[str, int] = {}
     for index, instance in enumerate(raw):
         subject = _load_instance(path, index, instance, warnings)
         if subject.id in first:
-            raise DataError(path, f"question_id '{subject.id}' is already instance "
-                            f"{first[subject.id]}", record=f"instance {index}", field="question_id",
-                            fix="give every instance a unique question_id")
+            raise DataError(
+                path,
+                f"question_id '{subject.id}' is already instance {first[subject.id]}",
+                record=f"instance {index}",
+                field="question_id",
+                fix="give every instance a unique question_id",
+            )
         first[subject.id] = index
         subjects.append(subject)
     return Dataset(
@@ -78,8 +85,11 @@ def _resolve(path: Path) -> Path:
     found = sorted(path.glob("longmemeval*.json"))
     if len(found) != 1:
         names = ", ".join(p.name for p in found) or "none"
-        raise DataError(path, f"expected one longmemeval*.json in the folder, found {names}",
-                        fix="pass the file itself, e.g. longmemeval_s.json")
+        raise DataError(
+            path,
+            f"expected one longmemeval*.json in the folder, found {names}",
+            fix="pass the file itself, e.g. longmemeval_s.json",
+        )
     return found[0]
 
 
@@ -102,14 +112,23 @@ def parse_date(text: Any) -> datetime | None:
 def _load_instance(path: Path, index: int, inst: Any, warnings: list[str]) -> Subject:
     record = f"instance {index}"
     if not isinstance(inst, dict):
-        raise DataError(path, f"expected an object, found {type(inst).__name__}",
-                        record=record, fix="each list item must be one LongMemEval instance")
+        raise DataError(
+            path,
+            f"expected an object, found {type(inst).__name__}",
+            record=record,
+            fix="each list item must be one LongMemEval instance",
+        )
     if "question_id" in inst:
         record = f"instance {index} ({inst['question_id']})"
     for key in REQUIRED:
         if key not in inst:
-            raise DataError(path, "required field is missing", record=record, field=key,
-                            fix=f"add '{key}'; is this a LongMemEval file?")
+            raise DataError(
+                path,
+                "required field is missing",
+                record=record,
+                field=key,
+                fix=f"add '{key}'; is this a LongMemEval file?",
+            )
     qid = str(inst["question_id"])
     sessions = _list(path, record, inst, "haystack_sessions")
     n = len(sessions)
@@ -126,30 +145,44 @@ def _load_instance(path: Path, index: int, inst: Any, warnings: list[str]) -> Su
         when = parse_date(when_text)
         unparsed += when is None
         if not isinstance(turns, list):
-            raise DataError(path, f"expected a list of turns, found {type(turns).__name__}",
-                            record=record, field=f"haystack_sessions[{s}]",
-                            fix="each session must be a list of {role, content} turns")
+            raise DataError(
+                path,
+                f"expected a list of turns, found {type(turns).__name__}",
+                record=record,
+                field=f"haystack_sessions[{s}]",
+                fix="each session must be a list of {role, content} turns",
+            )
         for t, turn in enumerate(turns):
-            msg = _turn(path, record, f"haystack_sessions[{s}][{t}]", turn, sid, t, when,
-                        len(messages))
+            msg = _turn(
+                path, record, f"haystack_sessions[{s}][{t}]", turn, sid, t, when, len(messages)
+            )
             messages.append(msg)
             if turn.get("has_answer") is True:
                 flagged.append(msg.id)
             if msg.role == "user":
                 user_turns.setdefault(given_id, []).append(msg.id)
     if not messages:
-        raise DataError(path, "the haystack has no turns", record=record,
-                        field="haystack_sessions", fix="add at least one session with turns")
+        raise DataError(
+            path,
+            "the haystack has no turns",
+            record=record,
+            field="haystack_sessions",
+            fix="add at least one session with turns",
+        )
     if unparsed:
-        warnings.append(f"{qid}: {unparsed} of {n} session dates could not be parsed; "
-                        "their timestamps are empty")
+        warnings.append(
+            f"{qid}: {unparsed} of {n} session dates could not be parsed; "
+            "their timestamps are empty"
+        )
 
     evidence = flagged
     if not evidence:
         answer_sessions = [str(a) for a in _list(path, record, inst, "answer_session_ids")]
         evidence = [m for a in answer_sessions for m in user_turns.get(a, [])]
-        warnings.append(f"{qid}: no turn is flagged has_answer; evidence falls back to the "
-                        f"{len(evidence)} user turns of answer sessions {answer_sessions}")
+        warnings.append(
+            f"{qid}: no turn is flagged has_answer; evidence falls back to the "
+            f"{len(evidence)} user turns of answer sessions {answer_sessions}"
+        )
     answer = inst["answer"]
     question = Question(
         id=qid,
@@ -165,16 +198,26 @@ def _load_instance(path: Path, index: int, inst: Any, warnings: list[str]) -> Su
     return subject
 
 
-def _list(path: Path, record: str, inst: dict[str, Any], key: str,
-          length: int | None = None) -> list[Any]:
+def _list(
+    path: Path, record: str, inst: dict[str, Any], key: str, length: int | None = None
+) -> list[Any]:
     value = inst[key]
     if not isinstance(value, list):
-        raise DataError(path, f"expected a list, found {type(value).__name__}", record=record,
-                        field=key, fix=f"make '{key}' a list")
+        raise DataError(
+            path,
+            f"expected a list, found {type(value).__name__}",
+            record=record,
+            field=key,
+            fix=f"make '{key}' a list",
+        )
     if length is not None and len(value) != length:
-        raise DataError(path, f"has {len(value)} items but haystack_sessions has {length}",
-                        record=record, field=key,
-                        fix="give one entry per haystack session, in the same order")
+        raise DataError(
+            path,
+            f"has {len(value)} items but haystack_sessions has {length}",
+            record=record,
+            field=key,
+            fix="give one entry per haystack session, in the same order",
+        )
     return value
 
 
@@ -184,27 +227,51 @@ def _dedupe(session_ids: list[str], qid: str, warnings: list[str]) -> list[str]:
     for sid in session_ids:
         seen[sid] = seen.get(sid, 0) + 1
         if seen[sid] > 1:
-            warnings.append(f"{qid}: session id '{sid}' repeats; copy {seen[sid]} is "
-                            f"'{sid}~{seen[sid]}'")
+            warnings.append(
+                f"{qid}: session id '{sid}' repeats; copy {seen[sid]} is '{sid}~{seen[sid]}'"
+            )
             sid = f"{sid}~{seen[sid]}"
         out.append(sid)
     return out
 
 
-def _turn(path: Path, record: str, field: str, turn: Any, sid: str, t: int,
-          when: datetime | None, position: int) -> Message:
+def _turn(
+    path: Path,
+    record: str,
+    field: str,
+    turn: Any,
+    sid: str,
+    t: int,
+    when: datetime | None,
+    position: int,
+) -> Message:
     if not isinstance(turn, dict):
-        raise DataError(path, f"expected an object, found {type(turn).__name__}", record=record,
-                        field=field, fix="each turn must be {role, content}")
+        raise DataError(
+            path,
+            f"expected an object, found {type(turn).__name__}",
+            record=record,
+            field=field,
+            fix="each turn must be {role, content}",
+        )
     role = turn.get("role")
     if role not in ROLES:
-        raise DataError(path, f"role is {role!r}", record=record, field=f"{field}.role",
-                        fix="set role to 'user' or 'assistant'")
+        raise DataError(
+            path,
+            f"role is {role!r}",
+            record=record,
+            field=f"{field}.role",
+            fix="set role to 'user' or 'assistant'",
+        )
     content = turn.get("content")
     if not isinstance(content, str):
         problem = "required field is missing" if "content" not in turn else "content is not text"
-        raise DataError(path, problem, record=record, field=f"{field}.content",
-                        fix="give every turn its text under 'content'")
+        raise DataError(
+            path,
+            problem,
+            record=record,
+            field=f"{field}.content",
+            fix="give every turn its text under 'content'",
+        )
     return Message(
         id=f"{sid}:{t}",
         position=position,

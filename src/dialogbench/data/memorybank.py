@@ -64,15 +64,22 @@ def load_memorybank(path: Path) -> Dataset:
         path = path / FILENAME
     raw = read_json(path)
     if not isinstance(raw, dict):
-        raise DataError(path, f"expected an object of users, found {type(raw).__name__}",
-                        fix=f"pass MemoryBank's {FILENAME}")
+        raise DataError(
+            path,
+            f"expected an object of users, found {type(raw).__name__}",
+            fix=f"pass MemoryBank's {FILENAME}",
+        )
     warnings: list[str] = []
     subjects: dict[str, Subject] = {}
     for key, user in raw.items():
         subject = _load_user(path, str(key), user, warnings)
         if subject.id in subjects:
-            raise DataError(path, f"two users are named '{subject.id}' once spaces are stripped",
-                            record=f"user {key!r}", fix="rename or merge one of them")
+            raise DataError(
+                path,
+                f"two users are named '{subject.id}' once spaces are stripped",
+                record=f"user {key!r}",
+                fix="rename or merge one of them",
+            )
         subjects[subject.id] = subject
     files = [path]
     qpath = path.parent / QUESTIONS_FILENAME
@@ -125,19 +132,31 @@ def _load_user(path: Path, key: str, user: Any, warnings: list[str]) -> Subject:
     user = _literal(user, dict, path, record, key)
     name = key.strip()
     if not name:
-        raise DataError(path, "the user's name is empty", record=record,
-                        fix="give every user a non-empty name")
+        raise DataError(
+            path, "the user's name is empty", record=record, fix="give every user a non-empty name"
+        )
     stated = user.get("name")
     if isinstance(stated, str) and stated.strip() and stated.strip() != name:
         warnings.append(f"{name}: field 'name' says {stated.strip()!r}; the key is used")
     if "history" not in user:
-        raise DataError(path, "required field is missing", record=record, field="history",
-                        fix="add the user's dated exchanges under 'history'")
-    messages = _messages(path, record, name, _literal(user["history"], dict, path, record,
-                                                      "history"))
+        raise DataError(
+            path,
+            "required field is missing",
+            record=record,
+            field="history",
+            fix="add the user's dated exchanges under 'history'",
+        )
+    messages = _messages(
+        path, record, name, _literal(user["history"], dict, path, record, "history")
+    )
     if not messages:
-        raise DataError(path, "the user has no exchanges", record=record, field="history",
-                        fix="add at least one {query, response} exchange")
+        raise DataError(
+            path,
+            "the user has no exchanges",
+            record=record,
+            field="history",
+            fix="add at least one {query, response} exchange",
+        )
     profile: list[ProfileClaim] = []
     persona: list[PersonaEntry] = []
     meta = user.get("meta_information")
@@ -146,8 +165,7 @@ def _load_user(path: Path, key: str, user: Any, warnings: list[str]) -> Subject:
     else:
         meta = _literal(meta, dict, path, record, "meta_information")
         profile, persona = _meta(path, record, name, meta, warnings)
-    return Subject(id=name, messages=messages, profile=profile, persona=persona,
-                   speakers=[name])
+    return Subject(id=name, messages=messages, profile=profile, persona=persona, speakers=[name])
 
 
 def _messages(path: Path, record: str, name: str, history: dict[str, Any]) -> list[Message]:
@@ -156,12 +174,21 @@ def _messages(path: Path, record: str, name: str, history: dict[str, Any]) -> li
         try:
             when = date.fromisoformat(str(day).strip())
         except ValueError:
-            raise DataError(path, f"'{day}' is not a YYYY-MM-DD date", record=record,
-                            field=f"history.{day}",
-                            fix="key each day by its YYYY-MM-DD date") from None
+            raise DataError(
+                path,
+                f"'{day}' is not a YYYY-MM-DD date",
+                record=record,
+                field=f"history.{day}",
+                fix="key each day by its YYYY-MM-DD date",
+            ) from None
         if any(d == when for d, _, _ in days):
-            raise DataError(path, f"the day {when} appears twice", record=record,
-                            field=f"history.{day}", fix="merge the two days' exchanges")
+            raise DataError(
+                path,
+                f"the day {when} appears twice",
+                record=record,
+                field=f"history.{day}",
+                fix="merge the two days' exchanges",
+            )
         days.append((when, str(day).strip(), exchanges))
     messages: list[Message] = []
     for when, day, exchanges in sorted(days, key=lambda d: d[0]):
@@ -172,19 +199,29 @@ def _messages(path: Path, record: str, name: str, history: dict[str, Any]) -> li
             exchange = _literal(exchange, dict, path, record, where)
             for key, suffix, role, speaker in _sides(name):
                 if not isinstance(exchange.get(key), str):
-                    problem = ("required field is missing" if key not in exchange
-                               else f"expected text, found {type(exchange[key]).__name__}")
-                    raise DataError(path, problem, record=f"{record}, {where}", field=key,
-                                    fix=f"give every exchange a '{key}' string")
-                messages.append(Message(
-                    id=f"{day}#{i}{suffix}",
-                    position=len(messages),
-                    speaker=speaker,
-                    role=role,
-                    text=exchange[key],
-                    timestamp=stamp,
-                    session=day,
-                ))
+                    problem = (
+                        "required field is missing"
+                        if key not in exchange
+                        else f"expected text, found {type(exchange[key]).__name__}"
+                    )
+                    raise DataError(
+                        path,
+                        problem,
+                        record=f"{record}, {where}",
+                        field=key,
+                        fix=f"give every exchange a '{key}' string",
+                    )
+                messages.append(
+                    Message(
+                        id=f"{day}#{i}{suffix}",
+                        position=len(messages),
+                        speaker=speaker,
+                        role=role,
+                        text=exchange[key],
+                        timestamp=stamp,
+                        session=day,
+                    )
+                )
     return messages
 
 
@@ -217,8 +254,13 @@ def _values(path: Path, record: str, field: str, key: str, value: Any) -> list[s
     if isinstance(value, int | float) and not isinstance(value, bool):
         return [str(value)]
     if not isinstance(value, str):
-        raise DataError(path, f"expected text or a list of text, found {_short(value)}",
-                        record=record, field=field, fix=f"give '{key}' a string value")
+        raise DataError(
+            path,
+            f"expected text or a list of text, found {_short(value)}",
+            record=record,
+            field=field,
+            fix=f"give '{key}' a string value",
+        )
     if key not in SPLIT_KEYS:
         return [value]
     parts = [p.strip() for p in value.split(",")]
@@ -241,14 +283,31 @@ def _load_questions(path: Path, users: set[str]) -> dict[str, list[Question]]:
             name = str(raw_name).strip()
             record = f"line {lineno}"
             if name not in users:
-                raise DataError(path, f"user '{name}' is not in {FILENAME}", record=record,
-                                field=raw_name, fix="use a name that matches a user in the bank")
+                raise DataError(
+                    path,
+                    f"user '{name}' is not in {FILENAME}",
+                    record=record,
+                    field=raw_name,
+                    fix="use a name that matches a user in the bank",
+                )
             if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
-                raise DataError(path, "expected a list of question strings", record=record,
-                                field=raw_name, fix='write {"NAME": ["question", ...]}')
+                raise DataError(
+                    path,
+                    "expected a list of question strings",
+                    record=record,
+                    field=raw_name,
+                    fix='write {"NAME": ["question", ...]}',
+                )
             questions = out.setdefault(name, [])
             for text in texts:
-                questions.append(Question(id=f"{name}-q{len(questions)}", category="probing",
-                                          text=text, answer=None, evidence_ids=[],
-                                          answerable=True))
+                questions.append(
+                    Question(
+                        id=f"{name}-q{len(questions)}",
+                        category="probing",
+                        text=text,
+                        answer=None,
+                        evidence_ids=[],
+                        answerable=True,
+                    )
+                )
     return out

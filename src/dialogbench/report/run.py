@@ -49,8 +49,7 @@ class Manifest(BaseModel):
 
     def identity(self) -> dict[str, Any]:
         """The fields that must match for a rerun to reuse finished parts."""
-        data = self.model_dump(mode="json", include={"track", "config", "seed",
-                                                     "package_version"})
+        data = self.model_dump(mode="json", include={"track", "config", "seed", "package_version"})
         data["dataset"] = self.dataset.sha256
         same: dict[str, Any] = json.loads(json.dumps(data))  # tuples and lists compare alike
         return same

@@ -111,6 +111,8 @@ class BM25Index:
 
     def score(self, queries: sp.csr_matrix, cutoffs: IntArray) -> sp.csr_matrix:
         """Scores of each query against the documents before its cutoff, as a sparse matrix."""
+        if len(cutoffs) > 1 and (cutoffs == cutoffs[0]).all():
+            return self._score_shared_history(queries, int(cutoffs[0]))
         k1, b = self.params.k1, self.params.b
         qi, _, qc, start, df = self._pairs(queries, cutoffs)
         keep = df > 0
@@ -131,13 +133,39 @@ class BM25Index:
         norm += 1.0 - b
         norm *= k1
         norm += tf
-        contrib = np.repeat(qc * idf, df)
+        contrib = np.repeat(idf * qc, df).astype(np.float64, copy=False)
         contrib *= tf
         contrib *= k1 + 1.0
         contrib /= norm
         return _sum_entries(
             np.repeat(qi, df), docs, contrib, cutoffs, (queries.shape[0], max(self.n_docs, 1))
         )
+
+    def _score_shared_history(self, queries: sp.csr_matrix, cutoff: int) -> sp.csr_matrix:
+        """All queries see the same history (e.g. questions after the last message): one
+        weight matrix for that history and one sparse product, same formula as `score`."""
+        k1, b = self.params.k1, self.params.b
+        n_terms = len(self.indptr) - 1
+        inside = self.post_doc < cutoff
+        docs, tf = self.post_doc[inside], self.post_tf[inside]
+        term = np.repeat(np.arange(n_terms), np.diff(self.indptr))[inside]
+        df = np.bincount(term, minlength=n_terms).astype(np.float64)
+        ratio = (cutoff - df + 0.5) / (df + 0.5)
+        idf = np.log1p(ratio) if self.params.idf == "lucene" else np.maximum(0.0, np.log(ratio))
+        avgdl = self.cum_len[cutoff] / cutoff if cutoff else 1.0
+        norm = k1 * (1.0 - b + b * self.doc_len[docs] / (avgdl or 1.0)) + tf
+        rows = queries.shape[1]  # the vocabulary, or 1 when it is empty
+        indptr = np.zeros(rows + 1, dtype=np.int64)
+        indptr[1 : n_terms + 1] = np.cumsum(df, dtype=np.int64)
+        indptr[n_terms + 1 :] = indptr[n_terms]
+        weights = sp.csr_matrix(
+            (idf[term] * tf * (k1 + 1.0) / norm, docs, indptr),
+            shape=(rows, max(self.n_docs, 1)),
+        )
+        out = sp.csr_matrix(queries @ weights)
+        out.eliminate_zeros()
+        out.sort_indices()
+        return out
 
     def work(self, queries: sp.csr_matrix, cutoffs: IntArray) -> IntArray:
         """Postings each query touches: what a block of queries costs to score."""
@@ -174,7 +202,8 @@ def _sum_entries(
         cells = int(offsets[r1] - offsets[r0])
         r, c, v = rows[e0:e1], cols[e0:e1], vals[e0:e1]
         if 4 * (e1 - e0) >= cells:  # dense enough: one bincount over the block's cells
-            acc = np.bincount(offsets[r] - offsets[r0] + c, weights=v, minlength=cells)
+            sums = np.bincount(offsets[r] - offsets[r0] + c, weights=v, minlength=cells)
+            acc = sums.astype(np.float64, copy=False)  # float64 already; for the type checker
             nz = np.flatnonzero(acc)
             per_row = np.diff(np.searchsorted(nz, offsets[r0 : r1 + 1] - offsets[r0]))
             out_cols.append(nz - np.repeat(offsets[r0:r1] - offsets[r0], per_row))
