@@ -29,8 +29,13 @@ CREATE TABLE IF NOT EXISTS responses (
     messages_sha TEXT NOT NULL,
     sample INTEGER NOT NULL,
     output TEXT NOT NULL,
-    created REAL NOT NULL,
-    hits INTEGER NOT NULL DEFAULT 0
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS hits (
+    model TEXT NOT NULL,
+    endpoint TEXT NOT NULL,
+    hits INTEGER NOT NULL,
+    PRIMARY KEY (model, endpoint)
 );
 CREATE INDEX IF NOT EXISTS responses_messages ON responses (messages_sha);
 CREATE INDEX IF NOT EXISTS responses_model ON responses (model, endpoint);
@@ -46,7 +51,7 @@ def default_cache_path() -> Path:
 class CallKey:
     """The parts of a call that decide its reply, and their digest."""
 
-    __slots__ = ("digest", "endpoint", "messages_sha", "model", "sample", "settings")
+    __slots__ = ("_messages", "digest", "endpoint", "model", "sample", "settings")
 
     def __init__(
         self,
@@ -59,12 +64,17 @@ class CallKey:
         self.model = model
         self.endpoint = endpoint
         self.settings = settings if isinstance(settings, str) else canonical_json(settings)
-        # role and content joined by separators that JSON text never holds unescaped
-        flat = "\x1e".join(f"{m['role']}\x1f{m['content']}" for m in messages)
-        self.messages_sha = hashlib.sha256(flat.encode()).hexdigest()
         self.sample = sample
-        parts = [model, endpoint, self.settings, self.messages_sha, str(sample)]
+        self._messages = json.dumps(
+            [[m["role"], m["content"]] for m in messages], ensure_ascii=False
+        )
+        parts = (model, endpoint, self.settings, str(sample), self._messages)
         self.digest = hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+    @property
+    def messages_sha(self) -> str:
+        """Digest of the messages alone: finds the same prompt under other settings."""
+        return hashlib.sha256(self._messages.encode()).hexdigest()
 
 
 class ResponseCache:
@@ -80,7 +90,7 @@ class ResponseCache:
         self._db.executescript(_SCHEMA)
         self.hits = 0
         self.misses = 0
-        self._pending_hits: Counter[str] = Counter()
+        self._pending_hits: Counter[tuple[str, str]] = Counter()
         self.miss_reasons: Counter[str] = Counter()
 
     def get(self, key: CallKey) -> ModelOutput | None:
@@ -92,19 +102,18 @@ class ResponseCache:
                 self.misses += 1
                 self.miss_reasons[self._explain(key)] += 1
                 return None
-            self._pending_hits[key.digest] += 1
+            self._pending_hits[key.model, key.endpoint] += 1
             self.hits += 1
-            if len(self._pending_hits) >= 1000:
-                self._flush_hits()
         out = ModelOutput.model_validate_json(row[0])
         out.cached = True
         return out
 
     def _flush_hits(self) -> None:
-        """Write buffered hit counts (one statement per batch, not per hit)."""
+        """Add buffered hit counts to the per-model totals (one row per model and endpoint)."""
         self._db.executemany(
-            "UPDATE responses SET hits = hits + ? WHERE key = ?",
-            [(n, k) for k, n in self._pending_hits.items()],
+            "INSERT INTO hits (model, endpoint, hits) VALUES (?, ?, ?) "
+            "ON CONFLICT (model, endpoint) DO UPDATE SET hits = hits + excluded.hits",
+            [(m, e, n) for (m, e), n in self._pending_hits.items()],
         )
         self._pending_hits.clear()
 
@@ -123,13 +132,11 @@ class ResponseCache:
                 )
             for k in keys:
                 if k.digest in found:
-                    self._pending_hits[k.digest] += 1
+                    self._pending_hits[k.model, k.endpoint] += 1
                     self.hits += 1
                 else:
                     self.misses += 1
                     self.miss_reasons[self._explain(k)] += 1
-            if len(self._pending_hits) >= 1000:
-                self._flush_hits()
         out: dict[str, ModelOutput] = {}
         for digest, text in found.items():
             out[digest] = ModelOutput.model_validate_json(text)
@@ -193,8 +200,9 @@ class ResponseCache:
         with self._lock:
             self._flush_hits()
             rows = self._db.execute(
-                "SELECT model, endpoint, COUNT(*), SUM(hits) FROM responses "
-                "GROUP BY model, endpoint ORDER BY COUNT(*) DESC"
+                "SELECT r.model, r.endpoint, COUNT(*), "
+                "(SELECT hits FROM hits h WHERE h.model = r.model AND h.endpoint = r.endpoint) "
+                "FROM responses r GROUP BY r.model, r.endpoint ORDER BY COUNT(*) DESC"
             ).fetchall()
         return {
             "path": str(self.path),

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import openai
 
+from dialogbench.models.transport import AiohttpTransport
 from dialogbench.models.types import ChatMessage, GenerateConfig, ModelError, ModelOutput, Usage
 
 JsonMode = Literal["json_schema", "json_object", "none"]
@@ -40,6 +41,7 @@ class OpenAICompatible:
             api_key=api_key or "not-needed",
             max_retries=0,
             timeout=timeout_s,
+            http_client=openai.DefaultAsyncHttpxClient(transport=AiohttpTransport()),
         )
 
     def __repr__(self) -> str:  # never shows the key
@@ -65,7 +67,12 @@ class OpenAICompatible:
             try:
                 # the SDK's generic POST: its auth, pool, timeouts and typed errors, without
                 # the per-call cost of typed request/response models (~1 ms of CPU a call)
-                body = await self._client.post("/chat/completions", cast_to=str, body=request)
+                body = await self._client.post(
+                    "/chat/completions",
+                    cast_to=str,
+                    content=json.dumps(request).encode(),
+                    options={"headers": {"Content-Type": "application/json"}},
+                )
                 resp = json.loads(body)
             except openai.BadRequestError as e:
                 if "response_format" in request and self._step_down(e):

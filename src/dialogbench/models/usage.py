@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
+from dataclasses import asdict, dataclass, fields
 from typing import Any
-
-from pydantic import BaseModel
 
 from dialogbench.models.types import Usage
 
 
-class UsageTotals(BaseModel):
+@dataclass
+class UsageTotals:
     """Calls and tokens of one (tag, model) pair. Cached calls process no new tokens."""
 
     calls: int = 0
@@ -54,8 +54,8 @@ class UsageLedger:
         with self._lock:
             for (t, _), v in self._totals.items():
                 if tag is None or t == tag:
-                    for field in UsageTotals.model_fields:
-                        setattr(out, field, getattr(out, field) + getattr(v, field))
+                    for f in fields(UsageTotals):
+                        setattr(out, f.name, getattr(out, f.name) + getattr(v, f.name))
         return out
 
     def report(self) -> dict[str, Any]:
@@ -65,9 +65,9 @@ class UsageLedger:
         out: dict[str, Any] = {}
         for (tag, model), v in sorted(rows.items()):
             out.setdefault(tag, {})[model] = {
-                **v.model_dump(),
+                **asdict(v),
                 "tokens_processed": v.tokens_processed,
             }
         total = self.totals()
-        out["total"] = {**total.model_dump(), "tokens_processed": total.tokens_processed}
+        out["total"] = {**asdict(total), "tokens_processed": total.tokens_processed}
         return out
