@@ -130,11 +130,11 @@ class ResponseCache:
                         f"SELECT key, output FROM responses WHERE key IN ({marks})", chunk
                     ).fetchall()
                 )
+            hit = [k for k in keys if k.digest in found]
+            self._pending_hits.update((k.model, k.endpoint) for k in hit)
+            self.hits += len(hit)
             for k in keys:
-                if k.digest in found:
-                    self._pending_hits[k.model, k.endpoint] += 1
-                    self.hits += 1
-                else:
+                if k.digest not in found:
                     self.misses += 1
                     self.miss_reasons[self._explain(k)] += 1
         out: dict[str, ModelOutput] = {}

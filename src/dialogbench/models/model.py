@@ -157,9 +157,8 @@ class Model:
         hits = self.cache.get_many(keys) if self.cache is not None else {}
         results: list[ModelOutput | ModelError | None] = [None] * len(calls)
         for i, key in enumerate(keys):
-            if key.digest in hits:
-                results[i] = hits[key.digest]
-                self.ledger.record(tag, self.name, hits[key.digest].usage, cached=True)
+            results[i] = hits.get(key.digest)
+        self.ledger.record_cached(tag, self.name, [r.usage for r in results if r is not None])
 
         async def fresh(i: int) -> None:
             try:

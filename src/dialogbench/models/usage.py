@@ -48,6 +48,17 @@ class UsageLedger:
                 t.prompt_tokens += usage.prompt_tokens
                 t.completion_tokens += usage.completion_tokens
 
+    def record_cached(self, tag: str, model: str, usages: list[Usage]) -> None:
+        """Account many cached calls at once."""
+        if not usages:
+            return
+        with self._lock:
+            t = self._totals[(tag, model)]
+            t.calls += len(usages)
+            t.cached_calls += len(usages)
+            t.cached_prompt_tokens += sum(u.prompt_tokens for u in usages)
+            t.cached_completion_tokens += sum(u.completion_tokens for u in usages)
+
     def totals(self, tag: str | None = None) -> UsageTotals:
         """Sum over models (and over tags unless one is given)."""
         out = UsageTotals()
