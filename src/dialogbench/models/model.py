@@ -155,10 +155,9 @@ class Model:
             for c, cfg in zip(calls, configs, strict=True)
         ]
         hits = self.cache.get_many(keys) if self.cache is not None else {}
-        results: list[ModelOutput | ModelError | None] = [None] * len(calls)
-        for i, key in enumerate(keys):
-            results[i] = hits.get(key.digest)
-        self.ledger.record_cached(tag, self.name, [r.usage for r in results if r is not None])
+        cached = [hits.get(key.digest) for key in keys]
+        self.ledger.record_cached(tag, self.name, [h.usage for h in cached if h is not None])
+        results: list[ModelOutput | ModelError | None] = list(cached)
 
         async def fresh(i: int) -> None:
             try:
