@@ -60,7 +60,14 @@ class NullProvider:
 
 
 async def _run(model: Model, items: int) -> tuple[float, float]:
-    """Send `items` distinct calls as one batch; return (wall s, process CPU s)."""
+    """Send `items` distinct calls as one batch, close the model; (wall s, process CPU s)."""
+    try:
+        return await _timed_batch(model, items)
+    finally:
+        await model.aclose()
+
+
+async def _timed_batch(model: Model, items: int) -> tuple[float, float]:
     config = GenerateConfig(max_tokens=16)
     calls = [
         Call([{"role": "user", "content": f"item {i}: say something"}], config)
@@ -87,14 +94,7 @@ def _cached_pair(base_url: str, n: int) -> tuple[float, float, float, tuple[int,
                 cache=ResponseCache(path),
                 concurrency=128,
             )
-
-            async def go(m: Model = model) -> tuple[float, float]:
-                try:
-                    return await _run(m, n)
-                finally:
-                    await m.aclose()
-
-            wall, cpu = asyncio.run(go())
+            wall, cpu = asyncio.run(_run(model, n))
             walls.append(wall)
             sent.append(model.requests)
     return walls[0], walls[1], cpu, (sent[0], sent[1])
@@ -126,15 +126,7 @@ def main() -> None:
                 if kind == "null"
                 else OpenAICompatible("openai-compatible/bench", "bench", base_url, None)
             )
-            model = Model(provider, concurrency=conc)
-
-            async def go(m: Model = model) -> tuple[float, float]:
-                try:
-                    return await _run(m, n)
-                finally:
-                    await m.aclose()
-
-            wall, cpu = asyncio.run(go())
+            wall, cpu = asyncio.run(_run(Model(provider, concurrency=conc), n))
             ideal = conc / lat
             print(
                 f"{kind:<10} {conc:>5} {wall:>8.2f} {n / wall:>9.1f} {ideal:>7.0f} "
@@ -147,10 +139,12 @@ def main() -> None:
         first, second, cpu2, requests = pool.apply(_cached_pair, (base_url, n))
     parent.send("count")
     total = parent.recv()
-    print(f"\ncached rerun: first pass {first:.2f} s ({requests[0]} requests), "
-          f"rerun {second:.3f} s ({requests[1]} requests, "
-          f"{cpu2 / n * 1e6:.0f} us CPU per call): speed-up {first / second:.0f}x "
-          f"(server saw {total} requests in all)")
+    print(
+        f"\ncached rerun: first pass {first:.2f} s ({requests[0]} requests), "
+        f"rerun {second:.3f} s ({requests[1]} requests, "
+        f"{cpu2 / n * 1e6:.0f} us CPU per call): speed-up {first / second:.0f}x "
+        f"(server saw {total} requests in all)"
+    )
     parent.send("stop")
     server.join(5)
 

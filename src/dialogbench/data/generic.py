@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dialogbench.data.errors import DataError
-from dialogbench.data.io import read_json, read_jsonl, sha256_file
+from dialogbench.data.io import expect_object, read_json, read_jsonl, sha256_file
 from dialogbench.data.model import Dataset, Message, Question, Role, Subject
 from dialogbench.data.release import check_subject
 
@@ -264,13 +264,7 @@ def _conversation_id(path: Path, record: str, value: Any, key: str | None) -> st
 def _conversation(
     path: Path, record: str, key: str | None, row: Any, index: int, config: ImportConfig
 ) -> _Conversation:
-    if not isinstance(row, dict):
-        raise DataError(
-            path,
-            f"expected an object, found {type(row).__name__}",
-            record=record,
-            fix="each conversation must be a JSON object",
-        )
+    expect_object(row, path, record, "each conversation must be a JSON object")
     if key is not None:
         cid = _conversation_id(path, record, key, None)
     elif config.id_field:
@@ -283,14 +277,13 @@ def _conversation(
     body = row
     if config.body_field:
         body = _get(path, record, row, "body_field", config.body_field)
-        if not isinstance(body, dict):
-            raise DataError(
-                path,
-                f"expected an object, found {type(body).__name__}",
-                record=record,
-                field=config.body_field,
-                fix=f"point {flag('body_field')} at the object holding the turns",
-            )
+        expect_object(
+            body,
+            path,
+            record,
+            f"point {flag('body_field')} at the object holding the turns",
+            field=config.body_field,
+        )
     turns: list[tuple[str, Any, str | None, Any]] = []
     if config.session_keys:
         pattern = re.compile(re.escape(config.session_prefix) + r"(\d+)")
@@ -390,13 +383,7 @@ def _subject(path: Path, conv: _Conversation, config: ImportConfig) -> Subject:
     first: dict[str, str] = {}
     per_session: dict[str | None, int] = {}
     for record, turn, session, session_time in conv.turns:
-        if not isinstance(turn, dict):
-            raise DataError(
-                path,
-                f"expected an object, found {type(turn).__name__}",
-                record=record,
-                fix="each turn must be a JSON object",
-            )
+        expect_object(turn, path, record, "each turn must be a JSON object")
         text = _text(
             path,
             record,

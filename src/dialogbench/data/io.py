@@ -30,6 +30,21 @@ def read_json(path: Path) -> Any:
         ) from None
 
 
+def expect_object(
+    obj: Any, path: Path, record: str, fix: str, field: str | None = None
+) -> dict[str, Any]:
+    """`obj` if it is a JSON object, else a `DataError` saying what was found instead."""
+    if not isinstance(obj, dict):
+        raise DataError(
+            path,
+            f"expected an object, found {type(obj).__name__}",
+            record=record,
+            field=field,
+            fix=fix,
+        )
+    return obj
+
+
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-blank line of a JSON Lines file."""
     with path.open(encoding="utf-8") as f:

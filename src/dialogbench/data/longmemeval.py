@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from dialogbench.data.errors import DataError
-from dialogbench.data.io import read_json, sha256_file
+from dialogbench.data.io import expect_object, read_json, sha256_file
 from dialogbench.data.model import Dataset, Message, Question, Role, Subject
 from dialogbench.data.release import check_subject
 
@@ -111,13 +111,7 @@ def parse_date(text: Any) -> datetime | None:
 
 def _load_instance(path: Path, index: int, inst: Any, warnings: list[str]) -> Subject:
     record = f"instance {index}"
-    if not isinstance(inst, dict):
-        raise DataError(
-            path,
-            f"expected an object, found {type(inst).__name__}",
-            record=record,
-            fix="each list item must be one LongMemEval instance",
-        )
+    expect_object(inst, path, record, "each list item must be one LongMemEval instance")
     if "question_id" in inst:
         record = f"instance {index} ({inst['question_id']})"
     for key in REQUIRED:
@@ -245,14 +239,7 @@ def _turn(
     when: datetime | None,
     position: int,
 ) -> Message:
-    if not isinstance(turn, dict):
-        raise DataError(
-            path,
-            f"expected an object, found {type(turn).__name__}",
-            record=record,
-            field=field,
-            fix="each turn must be {role, content}",
-        )
+    expect_object(turn, path, record, "each turn must be {role, content}", field=field)
     role = turn.get("role")
     if role not in ROLES:
         raise DataError(

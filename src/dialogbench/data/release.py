@@ -13,6 +13,7 @@ DATASET/
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -182,50 +183,60 @@ def check_subject(
             fix="cite ids that exist in the subject's conversation",
         )
 
+    def cited(
+        kind: str,
+        i: int,
+        field: str,
+        refs: list[str],
+        before: int | None,
+        problem: Callable[[str], str] = str,
+        fix: str = "",
+    ) -> None:
+        """Every id in `refs` exists and, when `before` is given, sits before it."""
+        for ref in refs:
+            if ref not in pos:
+                raise missing(kind, i, field, ref)
+            if before is not None and pos[ref] >= before:
+                path, record = locate(kind, i)
+                raise DataError(path, problem(ref), record=record, field=field, fix=fix)
+
     for i, item in enumerate(subject.chat_items):
         if item.probe_id not in pos:
             raise missing("chat", i, "probe_id", item.probe_id)
         probe_at = pos[item.probe_id]
-        for ref in item.reference_ids:
-            if ref not in pos:
-                raise missing("chat", i, "reference_ids", ref)
-            if pos[ref] >= probe_at:
-                path, record = locate("chat", i)
-                raise DataError(
-                    path,
-                    f"reference '{ref}' (position {pos[ref]}) is not before the probe "
-                    f"'{item.probe_id}' (position {probe_at})",
-                    record=record,
-                    field="reference_ids",
-                    fix="a reply may only draw on earlier messages; remove or correct the id",
-                )
+        cited(
+            "chat",
+            i,
+            "reference_ids",
+            item.reference_ids,
+            probe_at,
+            lambda ref: (
+                f"reference '{ref}' (position {pos[ref]}) is not before the probe "
+                f"'{item.probe_id}' (position {probe_at})"
+            ),
+            "a reply may only draw on earlier messages; remove or correct the id",
+        )
     for i, q in enumerate(subject.questions):
         asked_at = len(subject.messages)
         if q.after_id is not None:
             if q.after_id not in pos:
                 raise missing("questions", i, "after_id", q.after_id)
             asked_at = pos[q.after_id] + 1
-        for ref in q.evidence_ids:
-            if ref not in pos:
-                raise missing("questions", i, "evidence_ids", ref)
-            if pos[ref] >= asked_at:
-                path, record = locate("questions", i)
-                raise DataError(
-                    path,
-                    f"evidence '{ref}' comes after the point the question is asked "
-                    f"('{q.after_id}')",
-                    record=record,
-                    field="evidence_ids",
-                    fix="move 'after_id' later or correct the evidence",
-                )
+        cited(
+            "questions",
+            i,
+            "evidence_ids",
+            q.evidence_ids,
+            asked_at,
+            lambda ref: (
+                f"evidence '{ref}' comes after the point the question is asked ('{q.after_id}')"
+            ),
+            "move 'after_id' later or correct the evidence",
+        )
     for i, claim in enumerate(subject.profile):
-        for ref in claim.evidence_ids:
-            if ref not in pos:
-                raise missing("profile", i, "evidence_ids", ref)
+        cited("profile", i, "evidence_ids", claim.evidence_ids, None)
     for i, entry in enumerate(subject.persona):
-        for ref in entry.grounds:
-            if ref not in pos:
-                raise missing("persona", i, "grounds", ref)
+        cited("persona", i, "grounds", entry.grounds, None)
 
 
 def write_release(dataset: Dataset, path: Path) -> None:

@@ -17,8 +17,9 @@ import openai
 
 # the httpx distribution this openai release is built on (httpx, or its successor httpx2)
 httpx: Any = importlib.import_module(
-    next(c for c in openai.DefaultAsyncHttpxClient.__mro__ if c.__name__ == "AsyncClient")
-    .__module__.split(".")[0]
+    next(
+        c for c in openai.DefaultAsyncHttpxClient.__mro__ if c.__name__ == "AsyncClient"
+    ).__module__.split(".")[0]
 )
 
 
