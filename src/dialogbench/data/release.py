@@ -210,9 +210,9 @@ def check_subject(
             "reference_ids",
             item.reference_ids,
             probe_at,
-            lambda ref: (
+            lambda ref, probe=item.probe_id, at=probe_at: (
                 f"reference '{ref}' (position {pos[ref]}) is not before the probe "
-                f"'{item.probe_id}' (position {probe_at})"
+                f"'{probe}' (position {at})"
             ),
             "a reply may only draw on earlier messages; remove or correct the id",
         )
@@ -228,8 +228,8 @@ def check_subject(
             "evidence_ids",
             q.evidence_ids,
             asked_at,
-            lambda ref: (
-                f"evidence '{ref}' comes after the point the question is asked ('{q.after_id}')"
+            lambda ref, after=q.after_id: (
+                f"evidence '{ref}' comes after the point the question is asked ('{after}')"
             ),
             "move 'after_id' later or correct the evidence",
         )
