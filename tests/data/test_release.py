@@ -148,7 +148,7 @@ def test_question_evidence_after_the_question(tmp_path: Path) -> None:
         ],
     )
     e = _error(tmp_path)
-    assert e.field == "evidence_ids" and "after the point the question is asked" in str(e)
+    assert e.field == "evidence_ids" and "is not before the point the question is asked" in str(e)
 
 
 def test_missing_probe_id(tmp_path: Path) -> None:

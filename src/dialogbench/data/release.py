@@ -13,7 +13,6 @@ DATASET/
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -188,17 +187,23 @@ def check_subject(
         i: int,
         field: str,
         refs: list[str],
-        before: int | None,
-        problem: Callable[[str], str] = str,
+        before: int | None = None,
+        point: str = "",
         fix: str = "",
     ) -> None:
-        """Every id in `refs` exists and, when `before` is given, sits before it."""
+        """Every id in `refs` exists and, when `before` is given, comes before `point`."""
         for ref in refs:
             if ref not in pos:
                 raise missing(kind, i, field, ref)
             if before is not None and pos[ref] >= before:
                 path, record = locate(kind, i)
-                raise DataError(path, problem(ref), record=record, field=field, fix=fix)
+                raise DataError(
+                    path,
+                    f"'{ref}' (position {pos[ref]}) is not before {point}",
+                    record=record,
+                    field=field,
+                    fix=fix,
+                )
 
     for i, item in enumerate(subject.chat_items):
         if item.probe_id not in pos:
@@ -210,10 +215,7 @@ def check_subject(
             "reference_ids",
             item.reference_ids,
             probe_at,
-            lambda ref, probe=item.probe_id, at=probe_at: (
-                f"reference '{ref}' (position {pos[ref]}) is not before the probe "
-                f"'{probe}' (position {at})"
-            ),
+            f"the probe '{item.probe_id}' (position {probe_at})",
             "a reply may only draw on earlier messages; remove or correct the id",
         )
     for i, q in enumerate(subject.questions):
@@ -228,9 +230,7 @@ def check_subject(
             "evidence_ids",
             q.evidence_ids,
             asked_at,
-            lambda ref, after=q.after_id: (
-                f"evidence '{ref}' comes after the point the question is asked ('{after}')"
-            ),
+            f"the point the question is asked (after '{q.after_id}')",
             "move 'after_id' later or correct the evidence",
         )
     for i, claim in enumerate(subject.profile):
