@@ -28,6 +28,7 @@ class TransformersProvider:
     def _load(self) -> tuple[Any, Any]:
         if self._loaded is None:
             try:
+                import torch  # noqa: F401
                 from transformers import AutoModelForCausalLM, AutoTokenizer
             except ImportError:
                 raise ModelError(
@@ -40,14 +41,16 @@ class TransformersProvider:
         return self._loaded
 
     def _generate(self, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
-        import torch
-
         started = time.perf_counter()
         with self._lock:
             tok, model = self._load()
+            import torch
+
             prompt = tok.apply_chat_template(
                 messages, add_generation_prompt=True, return_tensors="pt"
             )
+            if not isinstance(prompt, torch.Tensor):  # newer releases return a mapping
+                prompt = prompt["input_ids"]
             if config.seed is not None:
                 torch.manual_seed(config.seed)
             sample = config.temperature > 0

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, count
 from typing import Literal
 
 import numpy as np
@@ -75,7 +75,7 @@ class BM25Index:
         lengths = np.fromiter(map(len, docs), dtype=np.int64, count=n)
         flat = list(chain.from_iterable(docs))
         # term ids in order of first occurrence
-        self.vocab: dict[str, int] = {t: i for i, t in enumerate(dict.fromkeys(flat))}
+        self.vocab: dict[str, int] = dict(zip(dict.fromkeys(flat), count()))
         terms = np.fromiter(map(self.vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
         doc_of = np.repeat(np.arange(n, dtype=np.int64), lengths)
         keys, tf = np.unique(terms * n + doc_of, return_counts=True)
