@@ -17,8 +17,8 @@ from dialogbench.models.types import ChatMessage, GenerateConfig, ModelError
 
 HAVE_EXTRA = all(importlib.util.find_spec(m) for m in ("torch", "transformers", "tokenizers"))
 needs_extra = pytest.mark.skipif(
-    not HAVE_EXTRA, reason="the transformers extra is not installed (pip install "
-    "'dialogbench[transformers]')"
+    not HAVE_EXTRA,
+    reason="the transformers extra is not installed (pip install 'dialogbench[transformers]')",
 )
 ASK: list[ChatMessage] = [{"role": "user", "content": "hello there how are you"}]
 TEMPLATE = (
@@ -45,11 +45,19 @@ def _tiny_model(folder: Path) -> Path:
         ["hello there how are you today", "user assistant system fine thanks"],
         trainers.WordLevelTrainer(special_tokens=special),
     )
-    tok = PreTrainedTokenizerFast(tokenizer_object=words, unk_token="[UNK]",
-                                  pad_token="[PAD]", eos_token="<|im_end|>")
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=words, unk_token="[UNK]", pad_token="[PAD]", eos_token="<|im_end|>"
+    )
     tok.chat_template = TEMPLATE
-    config = GPT2Config(vocab_size=len(tok), n_positions=64, n_embd=16, n_layer=1, n_head=2,
-                        eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    config = GPT2Config(
+        vocab_size=len(tok),
+        n_positions=64,
+        n_embd=16,
+        n_layer=1,
+        n_head=2,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
     GPT2LMHeadModel(config).save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
