@@ -182,3 +182,35 @@ def test_cache_explain_and_stats(tmp_path: Path) -> None:
     assert result.exit_code == 0 and "new prompt" in result.output
     stats = runner.invoke(app, ["cache", "stats", "--path", path])
     assert stats.exit_code == 0 and "c.sqlite" in stats.output
+
+
+def test_run_coverage_and_privacy_on_sample(tmp_path: Path) -> None:
+    cov = runner.invoke(
+        app,
+        [
+            "run",
+            "coverage",
+            "--out",
+            str(tmp_path / "c"),
+            "--n-boot",
+            "100",
+            "--budgets",
+            "1k,4k,1M",
+        ],
+    )
+    assert cov.exit_code == 0, cov.output
+    assert "coverage@1k" in cov.output and "coverage@1M" in cov.output
+    assert (tmp_path / "c" / "coverage.csv").exists()
+    priv = runner.invoke(
+        app, ["run", "privacy", "--out", str(tmp_path / "p"), "--n-boot", "100", "--repeats", "2"]
+    )
+    assert priv.exit_code == 0, priv.output
+    assert "accuracy" in priv.output and "shuffled authors" in priv.output
+
+
+def test_track_says_what_the_corpus_lacks(memorybank_dir: Path, tmp_path: Path) -> None:
+    result = runner.invoke(
+        app, ["run", "coverage", "--dataset", str(memorybank_dir), "--out", str(tmp_path)]
+    )
+    assert result.exit_code == 2
+    assert "reference" in result.output or "evidence" in result.output

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -32,8 +32,11 @@ from dialogbench.models import (
     make_provider,
 )
 from dialogbench.models.check import CheckReport, check_model
+from dialogbench.report.run import Progress as TrackProgress
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.registry import DEFAULT_RETRIEVERS
+from dialogbench.tracks.realcompanion.coverage import CoverageConfig, run_coverage
+from dialogbench.tracks.realcompanion.privacy import PrivacyConfig, run_privacy
 from dialogbench.tracks.realcompanion.retrieval import RetrievalConfig, run_retrieval
 
 app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False)
@@ -88,8 +91,15 @@ def run_retrieval_cmd(
         _retrieval(dataset, out, config)
 
 
-def _retrieval(dataset_name: str, out: Path, config: RetrievalConfig) -> None:
-    ds = load_dataset(dataset_name)
+T = TypeVar("T")
+
+DatasetOpt = Annotated[str, typer.Option(help="sample, a dataset name, or a path")]
+SeedOpt = Annotated[int, typer.Option(help="seed for sampling and resampling")]
+BootOpt = Annotated[int, typer.Option(help="bootstrap resamples")]
+
+
+def with_progress(label: str, work: Callable[[TrackProgress], T]) -> T:
+    """Run a track under a rich progress bar on stderr (gone when it finishes)."""
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -98,14 +108,19 @@ def _retrieval(dataset_name: str, out: Path, config: RetrievalConfig) -> None:
         console=err,
         transient=True,
     ) as bar:
-        task = bar.add_task(f"retrieval on {ds.name}", total=None)
+        task = bar.add_task(label, total=None)
 
         def progress(what: str, done: int, total: int) -> None:
-            bar.update(
-                task, description=f"retrieval on {ds.name}: {what}", completed=done, total=total
-            )
+            bar.update(task, description=f"{label}: {what}", completed=done, total=total)
 
-        result = run_retrieval(ds, out, config, progress)
+        return work(progress)
+
+
+def _retrieval(dataset_name: str, out: Path, config: RetrievalConfig) -> None:
+    ds = load_dataset(dataset_name)
+    result = with_progress(
+        f"retrieval on {ds.name}", lambda progress: run_retrieval(ds, out, config, progress)
+    )
     metrics = [
         *(f"hit@{k}" for k in config.ks),
         "mrr",
@@ -131,6 +146,88 @@ def _retrieval(dataset_name: str, out: Path, config: RetrievalConfig) -> None:
         if w.startswith("CONTROL FAILED"):
             console.print(Text(w, style="bold red"))
     console.print(f"wrote {out}/manifest.json, items.jsonl, summary.json, breakdown.json")
+
+
+@run_app.command("coverage")
+def run_coverage_cmd(
+    dataset: DatasetOpt = "sample",
+    out: Annotated[Path, typer.Option(help="run folder")] = Path("runs/coverage"),
+    budgets: Annotated[
+        str, typer.Option(help="token budgets, e.g. 8k,16k,32k,64k,128k,1M")
+    ] = "8k,16k,32k,64k,128k,1M",
+    seed: SeedOpt = 0,
+    n_boot: BootOpt = 2000,
+    cluster: Annotated[str, typer.Option(help="resample 'item's or whole 'subject's")] = "item",
+) -> None:
+    """Share of probes whose required messages fit in a recency window of B tokens."""
+    with friendly_errors():
+        config = CoverageConfig(
+            budgets=tuple(_tokens(b) for b in _csv(budgets)),
+            seed=seed,
+            n_boot=n_boot,
+            cluster="subject" if cluster == "subject" else "item",
+        )
+        ds = load_dataset(dataset)
+        result = with_progress(
+            f"coverage on {ds.name}", lambda progress: run_coverage(ds, out, config, progress)
+        )
+        metrics = [m for m in next(iter(result.summary.values()))]
+        console.print(
+            summary_table(
+                f"Context coverage on {ds.name} (95% bootstrap intervals)",
+                result.summary,
+                metrics,
+                row_label="required",
+            )
+        )
+        console.print(f"wrote {out}/summary.json, coverage.csv (plot-ready), items.jsonl")
+
+
+@run_app.command("privacy")
+def run_privacy_cmd(
+    dataset: DatasetOpt = "sample",
+    out: Annotated[Path, typer.Option(help="run folder")] = Path("runs/privacy"),
+    sample_size: Annotated[int, typer.Option(help="held-out messages per trial")] = 10,
+    min_messages: Annotated[int, typer.Option(help="speakers with fewer are left out")] = 15,
+    repeats: Annotated[int, typer.Option(help="trials per speaker")] = 10,
+    seed: SeedOpt = 0,
+    n_boot: BootOpt = 2000,
+) -> None:
+    """Attribute held-out writing to its author from content-free style features."""
+    with friendly_errors():
+        config = PrivacyConfig(
+            sample_size=sample_size,
+            min_messages=min_messages,
+            repeats=repeats,
+            seed=seed,
+            n_boot=n_boot,
+        )
+        ds = load_dataset(dataset)
+        result = with_progress(
+            f"privacy on {ds.name}", lambda progress: run_privacy(ds, out, config, progress)
+        )
+        console.print(
+            summary_table(
+                f"Authorship attribution on {ds.name} (95% bootstrap intervals)",
+                result.summary,
+                ["accuracy", "chance", "top-3 accuracy", "top-3 chance", "mrr"],
+                row_label="features",
+            )
+        )
+        for w in result.warnings:
+            if w not in ds.warnings:  # data repairs are listed in the run's files
+                console.print(Text.assemble(("warning: ", "yellow"), w))
+        console.print(f"wrote {out}/summary.json, breakdown.json, items.jsonl")
+
+
+def _tokens(text: str) -> int:
+    """'8k' -> 8192, '1M' -> 1048576, '5000' -> 5000."""
+    text = text.strip().lower()
+    scale = {"k": 2**10, "m": 2**20}.get(text[-1:], 1)
+    try:
+        return int(float(text[:-1] if scale > 1 else text) * scale)
+    except ValueError:
+        raise ValueError(f"budget {text!r} is not a number like 8k, 1M or 5000") from None
 
 
 @app.command()

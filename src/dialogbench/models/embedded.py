@@ -118,7 +118,8 @@ def _init_backend(llama_cpp: Any) -> None:
             _backend_ready = True
 
 
-def _load_model(path: Path) -> Any:
+def load_gguf(path: Path) -> Any:
+    """Load a GGUF model's weights and vocabulary on the CPU (cyllama's LlamaModel)."""
     llama_cpp = _cyllama()
     params = llama_cpp.LlamaModelParams()
     params.n_gpu_layers = 0
@@ -296,7 +297,7 @@ class LocalGGUF:
         if self._model is None:
             started = time.perf_counter()
             llama_cpp = _cyllama()
-            model = _load_model(self.path)
+            model = load_gguf(self.path)
             params = llama_cpp.LlamaContextParams()
             params.n_ctx = self.n_ctx
             params.n_batch = self.n_batch
@@ -419,7 +420,7 @@ def _server_class() -> Any:
 
         def load_model(self) -> bool:
             try:
-                self.model = _load_model(Path(self.config.model_path))
+                self.model = load_gguf(Path(self.config.model_path))
                 self.slots = [
                     ServerSlot(i, self.model, self.config) for i in range(self.config.n_parallel)
                 ]

@@ -1,5 +1,5 @@
 """Run folders and printed tables."""
 
-from dialogbench.report.run import Manifest, RunDir, dataset_info
+from dialogbench.report.run import Manifest, Progress, RunDir, dataset_info, to_json
 
-__all__ = ["Manifest", "RunDir", "dataset_info"]
+__all__ = ["Manifest", "Progress", "RunDir", "dataset_info", "to_json"]

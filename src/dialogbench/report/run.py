@@ -13,7 +13,7 @@ import os
 import platform
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,18 @@ from pydantic import BaseModel, Field
 
 from dialogbench import __version__
 from dialogbench.data.model import Dataset
+
+Progress = Callable[[str, int, int], None]
+"""A track's progress callback: (what, done, total)."""
+
+
+def to_json(tree: Any) -> Any:
+    """Nested dicts of pydantic records (Estimates) as plain JSON data; NaN becomes null."""
+    if isinstance(tree, BaseModel):
+        return json.loads(tree.model_dump_json())
+    if isinstance(tree, dict):
+        return {k: to_json(v) for k, v in tree.items()}
+    return tree
 
 
 class DatasetInfo(BaseModel):

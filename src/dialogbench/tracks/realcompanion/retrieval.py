@@ -8,7 +8,7 @@ oracle control must score 0: the track says so loudly when it does not.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -16,7 +16,7 @@ from typing import Any, Literal
 import numpy as np
 
 from dialogbench.data.model import Dataset
-from dialogbench.report.run import Manifest, RunDir, dataset_info
+from dialogbench.report.run import Manifest, Progress, RunDir, dataset_info, to_json
 from dialogbench.retrieval.base import Probe, build_probes
 from dialogbench.retrieval.registry import DEFAULT_RETRIEVERS, resolve
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
@@ -51,9 +51,6 @@ class RetrievalResult:
     distance: dict[str, dict[str, float]]
     warnings: list[str] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)
-
-
-Progress = Callable[[str, int, int], None]
 
 
 def scoreable_probes(dataset: Dataset) -> tuple[list[Probe], dict[str, int]]:
@@ -125,8 +122,8 @@ def run_retrieval(
     run.finish(
         config.retrievers,
         {
-            "summary.json": _dump(result.summary),
-            "breakdown.json": _dump(result.breakdown),
+            "summary.json": to_json(result.summary),
+            "breakdown.json": to_json(result.breakdown),
             "distance.json": result.distance,
             "warnings.json": {"warnings": result.warnings, "skipped": skipped},
         },
@@ -232,11 +229,3 @@ def _distance_stats(nearest: np.ndarray, furthest: np.ndarray) -> dict[str, floa
         out[f"{name} p75"] = float(np.percentile(d, 75))
         out[f"{name} max"] = float(d.max())
     return out
-
-
-def _dump(tree: Any) -> Any:
-    if isinstance(tree, Estimate):
-        return tree.model_dump()
-    if isinstance(tree, dict):
-        return {k: _dump(v) for k, v in tree.items()}
-    return tree

@@ -1,0 +1,142 @@
+"""The authorship-privacy track: content-free features, chance controls, LoCoMo, MemoryBank."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dialogbench.data.locomo import load_locomo
+from dialogbench.data.memorybank import load_memorybank
+from dialogbench.data.model import Dataset, Message, Subject
+from dialogbench.data.registry import load_dataset
+from dialogbench.stats.bootstrap import Estimate
+from dialogbench.tracks.realcompanion.privacy import (
+    PrivacyConfig,
+    draw_samples,
+    eligible_speakers,
+    run_privacy,
+)
+from dialogbench.tracks.realcompanion.style import count_style, mask_content
+
+FAST = PrivacyConfig(n_boot=500)
+
+
+def test_masking_keeps_form_and_drops_content() -> None:
+    assert mask_content("I saw Caroline's NEW painting!! 😀 at 9") == "I x Xx's XX x!! ☺ at d"
+    assert mask_content("i don’t know... lol") == "i don’t x... lol"  # noqa: RUF001
+    # the same form with other content words (of the same lengths) counts exactly the same
+    a = count_style(["Honestly I LOVED Paris's museums, didn't you?", "ok lol"])
+    b = count_style(["Actually I HATED Osaka's beaches, didn't you?", "ok lol"])
+    assert np.array_equal(a.dense, b.dense)
+    assert a.ngram_names == b.ngram_names
+    assert (a.ngrams != b.ngrams).nnz == 0
+
+
+def test_draw_samples_takes_k_own_rows() -> None:
+    owner = np.repeat(np.arange(4), [5, 7, 6, 9])
+    picked = draw_samples(owner, 3, np.random.default_rng(0))
+    assert picked.shape == (4, 3)
+    assert (owner[picked] == np.arange(4)[:, None]).all()
+    assert all(len(set(row)) == 3 for row in picked.tolist())
+
+
+def _writers(texts_of: list[list[str]]) -> Dataset:
+    subjects = [
+        Subject(
+            id=f"s{i}",
+            speakers=[f"P{i}"],
+            messages=[
+                Message(id=f"s{i}m{j}", position=j, speaker=f"P{i}", text=t)
+                for j, t in enumerate(texts)
+            ],
+        )
+        for i, texts in enumerate(texts_of)
+    ]
+    return Dataset(name="writers", subjects=subjects, sha256="0" * 64, source="test")
+
+
+LINES = ["Hello there, how are you?", "i went out today", "ok!", "What about you...", "LOL yes"]
+
+
+def _chance_level(result: dict[str, Estimate], n: int) -> None:
+    acc, top3 = result["accuracy"], result["top-3 accuracy"]
+    assert result["chance"].value == 1 / n
+    assert acc.ci_low < 1 / n < acc.ci_high
+    assert top3.ci_low < 3 / n < top3.ci_high
+
+
+def test_identical_writers_score_chance(tmp_path: Path) -> None:
+    """8 speakers who all write the very same message: every attribution is a tie."""
+    config = PrivacyConfig(repeats=40, n_boot=500, control=False)
+    result = run_privacy(_writers([[LINES[0]] * 24] * 8), tmp_path, config)
+    assert result.summary["style"]["accuracy"].n == 320
+    _chance_level(result.summary["style"], 8)
+
+
+def test_shuffled_authors_score_chance(tmp_path: Path) -> None:
+    """Messages dealt to speakers at random, afresh each repeat: exactly chance on average."""
+    rng = np.random.default_rng(1)
+    texts = [list(rng.choice(LINES, size=24)) for _ in range(8)]
+    result = run_privacy(_writers(texts), tmp_path, PrivacyConfig(repeats=60, n_boot=500))
+    _chance_level(result.summary["shuffled authors"], 8)
+
+
+def test_distinct_synthetic_styles_are_found(tmp_path: Path) -> None:
+    styles = [
+        ["i dunno lol", "yeah ok", "haha sure thing"],
+        ["Well, I believe that is correct.", "Indeed; however, I disagree."],
+        ["WOW!!! so cool!!!", "OMG yes!!!"],
+    ]
+    ds = _writers([s * 10 for s in styles])
+    result = run_privacy(ds, tmp_path, PrivacyConfig(repeats=3, n_boot=200))
+    assert result.summary["style"]["accuracy"].value == 1.0
+
+
+def test_config_and_speaker_checks(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="must exceed sample_size"):
+        PrivacyConfig(sample_size=20, min_messages=20)
+    one = _writers([["hi there"] * 30])
+    with pytest.raises(ValueError, match="needs two or more"):
+        run_privacy(one, tmp_path, FAST)
+
+
+def test_sample_runs_and_resumes(tmp_path: Path) -> None:
+    ds = load_dataset("sample")
+    assert eligible_speakers(ds, 15).keys == ("maya/Maya", "tomas/Tomas")
+    run_privacy(ds, tmp_path, FAST)
+    part = tmp_path / "parts" / "style-r000.jsonl"
+    stamp = part.stat().st_mtime_ns
+    (tmp_path / "summary.json").unlink()
+    run_privacy(ds, tmp_path, FAST)
+    assert part.stat().st_mtime_ns == stamp and (tmp_path / "summary.json").exists()
+
+
+def test_locomo(locomo_dir: Path, tmp_path: Path) -> None:
+    ds = load_locomo(locomo_dir)
+    result = run_privacy(ds, tmp_path, FAST)
+    style, control = result.summary["style"], result.summary["shuffled authors"]
+    assert len(result.speakers) == 20 and style["chance"].value == 0.05
+    assert style["accuracy"].n == 20 * FAST.repeats
+    assert style["accuracy"].ci_low > 4 * 0.05  # well above chance
+    assert style["top-3 accuracy"].value > style["accuracy"].value
+    assert control["accuracy"].ci_low <= 0.05 <= control["accuracy"].ci_high
+    rows = [json.loads(x) for x in (tmp_path / "items.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 * 20 * FAST.repeats
+    assert {"system", "repeat", "speaker", "predicted", "rank", "sample"} <= set(rows[0])
+    assert len(rows[0]["sample"]) == FAST.sample_size
+    assert all((r["rank"] == 1) == (r["predicted"] == r["speaker"]) for r in rows)
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["dataset"]["sha256"] == ds.sha256 and manifest["config"]["sample_size"] == 10
+    breakdown = json.loads((tmp_path / "breakdown.json").read_text())
+    assert len(breakdown["style"]["speaker"]) == 20
+
+
+def test_memorybank(memorybank_dir: Path, tmp_path: Path) -> None:
+    result = run_privacy(load_memorybank(memorybank_dir), tmp_path, FAST)
+    style, control = result.summary["style"], result.summary["shuffled authors"]
+    assert len(result.speakers) == 15
+    assert style["accuracy"].ci_low > 4 / 15
+    assert control["accuracy"].ci_low <= 1 / 15 <= control["accuracy"].ci_high
