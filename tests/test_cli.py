@@ -214,3 +214,10 @@ def test_track_says_what_the_corpus_lacks(memorybank_dir: Path, tmp_path: Path) 
     )
     assert result.exit_code == 2
     assert "reference" in result.output or "evidence" in result.output
+
+
+def test_run_detection_without_a_model(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["run", "detection", "--out", str(tmp_path), "--n-boot", "100"])
+    assert result.exit_code == 0, result.output
+    assert "lexical" in result.output and "bm25" in result.output
+    assert "caught" in result.output

@@ -36,6 +36,11 @@ from dialogbench.report.run import Progress as TrackProgress
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.registry import DEFAULT_RETRIEVERS
 from dialogbench.tracks.realcompanion.coverage import CoverageConfig, run_coverage
+from dialogbench.tracks.realcompanion.detection import (
+    DetectionConfig,
+    default_detectors,
+    run_detection,
+)
 from dialogbench.tracks.realcompanion.privacy import PrivacyConfig, run_privacy
 from dialogbench.tracks.realcompanion.retrieval import RetrievalConfig, run_retrieval
 
@@ -218,6 +223,67 @@ def run_privacy_cmd(
             if w not in ds.warnings:  # data repairs are listed in the run's files
                 console.print(Text.assemble(("warning: ", "yellow"), w))
         console.print(f"wrote {out}/summary.json, breakdown.json, items.jsonl")
+
+
+@run_app.command("detection")
+def run_detection_cmd(
+    dataset: DatasetOpt = "sample",
+    out: Annotated[Path, typer.Option(help="run folder")] = Path("runs/detection"),
+    detectors: Annotated[
+        str | None,
+        typer.Option(help="comma-separated: lexical, bm25, model-context, model-retrieved"),
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="provider/model, or 'embedded'")] = None,
+    base_url: BaseUrlOpt = None,
+    api_key_env: KeyEnvOpt = None,
+    limit: Annotated[int | None, typer.Option(help="at most N probes, across populations")] = None,
+    threshold: Annotated[float, typer.Option(help="operating point on the 0-1 score")] = 0.5,
+    max_tokens: Annotated[int, typer.Option(help="reply budget of model detectors")] = 48,
+    seed: SeedOpt = 0,
+    n_boot: BootOpt = 2000,
+) -> None:
+    """How well detectors tell probes that need earlier messages from those that do not."""
+    with friendly_errors():
+        chosen = tuple(_csv(detectors)) if detectors else default_detectors(model is not None)
+        config = DetectionConfig(
+            detectors=chosen,
+            threshold=threshold,
+            seed=seed,
+            n_boot=n_boot,
+            limit=limit,
+            model=model,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            max_tokens=max_tokens,
+        )
+        ds = load_dataset(dataset)
+        result = with_progress(
+            f"detection on {ds.name}",
+            lambda progress: run_detection(ds, out, config, None, progress),
+        )
+        metrics = list(dict.fromkeys(m for row in result.summary.values() for m in row))
+        console.print(
+            summary_table(
+                f"Memory-need detection on {ds.name}: AUROC (95% bootstrap intervals)",
+                result.summary,
+                metrics,
+                row_label="detector",
+            )
+        )
+        for detector, contrasts in result.contrasts.items():
+            for name, c in contrasts.items():
+                if c.empty is None:
+                    console.print(f"{detector}, {name}: {c.threshold.describe()}")
+        for name, why in result.empty.items():
+            console.print(f"no figure for {name}: {why}")
+        for detector, counts in result.unscored.items():
+            if any(counts.values()):
+                console.print(f"{detector}: unscored replies {counts} (left out, listed in items)")
+        if model == "embedded":
+            console.print(
+                "the embedded model is smoke quality: these scores only show the run works"
+            )
+        console.print(f"wrote {out}/summary.json, contrasts.json, items.jsonl")
 
 
 def _tokens(text: str) -> int:

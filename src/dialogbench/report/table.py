@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from rich.table import Table
@@ -10,7 +11,9 @@ from dialogbench.stats.bootstrap import Estimate
 
 
 def fmt(e: Estimate) -> str:
-    """`0.456 [0.434, 0.478]`."""
+    """`0.456 [0.434, 0.478]`, or a dash where there is nothing to estimate."""
+    if math.isnan(e.value):
+        return "-"
     return f"{e.value:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}]"
 
 
@@ -28,6 +31,6 @@ def summary_table(
     table.add_column("n", justify="right")
     for name, row in summary.items():
         cells = [fmt(row[m]) if m in row else "" for m in metrics]
-        n = next(iter(row.values())).n if row else 0
+        n = max((e.n for e in row.values()), default=0)
         table.add_row(name, *cells, str(n))
     return table

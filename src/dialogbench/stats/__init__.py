@@ -13,11 +13,15 @@ from dialogbench.stats.metrics import (
 
 __all__ = [
     "Estimate",
+    "OperatingPoint",
+    "auroc",
     "best_rank",
+    "bootstrap_auroc",
     "bootstrap_means",
     "hit_at",
     "krippendorff_alpha",
     "metric_table",
+    "operating_point",
     "random_hit_expectation",
     "recall_at",
     "reciprocal_rank",

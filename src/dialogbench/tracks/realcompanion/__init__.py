@@ -1,9 +1,31 @@
 """RealCompanion tracks: long-term memory over months of real conversation."""
 
+from dialogbench.tracks.realcompanion.coverage import CoverageConfig, CoverageResult, run_coverage
+from dialogbench.tracks.realcompanion.detection import (
+    DetectionConfig,
+    DetectionResult,
+    default_detectors,
+    run_detection,
+)
+from dialogbench.tracks.realcompanion.privacy import PrivacyConfig, PrivacyResult, run_privacy
 from dialogbench.tracks.realcompanion.retrieval import (
     RetrievalConfig,
     RetrievalResult,
     run_retrieval,
 )
 
-__all__ = ["RetrievalConfig", "RetrievalResult", "run_retrieval"]
+__all__ = [
+    "CoverageConfig",
+    "CoverageResult",
+    "DetectionConfig",
+    "DetectionResult",
+    "PrivacyConfig",
+    "PrivacyResult",
+    "RetrievalConfig",
+    "RetrievalResult",
+    "default_detectors",
+    "run_coverage",
+    "run_detection",
+    "run_privacy",
+    "run_retrieval",
+]

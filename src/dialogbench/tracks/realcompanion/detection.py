@@ -1,0 +1,482 @@
+"""Memory-need detection track (RealCompanion, "No detector tried can tell when memory is
+needed"): can a detector tell, from a probe, whether a good reply needs older messages?
+
+Populations (each probe falls in one), with `window` = 3:
+
+chat track (chat items)
+    needs memory     some reference lies more than `window` messages before the probe
+                     (older than the preceding `window` messages): the positives
+    recent thread    references, all within the preceding `window` messages
+    cold open        no memory needed, and the item is in the `abstention` stratum or its
+                     probe is a session opener (the first user message of its session; with
+                     no session labels, the first user message of the conversation)
+    referent absent  no references, and not a cold open
+question track
+    question         every authored question (all are about the past): the positives
+    session opener   the first user message of every session (the first one has no history)
+
+Contrasts, each an AUROC with a 95% bootstrap interval (positives and negatives resampled
+separately) and an operating point at `threshold` (flagged = score >= threshold):
+
+    auroc vs referent absent    needs memory vs referent absent
+    auroc vs cold opens         needs memory vs cold open
+    auroc vs recent thread      needs memory vs recent thread
+    auroc vs own target         needs memory vs every other chat probe: the target the
+                                detectors are asked about; the model detectors' own yes/no
+                                is scored against it too ("own decision")
+    question auroc vs session openers   question vs session opener
+
+A contrast with an empty side is reported with a null value and the reason, never dropped.
+Unscored model replies are left out of the AUROC and counted per detector and population.
+
+RUN_DIR/manifest.json     dataset, config, model settings, prompt and cue digests
+RUN_DIR/items.jsonl       one record per probe x detector: population, label, score, the
+                          detector's own decision, cues or retrieved ids, raw + error if unscored
+RUN_DIR/summary.json      detector -> "auroc vs <population>" -> {value, ci_low, ci_high, n}
+RUN_DIR/contrasts.json    the same with operating points (threshold, own decision) and the
+                          unscored counts
+RUN_DIR/populations.json  population sizes, contrast definitions, empty contrasts and why,
+                          unscored probes per detector and population
+RUN_DIR/usage.json        model detectors: calls and tokens (kept per part across resumes)
+RUN_DIR/warnings.json     data repairs, empty contrasts, unscored replies
+RUN_DIR/parts/            finished detectors; a rerun of the same run keeps them
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from dialogbench.data.model import Dataset, Subject
+from dialogbench.models.cache import ResponseCache
+from dialogbench.models.model import Model
+from dialogbench.models.spec import ModelSpec
+from dialogbench.models.types import GenerateConfig
+from dialogbench.models.usage import UsageTotals
+from dialogbench.report.run import Manifest, Progress, RunDir, dataset_info, to_json
+from dialogbench.retrieval.base import Probe, build_probes
+from dialogbench.stats.auroc import OperatingPoint, bootstrap_auroc, operating_point
+from dialogbench.stats.bootstrap import Estimate
+from dialogbench.tracks.realcompanion import detectors as det
+from dialogbench.tracks.realcompanion.detection_prompts import PROMPT_SHA256
+
+TRACK = "detection"
+TEXT_DETECTORS = ("lexical", "bm25")
+MODEL_DETECTORS = ("model-context", "model-retrieved")
+ALL_DETECTORS = TEXT_DETECTORS + MODEL_DETECTORS
+
+NEEDS, RECENT, COLD, ABSENT = "needs memory", "recent thread", "cold open", "referent absent"
+QUESTION, OPENER = "question", "session opener"
+GROUPS = (NEEDS, RECENT, COLD, ABSENT, QUESTION, OPENER)
+CONTRASTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "auroc vs referent absent": (NEEDS, (ABSENT,)),
+    "auroc vs cold opens": (NEEDS, (COLD,)),
+    "auroc vs recent thread": (NEEDS, (RECENT,)),
+    "auroc vs own target": (NEEDS, (ABSENT, COLD, RECENT)),
+    "question auroc vs session openers": (QUESTION, (OPENER,)),
+}
+OWN_TARGET = "auroc vs own target"
+
+
+def default_detectors(with_model: bool) -> tuple[str, ...]:
+    """Every detector when a model is given, else the two that need none."""
+    return ALL_DETECTORS if with_model else TEXT_DETECTORS
+
+
+@dataclass(frozen=True)
+class DetectionConfig:
+    """Detectors, threshold, intervals, the model and its settings, and an item limit."""
+
+    detectors: tuple[str, ...] = TEXT_DETECTORS
+    threshold: float = 0.5
+    """Scores at or above it are flagged (all detectors score on [0, 1])."""
+    seed: int = 0
+    n_boot: int = 2000
+    window: int = 3
+    """Preceding messages that count as the recent thread; also how many messages the
+    model detectors see (the preceding ones, or the best BM25 matches)."""
+    limit: int | None = None
+    """At most this many probes in all, drawn in turn from each population (seeded)."""
+    model: str | None = None
+    """Model spec for the model detectors (`embedded`, `openai-compatible/NAME`, ...)."""
+    base_url: str | None = None
+    api_key_env: str | None = None
+    max_tokens: int = 48
+    temperature: float = 0.0
+    max_fixes: int = 1
+
+    def generate_config(self) -> GenerateConfig:
+        return GenerateConfig(
+            temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed
+        )
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One probe in one population."""
+
+    probe: Probe
+    group: str
+
+    @property
+    def positive(self) -> bool:
+        return self.group in (NEEDS, QUESTION)
+
+
+class Contrast(BaseModel):
+    """One contrast for one detector: AUROC, operating points and what was left out."""
+
+    auroc: Estimate
+    threshold: OperatingPoint
+    own_decision: OperatingPoint | None = None
+    unscored_pos: int = 0
+    unscored_neg: int = 0
+    empty: str | None = None
+    """Why the contrast has no value, when a side is empty."""
+
+
+@dataclass
+class DetectionResult:
+    """The track's figures as written to the run folder."""
+
+    summary: dict[str, dict[str, Estimate]]
+    contrasts: dict[str, dict[str, Contrast]]
+    populations: dict[str, int]
+    unscored: dict[str, dict[str, int]]
+    empty: dict[str, str] = field(default_factory=dict)
+    usage: dict[str, Any] = field(default_factory=dict)
+    """Model detector -> calls and tokens its part took (kept with the part, so a resumed
+    run still reports what the finished parts cost)."""
+    warnings: list[str] = field(default_factory=list)
+
+
+# -- populations ----------------------------------------------------------------------------
+
+
+def session_openers(subject: Subject) -> list[int]:
+    """Positions of the first user message of each session (of the conversation, when
+    messages carry no session)."""
+    seen: set[str | None] = set()
+    out = []
+    for m in subject.messages:
+        if m.role == "user" and m.session not in seen:
+            seen.add(m.session)
+            out.append(m.position)
+    return out
+
+
+def chat_group(p: Probe, opener: bool, window: int) -> str:
+    """The chat population of a chat probe (see the module docstring)."""
+    refs = p.reference_positions
+    if refs and p.cutoff - min(refs) > window:
+        return NEEDS
+    if p.labels.get("stratum") == "abstention" or opener:
+        return COLD
+    return RECENT if refs else ABSENT
+
+
+def build_units(dataset: Dataset, window: int) -> list[Unit]:
+    """Every probe of the dataset with its population."""
+    units: list[Unit] = []
+    for subject in dataset.subjects:
+        openers = session_openers(subject)
+        first = set(openers)
+        for p in build_probes(subject):
+            if p.kind == "question":
+                units.append(Unit(p, QUESTION))
+            else:
+                units.append(Unit(p, chat_group(p, p.cutoff in first, window)))
+        for at in openers:
+            m = subject.messages[at]
+            probe = Probe(
+                id=m.id,
+                subject_id=subject.id,
+                kind="chat",
+                text=m.text,
+                cutoff=at,
+                reference_positions=(),
+                speakers=(m.speaker,),
+                labels={"session": m.session or ""},
+            )
+            units.append(Unit(probe, OPENER))
+    return units
+
+
+def limit_units(units: Sequence[Unit], limit: int | None, seed: int) -> list[Unit]:
+    """At most `limit` units, taken in turn from each population (each shuffled by `seed`),
+    kept in their original order."""
+    if limit is None or limit >= len(units):
+        return list(units)
+    rng = random.Random(seed)
+    pools = []
+    for g in GROUPS:
+        idx = [i for i, u in enumerate(units) if u.group == g]
+        rng.shuffle(idx)
+        pools.append(idx)
+    chosen: list[int] = []
+    while len(chosen) < limit:
+        for pool in pools:
+            if pool and len(chosen) < limit:
+                chosen.append(pool.pop())
+    return [units[i] for i in sorted(chosen)]
+
+
+# -- running --------------------------------------------------------------------------------
+
+
+def _model_settings(config: DetectionConfig, model: Model | None) -> dict[str, Any]:
+    if model is not None:
+        return {"model": model.name, "endpoint": model.provider.endpoint}
+    if config.model is None:
+        return {}
+    spec = ModelSpec.parse(config.model, base_url=config.base_url, api_key_env=config.api_key_env)
+    return spec.settings()
+
+
+def run_detection(
+    dataset: Dataset,
+    out: Path,
+    config: DetectionConfig = DetectionConfig(),
+    model: Model | None = None,
+    progress: Progress | None = None,
+) -> DetectionResult:
+    """Score every probe with every configured detector, write the run folder, and return
+    the figures. Parts (one per detector) a previous run of the same run finished are kept.
+
+    The model detectors use `model`, else one built from `config.model` with the response
+    cache (`$DIALOGBENCH_CACHE`), which is closed at the end. All model calls run in one
+    event loop.
+    """
+    unknown = [d for d in config.detectors if d not in ALL_DETECTORS]
+    if unknown:
+        raise ValueError(f"unknown detector(s) {unknown}; known: {', '.join(ALL_DETECTORS)}")
+    wants_model = [d for d in config.detectors if d in MODEL_DETECTORS]
+    if wants_model and model is None and config.model is None:
+        raise ValueError(
+            f"detector(s) {', '.join(wants_model)} need a model: set DetectionConfig.model "
+            "(e.g. 'embedded') or pass model="
+        )
+    units = limit_units(build_units(dataset, config.window), config.limit, config.seed)
+    run = RunDir(out)
+    settings = _model_settings(config, model) if wants_model else {}
+    manifest = Manifest(
+        track=TRACK,
+        dataset=dataset_info(dataset),
+        config={
+            **asdict(config),
+            "model_settings": settings,
+            "prompt_sha256": PROMPT_SHA256,
+            "cues_sha256": det.CUES_SHA256,
+        },
+        seed=config.seed,
+        warnings=list(dataset.warnings),
+    )
+    done = run.begin(manifest)
+    subjects = {s.id: s for s in dataset.subjects}
+    todo = [d for d in config.detectors if d not in done]
+    asyncio.run(_score_all(run, todo, units, subjects, config, model, progress))
+    if progress:
+        progress("summary", 1, 1)
+    result = summarise(run, units, config)
+    result.usage = {d: _read_usage(run, d) for d in config.detectors if d in MODEL_DETECTORS}
+    result.warnings = list(dataset.warnings) + result.warnings
+    files: dict[str, Any] = {
+        "summary.json": to_json(result.summary),
+        "contrasts.json": to_json(result.contrasts),
+        "populations.json": {
+            "populations": result.populations,
+            "contrasts": {k: {"positives": p, "negatives": n} for k, (p, n) in CONTRASTS.items()},
+            "empty": result.empty,
+            "unscored": result.unscored,
+        },
+        "warnings.json": {"warnings": result.warnings},
+    }
+    if result.usage:
+        files["usage.json"] = result.usage
+    run.finish(config.detectors, files)
+    return result
+
+
+async def _score_all(
+    run: RunDir,
+    todo: Sequence[str],
+    units: Sequence[Unit],
+    subjects: dict[str, Subject],
+    config: DetectionConfig,
+    model: Model | None,
+    progress: Progress | None,
+) -> None:
+    """Score the detectors not yet done, writing one part each (and, for a model detector,
+    the calls and tokens it took)."""
+    owned = None
+    if model is None and any(d in MODEL_DETECTORS for d in todo):
+        assert config.model is not None
+        spec = ModelSpec.parse(
+            config.model, base_url=config.base_url, api_key_env=config.api_key_env
+        )
+        model = owned = Model.from_spec(spec, cache=ResponseCache())
+    by_subject: dict[str, list[int]] = {}
+    for i, u in enumerate(units):
+        by_subject.setdefault(u.probe.subject_id, []).append(i)
+    try:
+        for d_index, name in enumerate(todo):
+            if progress:
+                progress(name, d_index, len(todo))
+            before = model.ledger.totals(f"detection:{name}") if model else UsageTotals()
+            scored: list[det.Scored | None] = [None] * len(units)
+            for sid, idx in by_subject.items():
+                got = _detect(name, subjects[sid], [units[i].probe for i in idx], config)
+                for i, one in zip(idx, got, strict=True):
+                    scored[i] = one
+            if name in MODEL_DETECTORS:
+                assert model is not None
+                await _ask_model(name, scored, model, config)
+                _write_usage(run, name, model, before)
+            run.write_part(name, [_row(name, u, s) for u, s in zip(units, scored, strict=True)])
+    finally:
+        if owned is not None:
+            await owned.aclose()
+
+
+def _read_usage(run: RunDir, name: str) -> dict[str, Any]:
+    path = run.parts / f"{name}.usage.json"
+    if not path.exists():
+        return {"note": "not recorded for this part"}
+    usage: dict[str, Any] = json.loads(path.read_text())
+    return usage
+
+
+def _write_usage(run: RunDir, name: str, model: Model, before: UsageTotals) -> None:
+    """What detector `name` added to the model's ledger, next to its part."""
+    after = model.ledger.totals(f"detection:{name}")
+    spent = {f.name: getattr(after, f.name) - getattr(before, f.name) for f in fields(after)}
+    spent["tokens_processed"] = spent["prompt_tokens"] + spent["completion_tokens"]
+    report = {"model": model.name, **spent}
+    (run.parts / f"{name}.usage.json").write_text(json.dumps(report, indent=2) + "\n")
+
+
+def _detect(
+    name: str, subject: Subject, probes: list[Probe], config: DetectionConfig
+) -> list[det.Scored]:
+    """Scores of the text detectors; for a model detector, placeholders holding the prompt
+    to send (`detail["prompt"]`), or a final score where no call is needed."""
+    if name == "lexical":
+        return det.lexical_scores(subject, probes)
+    if name == "bm25":
+        return det.bm25_scores(subject, probes, config.window)
+    if name == "model-context":
+        prompts = det.context_prompts(subject, probes, config.window)
+        return [det.Scored(None, detail={"prompt": p}) for p in prompts]
+    maybe, found = det.retrieved_prompts(subject, probes, config.window)
+    return [
+        det.Scored(None, detail={"prompt": p, "retrieved": f})
+        if p is not None
+        else det.Scored(0.0, False, {"retrieved": [], "note": "BM25 found nothing to show"})
+        for p, f in zip(maybe, found, strict=True)
+    ]
+
+
+async def _ask_model(
+    name: str, scored: list[det.Scored | None], model: Model, config: DetectionConfig
+) -> None:
+    """Send every pending prompt of a model detector as one batch; fill in the verdicts."""
+    pending = [(i, s) for i, s in enumerate(scored) if s is not None and "prompt" in s.detail]
+    replies = await det.ask(
+        model,
+        [s.detail["prompt"] for _, s in pending],
+        config.generate_config(),
+        max_fixes=config.max_fixes,
+        tag=f"detection:{name}",
+    )
+    for (i, old), reply in zip(pending, replies, strict=True):
+        keep = {k: v for k, v in old.detail.items() if k != "prompt"}
+        verdict = det.from_reply(reply)
+        scored[i] = replace(verdict, detail={**verdict.detail, **keep})
+
+
+def _row(detector: str, u: Unit, s: det.Scored | None) -> dict[str, Any]:
+    assert s is not None
+    p = u.probe
+    row: dict[str, Any] = {
+        "detector": detector,
+        "subject": p.subject_id,
+        "probe": p.id,
+        "track": "question" if u.group in (QUESTION, OPENER) else "chat",
+        "population": u.group,
+        "label": u.positive,
+        "score": s.score,
+        "decision": s.decision,
+        "cutoff": p.cutoff,
+        **p.labels,
+        **s.detail,
+    }
+    if p.reference_positions:
+        row["nearest"] = p.cutoff - max(p.reference_positions)
+        row["furthest"] = p.cutoff - min(p.reference_positions)
+    return row
+
+
+# -- figures --------------------------------------------------------------------------------
+
+
+def summarise(run: RunDir, units: Sequence[Unit], config: DetectionConfig) -> DetectionResult:
+    """Figures from the stored parts."""
+    groups = np.array([u.group for u in units])
+    populations = {g: int((groups == g).sum()) for g in GROUPS}
+    empty = {
+        name: _why_empty(populations, pos, negs)
+        for name, (pos, negs) in CONTRASTS.items()
+        if not populations[pos] or not sum(populations[g] for g in negs)
+    }
+    summary: dict[str, dict[str, Estimate]] = {}
+    contrasts: dict[str, dict[str, Contrast]] = {}
+    unscored: dict[str, dict[str, int]] = {}
+    warnings = [f"{name}: {why}" for name, why in empty.items()]
+    for name in config.detectors:
+        rows = run.read_part(name)
+        score = np.array([np.nan if r["score"] is None else r["score"] for r in rows], float)
+        decision = np.array([np.nan if r["decision"] is None else r["decision"] for r in rows])
+        missing = np.isnan(score)
+        unscored[name] = {g: int((missing & (groups == g)).sum()) for g in GROUPS}
+        if missing.any():
+            warnings.append(
+                f"{name}: {int(missing.sum())} of {len(rows)} probes unscored (the reply could "
+                "not be used); left out of its AUROCs and operating points"
+            )
+        for cname, (pos_group, neg_groups) in CONTRASTS.items():
+            pos = (groups == pos_group) & ~missing
+            neg = np.isin(groups, neg_groups) & ~missing
+            own = name in MODEL_DETECTORS
+            c = Contrast(
+                auroc=bootstrap_auroc(
+                    score[pos], score[neg], n_boot=config.n_boot, seed=config.seed
+                ),
+                threshold=operating_point(score[pos], score[neg], config.threshold),
+                own_decision=operating_point(decision[pos], decision[neg], 0.5) if own else None,
+                unscored_pos=int(((groups == pos_group) & missing).sum()),
+                unscored_neg=int((np.isin(groups, neg_groups) & missing).sum()),
+                empty=empty.get(cname),
+            )
+            contrasts.setdefault(name, {})[cname] = c
+            summary.setdefault(name, {})[cname] = c.auroc
+    return DetectionResult(
+        summary=summary,
+        contrasts=contrasts,
+        populations=populations,
+        unscored=unscored,
+        empty=empty,
+        warnings=warnings,
+    )
+
+
+def _why_empty(populations: dict[str, int], pos: str, negs: tuple[str, ...]) -> str:
+    missing = [g for g in (pos, *negs) if not populations[g]]
+    return f"no probe in population(s) {', '.join(repr(g) for g in missing)} in this dataset"

