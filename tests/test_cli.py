@@ -221,3 +221,29 @@ def test_run_detection_without_a_model(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "lexical" in result.output and "bm25" in result.output
     assert "caught" in result.output
+
+
+def test_run_chat_against_a_loopback_server(tmp_path: Path) -> None:
+    from dialogbench.testing import ChatServer
+
+    with ChatServer(reply=lambda body: "That sounds lovely.") as srv:
+        result = runner.invoke(
+            app,
+            [
+                "run",
+                "chat",
+                "--model",
+                "openai-compatible/test",
+                "--base-url",
+                srv.base_url,
+                "--limit",
+                "1",
+                "--out",
+                str(tmp_path),
+                "--n-boot",
+                "100",
+            ],
+        )
+    assert result.exit_code == 0, result.output
+    assert "Paired gains" in result.output and "judges its own replies" in result.output
+    assert "unscored" in result.output  # the server's prose is no verdict: shown, not scored 0

@@ -35,6 +35,8 @@ from dialogbench.models.check import CheckReport, check_model
 from dialogbench.report.run import Progress as TrackProgress
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.registry import DEFAULT_RETRIEVERS
+from dialogbench.stats.bootstrap import Estimate
+from dialogbench.tracks.realcompanion.chat import ChatConfig, run_chat
 from dialogbench.tracks.realcompanion.coverage import CoverageConfig, run_coverage
 from dialogbench.tracks.realcompanion.detection import (
     DetectionConfig,
@@ -284,6 +286,76 @@ def run_detection_cmd(
                 "the embedded model is smoke quality: these scores only show the run works"
             )
         console.print(f"wrote {out}/summary.json, contrasts.json, items.jsonl")
+
+
+JudgeOpt = Annotated[
+    str | None, typer.Option(help="judge provider/model (default: the model under test)")
+]
+LimitOpt = Annotated[int | None, typer.Option(help="at most N items (keeps model runs short)")]
+
+
+def _columns(table: dict[str, dict[str, Estimate]]) -> list[str]:
+    return list(dict.fromkeys(col for row in table.values() for col in row))
+
+
+@run_app.command("chat")
+def run_chat_cmd(
+    dataset: DatasetOpt = "sample",
+    out: Annotated[Path, typer.Option(help="run folder")] = Path("runs/chat"),
+    model: ModelOpt = "embedded",
+    base_url: BaseUrlOpt = None,
+    api_key_env: KeyEnvOpt = None,
+    judge_model: JudgeOpt = None,
+    judge_base_url: Annotated[str | None, typer.Option(help="the judge's server URL")] = None,
+    framing: Annotated[
+        str, typer.Option(help="label supplied messages as 'turns' or 'memories'")
+    ] = "turns",
+    limit: LimitOpt = None,
+    max_tokens: Annotated[int, typer.Option(help="reply budget")] = 256,
+    seed: SeedOpt = 0,
+    n_boot: BootOpt = 2000,
+) -> None:
+    """Replies under five context conditions, judged together against the reference reply."""
+    with friendly_errors():
+        if framing not in ("turns", "memories"):
+            raise ValueError("--framing must be 'turns' or 'memories'")
+        config = ChatConfig(
+            framing="memories" if framing == "memories" else "turns",
+            limit=limit,
+            seed=seed,
+            n_boot=n_boot,
+            model=model,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            max_tokens=max_tokens,
+            judge_model=judge_model,
+            judge_base_url=judge_base_url,
+        )
+        if judge_model is None:
+            console.print(f"note: {model} judges its own replies (pass --judge-model to change)")
+        ds = load_dataset(dataset)
+        result = with_progress(
+            f"chat on {ds.name}", lambda progress: run_chat(ds, out, config, progress=progress)
+        )
+        title = f"Chat on {ds.name}: content match 0-3 (95% bootstrap intervals)"
+        cm = result.content_match
+        console.print(summary_table(title, cm, _columns(cm), row_label="condition"))
+        console.print(
+            summary_table("Paired gains", result.gains, _columns(result.gains), row_label="gain")
+        )
+        console.print(
+            summary_table(
+                "Misfire: replies using earlier context where none is needed",
+                result.misfire,
+                _columns(result.misfire),
+                row_label="condition",
+            )
+        )
+        for w in result.warnings:
+            console.print(Text.assemble(("warning: ", "yellow"), w))
+        if "embedded" in (model, judge_model):
+            console.print("the embedded model is smoke quality: its scores only show the run works")
+        console.print(f"wrote {out}/summary.json, items.jsonl, usage.json")
 
 
 def _tokens(text: str) -> int:

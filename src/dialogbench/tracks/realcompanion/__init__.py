@@ -1,5 +1,6 @@
 """RealCompanion tracks: long-term memory over months of real conversation."""
 
+from dialogbench.tracks.realcompanion.chat import ChatConfig, ChatResult, run_chat
 from dialogbench.tracks.realcompanion.coverage import CoverageConfig, CoverageResult, run_coverage
 from dialogbench.tracks.realcompanion.detection import (
     DetectionConfig,
@@ -15,6 +16,8 @@ from dialogbench.tracks.realcompanion.retrieval import (
 )
 
 __all__ = [
+    "ChatConfig",
+    "ChatResult",
     "CoverageConfig",
     "CoverageResult",
     "DetectionConfig",
@@ -24,6 +27,7 @@ __all__ = [
     "RetrievalConfig",
     "RetrievalResult",
     "default_detectors",
+    "run_chat",
     "run_coverage",
     "run_detection",
     "run_privacy",

