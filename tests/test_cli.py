@@ -247,3 +247,31 @@ def test_run_chat_against_a_loopback_server(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "Paired gains" in result.output and "judges its own replies" in result.output
     assert "unscored" in result.output  # the server's prose is no verdict: shown, not scored 0
+
+
+def test_run_reconstruction_against_a_loopback_server(tmp_path: Path) -> None:
+    from dialogbench.testing import ChatServer
+
+    with ChatServer() as srv:  # answers each schema with a minimal valid instance
+        result = runner.invoke(
+            app,
+            [
+                "run",
+                "reconstruction",
+                "--model",
+                "openai-compatible/t",
+                "--base-url",
+                srv.base_url,
+                "--limit",
+                "1",
+                "--context-tokens",
+                "100000",
+                "--out",
+                str(tmp_path),
+                "--n-boot",
+                "100",
+            ],
+        )
+    assert result.exit_code == 0, result.output
+    assert "Reconstruction on sample" in result.output
+    assert (tmp_path / "summary.json").exists()

@@ -44,6 +44,10 @@ from dialogbench.tracks.realcompanion.detection import (
     run_detection,
 )
 from dialogbench.tracks.realcompanion.privacy import PrivacyConfig, run_privacy
+from dialogbench.tracks.realcompanion.reconstruction import (
+    ReconstructionConfig,
+    run_reconstruction,
+)
 from dialogbench.tracks.realcompanion.retrieval import RetrievalConfig, run_retrieval
 
 app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False)
@@ -356,6 +360,58 @@ def run_chat_cmd(
         if "embedded" in (model, judge_model):
             console.print("the embedded model is smoke quality: its scores only show the run works")
         console.print(f"wrote {out}/summary.json, items.jsonl, usage.json")
+
+
+@run_app.command("reconstruction")
+def run_reconstruction_cmd(
+    dataset: DatasetOpt = "sample",
+    out: Annotated[Path, typer.Option(help="run folder")] = Path("runs/reconstruction"),
+    model: ModelOpt = "embedded",
+    base_url: BaseUrlOpt = None,
+    api_key_env: KeyEnvOpt = None,
+    limit: LimitOpt = None,
+    runs: Annotated[int, typer.Option(help="repeated runs, for run agreement")] = 1,
+    context_tokens: Annotated[int, typer.Option(help="the model's context window")] = 4096,
+    max_tokens: Annotated[int, typer.Option(help="reply budget per call")] = 1024,
+    threshold: Annotated[
+        float, typer.Option(help="statement similarity for a field match (0: field only)")
+    ] = 0.25,
+    seed: SeedOpt = 0,
+    n_boot: BootOpt = 2000,
+) -> None:
+    """The model writes each subject's profile and persona; field-level P/R/F1 against gold."""
+    with friendly_errors():
+        config = ReconstructionConfig(
+            runs=runs,
+            context_tokens=context_tokens,
+            threshold=threshold,
+            limit=limit,
+            seed=seed,
+            n_boot=n_boot,
+            model=model,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            max_tokens=max_tokens,
+        )
+        ds = load_dataset(dataset)
+        result = with_progress(
+            f"reconstruction on {ds.name}",
+            lambda progress: run_reconstruction(ds, out, config, progress=progress),
+        )
+        console.print(
+            summary_table(
+                f"Reconstruction on {ds.name} (95% bootstrap intervals, subjects resampled)",
+                result.summary,
+                _columns(result.summary),
+                row_label="file",
+            )
+        )
+        console.print(f"unscored: {result.unscored}")
+        for w in result.warnings:
+            console.print(Text.assemble(("warning: ", "yellow"), w))
+        if model == "embedded":
+            console.print("the embedded model is smoke quality: its scores only show the run works")
+        console.print(f"wrote {out}/summary.json, subjects.json, items.jsonl, usage.json")
 
 
 def _tokens(text: str) -> int:

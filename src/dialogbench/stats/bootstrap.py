@@ -6,6 +6,7 @@ column is then a matrix product, so many metrics cost one draw.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -71,7 +72,9 @@ def bootstrap_means(
         boot = (weights @ sums) / (weights @ counts)
         point = sums.sum(0) / counts.sum(0)
     tail = (1.0 - level) / 2.0 * 100.0
-    lo, hi = np.nanpercentile(boot, [tail, 100.0 - tail], axis=0)
+    with warnings.catch_warnings():  # an all-NaN column (nothing to estimate) stays NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lo, hi = np.nanpercentile(boot, [tail, 100.0 - tail], axis=0)
     n = counts.sum(0).astype(int)
     return [
         Estimate(value=float(point[j]), ci_low=float(lo[j]), ci_high=float(hi[j]), n=int(n[j]))

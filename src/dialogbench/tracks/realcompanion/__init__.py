@@ -9,6 +9,12 @@ from dialogbench.tracks.realcompanion.detection import (
     run_detection,
 )
 from dialogbench.tracks.realcompanion.privacy import PrivacyConfig, PrivacyResult, run_privacy
+from dialogbench.tracks.realcompanion.reconstruction import (
+    ReconstructionConfig,
+    ReconstructionResult,
+    compare_runs,
+    run_reconstruction,
+)
 from dialogbench.tracks.realcompanion.retrieval import (
     RetrievalConfig,
     RetrievalResult,
@@ -24,12 +30,16 @@ __all__ = [
     "DetectionResult",
     "PrivacyConfig",
     "PrivacyResult",
+    "ReconstructionConfig",
+    "ReconstructionResult",
     "RetrievalConfig",
     "RetrievalResult",
+    "compare_runs",
     "default_detectors",
     "run_chat",
     "run_coverage",
     "run_detection",
     "run_privacy",
+    "run_reconstruction",
     "run_retrieval",
 ]

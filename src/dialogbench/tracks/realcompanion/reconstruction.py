@@ -1,0 +1,645 @@
+"""Profile and persona reconstruction track (RealCompanion, "Three agent systems reconstruct
+the persona at equal quality and very different cost"): a model reads a subject's whole
+history and writes the profile (claims: field, statement) and the persona (entries:
+dimension, statement); both are matched against the released `profile.json` and
+`persona.json` (for MemoryBank, the users' meta information).
+
+Chunking (map-reduce). The prompt must fit `context_tokens` (the model's window) with
+`max_tokens` left for the reply. Tokens are counted with `tokenizer`: `gguf` is the
+embedded SmolLM2's own vocabulary and chat-template overhead (`GGUFTokenizer`), `chars`
+a model-free estimate of one token per 4 characters (rounded up) plus 4 per message,
+`auto` the first when cyllama and the GGUF file are installed. A history that does not fit
+(with room kept for `max_fixes` correction rounds) is split into consecutive chunks of
+whole messages (each line costs its tokens plus one for
+the line break); a message too long for a chunk on its own is cut to fit and counted. Each
+chunk is sent with the same task (naming the part), then the parts are merged
+deterministically: records are concatenated in chunk order and a record is dropped when an
+earlier kept one of the same kind has the same normalised field and statement similarity
+>= `DEDUPE_THRESHOLD` (the same dedupe is applied to a single reply). A subject is
+*unscored* in a run when any chunk's reply could not be used after corrections: counted,
+shown, and left out of the figures, never scored 0.
+
+Figures (see `reconstruction_match` for the matching rule):
+
+    precision, recall, F1   per (subject, run), for profile, persona and both pooled
+                            ("all"); the headline is their mean with a 95% bootstrap
+                            interval resampling subjects
+    run agreement           per subject, the mean pooled F1 between every pair of its
+                            scored runs (runs differ by sample index, so by seed and cache
+                            key); then the mean over subjects, resampling subjects
+    tokens processed        prompt + completion tokens from the model's ledger, per run
+    agreement between       `compare_runs(run_a, run_b)`: the mean pooled F1 between every
+    systems                 run of system A and every run of system B, per shared subject
+
+RUN_DIR/manifest.json   dataset, config, model settings, prompt and matcher digests, counter
+RUN_DIR/items.jsonl     one record per run x subject: the written profile and persona,
+                        matched pairs, counts, P/R/F1, raw + error of unusable replies
+RUN_DIR/summary.json    kind -> {precision, recall, f1}; "run agreement" -> {f1}
+RUN_DIR/subjects.json   per subject: mean P/R/F1 over runs, run agreement, unscored runs
+RUN_DIR/unscored.json   unscored (run, subject) pairs, in all and per subject
+RUN_DIR/usage.json      calls and tokens per run and in total (kept per part)
+RUN_DIR/warnings.json   data repairs, skipped subjects, cut messages, unscored replies
+RUN_DIR/parts/          finished runs; a rerun of the same run keeps them
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dialogbench.data.model import Dataset, Role, Subject
+from dialogbench.models.cache import ResponseCache
+from dialogbench.models.model import Call, Model
+from dialogbench.models.spec import ModelSpec
+from dialogbench.models.structured import CORRECTION, Structured, parse_reply
+from dialogbench.models.tokenizer import IntArray, TokenCounter
+from dialogbench.models.types import ChatMessage, GenerateConfig, ModelError
+from dialogbench.models.usage import UsageTotals
+from dialogbench.report.run import Manifest, Progress, RunDir, dataset_info, to_json
+from dialogbench.stats.bootstrap import Estimate, bootstrap_means
+from dialogbench.tracks.realcompanion import reconstruction_match as rm
+from dialogbench.tracks.realcompanion.reconstruction_prompts import (
+    PROMPT_SHA256,
+    Reconstruction,
+    reconstruction_messages,
+    render,
+)
+
+TRACK = "reconstruction"
+DEDUPE_THRESHOLD = 0.6
+ERROR_ROOM = 400
+METRICS = ("precision", "recall", "f1")
+SUMMARY_KINDS = (*rm.KINDS, "all")
+TOKENIZERS = ("auto", "gguf", "chars")
+
+
+@dataclass(frozen=True)
+class ReconstructionConfig:
+    """Runs, context budget, matching, intervals, the model and its settings, a limit."""
+
+    runs: int = 1
+    """Repeated runs per subject; run r uses sample index r (seed + r, its own cache keys)."""
+    context_tokens: int = 4096
+    """The model's context window; longer histories are chunked (embedded: 4096)."""
+    tokenizer: str = "auto"
+    """How prompt tokens are counted: auto | gguf | chars (see the module docstring)."""
+    threshold: float = 0.25
+    """Statement similarity (content-word F1) at or above which two records agree."""
+    limit: int | None = None
+    """At most this many subjects (the first ones that have a profile or persona)."""
+    seed: int = 0
+    n_boot: int = 2000
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    max_tokens: int = 1024
+    temperature: float = 0.7
+    """Above 0 so that repeated runs can differ (each run is seeded)."""
+    max_fixes: int = 1
+
+    def generate_config(self) -> GenerateConfig:
+        return GenerateConfig(
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            seed=self.seed,
+            json_schema=Reconstruction.model_json_schema(),
+            schema_name=Reconstruction.__name__,
+        )
+
+
+@dataclass
+class ReconstructionResult:
+    """The track's figures as written to the run folder."""
+
+    summary: dict[str, dict[str, Estimate]]
+    subjects: dict[str, dict[str, Any]]
+    unscored: dict[str, Any]
+    usage: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+# -- counting and chunking ------------------------------------------------------------------
+
+
+class CharCounter:
+    """A model-free token estimate: ceil(characters / 4) per text, 4 per message."""
+
+    name = "chars/4"
+
+    def count(self, texts: Sequence[str]) -> IntArray:
+        return np.array([math.ceil(len(t) / 4) for t in texts], dtype=np.int64)
+
+    def overhead(self, role: Role) -> int:
+        return 4
+
+
+def make_counter(name: str) -> TokenCounter:
+    """The token counter `name` (auto | gguf | chars) stands for."""
+    if name not in TOKENIZERS:
+        raise ValueError(f"unknown tokenizer {name!r}; known: {', '.join(TOKENIZERS)}")
+    if name == "chars":
+        return CharCounter()
+    try:
+        from dialogbench.models.tokenizer import GGUFTokenizer
+
+        return GGUFTokenizer()
+    except (ImportError, ModelError, OSError):
+        if name == "gguf":
+            raise
+        return CharCounter()
+
+
+def prompt_tokens(counter: TokenCounter, messages: Sequence[ChatMessage]) -> int:
+    """Tokens of a prompt: its texts plus the template's overhead per message."""
+    texts = [m["content"] for m in messages]
+    return int(counter.count(texts).sum()) + sum(counter.overhead(m["role"]) for m in messages)
+
+
+def history_budget(counter: TokenCounter, person: str, config: ReconstructionConfig) -> int:
+    """Tokens left for message lines once the instructions, the reply and every correction
+    round (the unusable reply sent back plus the correction with the schema and a
+    `ERROR_ROOM`-character error) are set aside; counted with the longest part label, so
+    every chunk's prompt and its corrections fit."""
+    fixed = prompt_tokens(counter, reconstruction_messages(person, [], 999, 999))
+    schema = json.dumps(config.generate_config().json_schema)
+    fix: list[ChatMessage] = [
+        {"role": "user", "content": CORRECTION.format(error="x" * ERROR_ROOM, schema=schema)}
+    ]
+    per_fix = config.max_tokens + counter.overhead("assistant") + prompt_tokens(counter, fix)
+    return config.context_tokens - config.max_tokens - fixed - config.max_fixes * per_fix
+
+
+def chunk_spans(costs: Sequence[int], budget: int) -> list[tuple[int, int]]:
+    """Consecutive [start, end) spans of lines, each as long as fits in `budget` tokens
+    (a line costs its tokens plus one for the line break). Every cost must fit alone."""
+    spans: list[tuple[int, int]] = []
+    start, used = 0, 0
+    for i, cost in enumerate(costs):
+        if cost + 1 > budget:
+            raise ValueError(f"line {i} costs {cost} tokens, over the budget of {budget}")
+        if i > start and used + cost + 1 > budget:
+            spans.append((start, i))
+            start, used = i, 0
+        used += cost + 1
+    if start < len(costs):
+        spans.append((start, len(costs)))
+    return spans
+
+
+@dataclass(frozen=True)
+class History:
+    """A subject's history as prompt lines, split into chunks that fit."""
+
+    lines: tuple[str, ...]
+    spans: tuple[tuple[int, int], ...]
+    cut: tuple[str, ...] = ()
+    """Ids of messages cut to fit a chunk on their own."""
+
+
+def fit_history(subject: Subject, counter: TokenCounter, budget: int) -> History:
+    """Render every message, cut any that cannot fit alone, and chunk the lines."""
+    if budget < 16:
+        raise ValueError(
+            f"context_tokens leaves {budget} tokens for the history once the instructions "
+            "and max_tokens are set aside; raise context_tokens or lower max_tokens"
+        )
+    lines = [render(m) for m in subject.messages]
+    costs = [int(c) for c in counter.count(lines)]
+    cut = []
+    for i, m in enumerate(subject.messages):
+        text = m.text
+        while costs[i] + 1 > budget:
+            keep = max(1, int(len(text) * (budget - 1) / (costs[i] + 1) * 0.9))
+            text = text[:keep] if keep < len(text) else text[:-1]
+            lines[i] = render(m, text + " [...]")
+            costs[i] = int(counter.count([lines[i]])[0])
+        if text != m.text:
+            cut.append(m.id)
+    return History(tuple(lines), tuple(chunk_spans(costs, budget)), tuple(cut))
+
+
+def person_of(subject: Subject) -> str:
+    """The person under study: the first listed speaker, else the first user's name."""
+    if subject.speakers:
+        return subject.speakers[0]
+    return next((m.speaker for m in subject.messages if m.role == "user"), subject.id)
+
+
+# -- merging and scoring ---------------------------------------------------------------------
+
+
+def records(rec: Reconstruction) -> dict[str, list[rm.Record]]:
+    """A reply's profile and persona as (field, statement) records."""
+    return {
+        "profile": [(c.field, c.statement) for c in rec.profile],
+        "persona": [(e.dimension, e.statement) for e in rec.persona],
+    }
+
+
+def gold_records(subject: Subject) -> dict[str, list[rm.Record]]:
+    """The released profile and persona as (field, statement) records."""
+    return {
+        "profile": [(c.field, c.statement) for c in subject.profile],
+        "persona": [(e.dimension, e.statement) for e in subject.persona],
+    }
+
+
+def merge(parts: Sequence[Reconstruction]) -> Reconstruction:
+    """The chunks' replies concatenated, near-duplicates (same normalised field, statement
+    similarity >= DEDUPE_THRESHOLD with an earlier kept record) dropped."""
+
+    def fresh(kept: list[rm.Record], rec: rm.Record) -> bool:
+        key = rm.norm_field(rec[0])
+        return not any(
+            rm.norm_field(f) == key and rm.similarity(s, rec[1]) >= DEDUPE_THRESHOLD
+            for f, s in kept
+        )
+
+    profile, persona = [], []
+    seen_p: list[rm.Record] = []
+    seen_q: list[rm.Record] = []
+    for part in parts:
+        for c in part.profile:
+            if fresh(seen_p, (c.field, c.statement)):
+                seen_p.append((c.field, c.statement))
+                profile.append(c)
+        for e in part.persona:
+            if fresh(seen_q, (e.dimension, e.statement)):
+                seen_q.append((e.dimension, e.statement))
+                persona.append(e)
+    return Reconstruction(profile=profile, persona=persona)
+
+
+def _num(x: float) -> float | None:
+    return None if math.isnan(x) else x
+
+
+def score_row(
+    run: int, subject: Subject, written: Reconstruction, threshold: float
+) -> dict[str, Any]:
+    """One scored (run, subject) record: what was written, matched pairs and figures."""
+    pred, gold = records(written), gold_records(subject)
+    counts = rm.count_all(pred, gold, threshold)
+    return {
+        "run": run,
+        "subject": subject.id,
+        "scored": True,
+        "profile": [c.model_dump() for c in written.profile],
+        "persona": [e.model_dump() for e in written.persona],
+        "matched": {k: rm.match(pred[k], gold[k], threshold) for k in rm.KINDS},
+        "counts": {k: asdict(c) for k, c in counts.items()},
+        **{m: {k: _num(getattr(c, m)) for k, c in counts.items()} for m in METRICS},
+    }
+
+
+# -- running ---------------------------------------------------------------------------------
+
+
+def _model_settings(config: ReconstructionConfig, model: Model | None) -> dict[str, Any]:
+    if model is not None:
+        return {"model": model.name, "endpoint": model.provider.endpoint}
+    assert config.model is not None
+    spec = ModelSpec.parse(config.model, base_url=config.base_url, api_key_env=config.api_key_env)
+    return spec.settings()
+
+
+def select_subjects(dataset: Dataset, limit: int | None) -> tuple[list[Subject], list[str]]:
+    """Subjects with a released profile or persona (at most `limit`), and warnings."""
+    have = [s for s in dataset.subjects if s.profile or s.persona]
+    skipped = [s.id for s in dataset.subjects if not (s.profile or s.persona)]
+    warnings = (
+        [f"{len(skipped)} subject(s) without a profile or persona skipped: {', '.join(skipped)}"]
+        if skipped
+        else []
+    )
+    return have[:limit] if limit is not None else have, warnings
+
+
+def run_reconstruction(
+    dataset: Dataset,
+    out: Path,
+    config: ReconstructionConfig = ReconstructionConfig(),
+    model: Model | None = None,
+    progress: Progress | None = None,
+    counter: TokenCounter | None = None,
+) -> ReconstructionResult:
+    """Write every selected subject's profile and persona `config.runs` times, score them,
+    write the run folder and return the figures. Runs a previous run finished are kept.
+
+    The model is `model`, else one built from `config.model` with the response cache
+    (`$DIALOGBENCH_CACHE`), closed at the end. `counter` overrides `config.tokenizer`.
+    """
+    if model is None and config.model is None:
+        raise ValueError("the reconstruction track needs a model: set config.model or model=")
+    if config.runs < 1:
+        raise ValueError("runs must be at least 1")
+    subjects, warnings = select_subjects(dataset, config.limit)
+    if not subjects:
+        raise ValueError(f"no subject of {dataset.name} has a profile or persona to score")
+    counter = counter or make_counter(config.tokenizer)
+    histories = {
+        s.id: fit_history(s, counter, history_budget(counter, person_of(s), config))
+        for s in subjects
+    }
+    for sid, h in histories.items():
+        if h.cut:
+            warnings.append(f"{sid}: {len(h.cut)} message(s) cut to fit the context budget")
+    run = RunDir(out)
+    manifest = Manifest(
+        track=TRACK,
+        dataset=dataset_info(dataset),
+        config={
+            **asdict(config),
+            "model_settings": _model_settings(config, model),
+            "prompt_sha256": PROMPT_SHA256,
+            "matcher_sha256": rm.MATCHER_SHA256,
+            "dedupe_threshold": DEDUPE_THRESHOLD,
+            "counter": counter.name,
+        },
+        seed=config.seed,
+        warnings=list(dataset.warnings),
+    )
+    done = run.begin(manifest)
+    names = [f"run-{r}" for r in range(config.runs)]
+    todo = [r for r, n in enumerate(names) if n not in done]
+    asyncio.run(_run_all(run, todo, subjects, histories, config, model, progress))
+    result = summarise(run, names, subjects, config)
+    result.usage = _usage(run, names)
+    result.warnings = list(dataset.warnings) + warnings + result.warnings
+    run.finish(
+        names,
+        {
+            "summary.json": to_json(result.summary),
+            "subjects.json": result.subjects,
+            "unscored.json": result.unscored,
+            "usage.json": result.usage,
+            "warnings.json": {"warnings": result.warnings},
+        },
+    )
+    return result
+
+
+async def _run_all(
+    run: RunDir,
+    todo: Sequence[int],
+    subjects: Sequence[Subject],
+    histories: dict[str, History],
+    config: ReconstructionConfig,
+    model: Model | None,
+    progress: Progress | None,
+) -> None:
+    owned = None
+    if model is None and todo:
+        assert config.model is not None
+        spec = ModelSpec.parse(
+            config.model, base_url=config.base_url, api_key_env=config.api_key_env
+        )
+        model = owned = Model.from_spec(spec, cache=ResponseCache())
+    try:
+        for k, r in enumerate(todo):
+            if progress:
+                progress(f"run {r}", k, len(todo))
+            assert model is not None
+            await _one_run(run, r, subjects, histories, config, model)
+    finally:
+        if owned is not None:
+            await owned.aclose()
+
+
+async def _one_run(
+    run: RunDir,
+    r: int,
+    subjects: Sequence[Subject],
+    histories: dict[str, History],
+    config: ReconstructionConfig,
+    model: Model,
+) -> None:
+    """All chunks of all subjects in one batch; one part (and its usage) per run."""
+    tag = f"{TRACK}:run-{r}"
+    before = model.ledger.totals(tag)
+    prompts, owner = [], []
+    for s in subjects:
+        h = histories[s.id]
+        for c, (a, b) in enumerate(h.spans):
+            prompts.append(reconstruction_messages(person_of(s), h.lines[a:b], c + 1, len(h.spans)))
+            owner.append(s.id)
+    replies = await ask(model, prompts, config, sample=r, tag=tag)
+    rows = []
+    for s in subjects:
+        mine = [got for got, sid in zip(replies, owner, strict=True) if sid == s.id]
+        h = histories[s.id]
+        row: dict[str, Any]
+        if all(got.value is not None for got in mine):
+            written = merge([got.value for got in mine if got.value is not None])
+            row = score_row(r, s, written, config.threshold)
+        else:
+            row = {"run": r, "subject": s.id, "scored": False}
+        row["chunks"] = len(h.spans)
+        row["cut_messages"] = list(h.cut)
+        row["attempts"] = [got.attempts for got in mine]
+        row["failed"] = [
+            {"chunk": c, "raw": got.raw, "error": got.error}
+            for c, got in enumerate(mine)
+            if got.value is None
+        ]
+        rows.append(row)
+    _write_usage(run, f"run-{r}", model, tag, before)
+    run.write_part(f"run-{r}", rows)
+
+
+async def ask(
+    model: Model,
+    prompts: Sequence[list[ChatMessage]],
+    config: ReconstructionConfig,
+    *,
+    sample: int,
+    tag: str,
+) -> list[Structured[Reconstruction]]:
+    """Every prompt's `Reconstruction`: one batch, then up to `max_fixes` corrections each."""
+    gen = config.generate_config()
+    outs = await model.generate_many([Call(list(p), gen, sample) for p in prompts], tag=tag)
+    results: list[Structured[Reconstruction]] = []
+    fixes: dict[int, list[ChatMessage]] = {}
+    schema = json.dumps(gen.json_schema)
+    for i, (prompt, out) in enumerate(zip(prompts, outs, strict=True)):
+        if isinstance(out, ModelError):
+            results.append(Structured(error=f"call failed: {out}", attempts=1))
+            continue
+        try:
+            results.append(
+                Structured(value=parse_reply(out.text, Reconstruction), raw=out.text, attempts=1)
+            )
+        except ValueError as e:
+            results.append(Structured(raw=out.text, error=str(e), attempts=1))
+            if config.max_fixes > 0:
+                fixes[i] = [
+                    *prompt,
+                    {"role": "assistant", "content": out.text},
+                    {"role": "user", "content": CORRECTION.format(error=e, schema=schema)},
+                ]
+    again = await asyncio.gather(
+        *(
+            model.generate_structured(
+                convo,
+                Reconstruction,
+                gen,
+                max_fixes=config.max_fixes - 1,
+                sample=sample,
+                tag=tag,
+            )
+            for convo in fixes.values()
+        )
+    )
+    for i, got in zip(fixes, again, strict=True):
+        raw = got.raw or results[i].raw
+        results[i] = got.model_copy(update={"attempts": got.attempts + 1, "raw": raw})
+    return results
+
+
+def _write_usage(run: RunDir, name: str, model: Model, tag: str, before: UsageTotals) -> None:
+    after = model.ledger.totals(tag)
+    spent: dict[str, Any] = {
+        f.name: getattr(after, f.name) - getattr(before, f.name) for f in fields(after)
+    }
+    spent["tokens_processed"] = spent["prompt_tokens"] + spent["completion_tokens"]
+    spent["tokens_with_cached"] = (
+        spent["tokens_processed"]
+        + spent["cached_prompt_tokens"]
+        + spent["cached_completion_tokens"]
+    )
+    report = {"model": model.name, **spent}
+    (run.parts / f"{name}.usage.json").write_text(json.dumps(report, indent=2) + "\n")
+
+
+def _usage(run: RunDir, names: Sequence[str]) -> dict[str, Any]:
+    """Per run usage as recorded with its part, and the sum over runs."""
+    per: dict[str, Any] = {}
+    total: dict[str, Any] = {}
+    for name in names:
+        path = run.parts / f"{name}.usage.json"
+        if not path.exists():
+            per[name] = {"note": "not recorded for this part"}
+            continue
+        got = json.loads(path.read_text())
+        per[name] = got
+        for k, v in got.items():
+            if isinstance(v, int):
+                total[k] = total.get(k, 0) + v
+            else:
+                total.setdefault(k, v)
+    return {"runs": per, "total": total}
+
+
+# -- figures ---------------------------------------------------------------------------------
+
+
+def summarise(
+    run: RunDir, names: Sequence[str], subjects: Sequence[Subject], config: ReconstructionConfig
+) -> ReconstructionResult:
+    """Figures from the stored parts."""
+    rows = [row for name in names for row in run.read_part(name)]
+    scored = [r for r in rows if r["scored"]]
+    clusters = [r["subject"] for r in scored]
+    summary: dict[str, dict[str, Estimate]] = {}
+    for kind in SUMMARY_KINDS:
+        values = [[_nan(r[m][kind]) for m in METRICS] for r in scored]
+        est = bootstrap_means(
+            np.array(values, dtype=float).reshape(-1, 3),
+            clusters,
+            n_boot=config.n_boot,
+            seed=config.seed,
+        )
+        summary[kind] = dict(zip(METRICS, est, strict=True))
+    agree_vals, agree_clusters = [], []
+    per_subject: dict[str, dict[str, Any]] = {}
+    for s in subjects:
+        mine = [r for r in scored if r["subject"] == s.id]
+        outputs = [_written(r) for r in mine]
+        pairs = rm.pairwise_f1(outputs, config.threshold)
+        agree_vals += pairs
+        agree_clusters += [s.id] * len(pairs)
+        per_subject[s.id] = {
+            kind: {m: _mean([_nan(r[m][kind]) for r in mine]) for m in METRICS}
+            for kind in SUMMARY_KINDS
+        }
+        per_subject[s.id]["run agreement"] = _mean(pairs)
+        per_subject[s.id]["unscored runs"] = sum(
+            1 for r in rows if r["subject"] == s.id and not r["scored"]
+        )
+    (agreement,) = bootstrap_means(
+        np.array(agree_vals, dtype=float), agree_clusters, n_boot=config.n_boot, seed=config.seed
+    )
+    summary["run agreement"] = {"f1": agreement}
+    unscored = [r for r in rows if not r["scored"]]
+    warnings = []
+    if unscored:
+        warnings.append(
+            f"{len(unscored)} of {len(rows)} (run, subject) pairs unscored (a reply could not "
+            "be used); left out of the figures"
+        )
+    if config.runs < 2:
+        warnings.append("run agreement needs two runs or more (config.runs)")
+    by_subject: dict[str, int] = {}
+    for r in unscored:
+        by_subject[r["subject"]] = by_subject.get(r["subject"], 0) + 1
+    return ReconstructionResult(
+        summary=summary,
+        subjects=per_subject,
+        unscored={"pairs": len(unscored), "of": len(rows), "by_subject": by_subject},
+        warnings=warnings,
+    )
+
+
+def _nan(x: float | None) -> float:
+    return math.nan if x is None else float(x)
+
+
+def _mean(xs: Sequence[float]) -> float | None:
+    kept = [x for x in xs if not math.isnan(x)]
+    return sum(kept) / len(kept) if kept else None
+
+
+def _written(row: dict[str, Any]) -> dict[str, list[rm.Record]]:
+    """A scored row's written profile and persona as records."""
+    return {
+        "profile": [(c["field"], c["statement"]) for c in row["profile"]],
+        "persona": [(e["dimension"], e["statement"]) for e in row["persona"]],
+    }
+
+
+def compare_runs(
+    a: Path, b: Path, threshold: float | None = None, n_boot: int = 2000, seed: int = 0
+) -> Estimate:
+    """Agreement between two systems: per subject both scored, the mean pooled F1 between
+    every run of folder `a` and every run of folder `b`; then the mean over subjects with
+    a 95% interval resampling subjects. `threshold` defaults to `a`'s."""
+    if threshold is None:
+        manifest = json.loads((Path(a) / "manifest.json").read_text())
+        threshold = float(manifest["config"]["threshold"])
+    runs_a, runs_b = _outputs(Path(a)), _outputs(Path(b))
+    values, clusters = [], []
+    for sid in sorted(set(runs_a) & set(runs_b)):
+        pairs = [rm.count_all(x, y, threshold)["all"].f1 for x in runs_a[sid] for y in runs_b[sid]]
+        kept = [p for p in pairs if not math.isnan(p)]
+        if kept:
+            values.append(sum(kept) / len(kept))
+            clusters.append(sid)
+    (est,) = bootstrap_means(np.array(values, dtype=float), clusters, n_boot=n_boot, seed=seed)
+    return est
+
+
+def _outputs(folder: Path) -> dict[str, list[dict[str, list[rm.Record]]]]:
+    out: dict[str, list[dict[str, list[rm.Record]]]] = {}
+    for line in (folder / "items.jsonl").read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            if row["scored"]:
+                out.setdefault(row["subject"], []).append(_written(row))
+    return out

@@ -1,0 +1,122 @@
+"""Wording (our own) of the reconstruction track, the reply schema, and the prompts built from it.
+
+The model answers with one JSON object, `Reconstruction`:
+
+    {"profile": [{"field": ..., "statement": ...}, ...],
+     "persona": [{"dimension": ..., "statement": ..., "hypothesis": false}, ...]}
+
+a subset of the release format's `profile.json` claims and `persona.json` entries (the track
+scores fields and statements; confidence, validity windows and evidence ids are left out of
+the reply to keep it short enough for small models). When the history is split into chunks,
+each chunk gets the same task with a note saying which part of the conversation it is.
+
+Messages are shown one a line as `[id] date speaker: text`. `PROMPT_SHA256` digests every
+constant here, so a change of wording starts a run afresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from dialogbench.data.model import Message
+from dialogbench.models.types import ChatMessage
+
+RECON_SYSTEM = (
+    "You read long conversations between a person and an AI companion and write down who "
+    "the person is. You only record what the conversation supports. Answer with one JSON "
+    "object and nothing else."
+)
+
+RECON_TASK = (
+    "Below is {scope} between {person} and a companion. Write {person}'s profile and "
+    "persona.\n"
+    "- profile: facts {person} stated about their own life, one claim each, as "
+    '{{"field": ..., "statement": ...}}. Use short lower-case fields such as occupation, '
+    "family, pets, hobbies, health, friends, home, education, name.\n"
+    "- persona: how {person} thinks, feels and decides, one entry each, as "
+    '{{"dimension": ..., "statement": ..., "hypothesis": ...}}. Use dimensions such as '
+    "personality, values, coping style, anxieties, humour, speaking style, decision making; "
+    "set hypothesis to true for a working guess rather than something shown repeatedly.\n"
+    "Write each statement as one plain sentence about {person}. Leave out the companion's "
+    "own views and anything {person} did not say or show."
+)
+
+WHOLE_SCOPE = "the whole conversation"
+CHUNK_SCOPE = "part {part} of {parts} of a conversation (the parts are read separately)"
+
+ANSWER_FORMAT = (
+    'Reply with {"profile": [...], "persona": [...]}. Either list may be empty when the '
+    "text shows nothing of that kind."
+)
+
+MESSAGE_CHARS = 2000
+"""Longest message text shown; longer ones are cut (the chunker may cut further)."""
+
+
+class ClaimReply(BaseModel):
+    """One profile claim as the model writes it."""
+
+    field: str = Field(description="what the claim is about, e.g. occupation")
+    statement: str
+
+
+class PersonaReply(BaseModel):
+    """One persona entry as the model writes it."""
+
+    dimension: str = Field(description="e.g. values, coping style")
+    statement: str
+    hypothesis: bool = False
+
+
+class Reconstruction(BaseModel):
+    """The model's profile and persona of one subject (or of one chunk of its history)."""
+
+    profile: list[ClaimReply] = Field(default_factory=list)
+    persona: list[PersonaReply] = Field(default_factory=list)
+
+
+def _constants() -> dict[str, object]:
+    return {
+        "RECON_SYSTEM": RECON_SYSTEM,
+        "RECON_TASK": RECON_TASK,
+        "WHOLE_SCOPE": WHOLE_SCOPE,
+        "CHUNK_SCOPE": CHUNK_SCOPE,
+        "ANSWER_FORMAT": ANSWER_FORMAT,
+        "MESSAGE_CHARS": MESSAGE_CHARS,
+        "schema": Reconstruction.model_json_schema(),
+    }
+
+
+PROMPT_SHA256 = hashlib.sha256(
+    json.dumps(_constants(), sort_keys=True, ensure_ascii=False).encode()
+).hexdigest()
+
+
+def render(message: Message, text: str | None = None) -> str:
+    """One message as shown: `[id] date speaker: text` (`text` overrides a cut message)."""
+    body = (message.text if text is None else text).strip()
+    if len(body) > MESSAGE_CHARS:
+        body = body[:MESSAGE_CHARS].rstrip() + " [...]"
+    when = f" {message.timestamp:%Y-%m-%d}" if message.timestamp is not None else ""
+    return f"[{message.id}]{when} {message.speaker}: {body}"
+
+
+def task_text(person: str, part: int, parts: int) -> str:
+    """The instructions for the whole history (`parts` == 1) or for part `part` (1-based)."""
+    scope = WHOLE_SCOPE if parts == 1 else CHUNK_SCOPE.format(part=part, parts=parts)
+    return RECON_TASK.format(scope=scope, person=person)
+
+
+def reconstruction_messages(
+    person: str, lines: Sequence[str], part: int = 1, parts: int = 1
+) -> list[ChatMessage]:
+    """The prompt for rendered message `lines` (the whole history or one chunk)."""
+    body = "\n".join(lines)
+    user = "\n\n".join(
+        [task_text(person, part, parts), f"<conversation>\n{body}\n</conversation>", ANSWER_FORMAT]
+    )
+    return [{"role": "system", "content": RECON_SYSTEM}, {"role": "user", "content": user}]
