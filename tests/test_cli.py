@@ -275,3 +275,30 @@ def test_run_reconstruction_against_a_loopback_server(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "Reconstruction on sample" in result.output
     assert (tmp_path / "summary.json").exists()
+
+
+def test_run_questions_against_a_loopback_server(tmp_path: Path) -> None:
+    from dialogbench.testing import ChatServer
+
+    with ChatServer(reply=lambda body: "No information available.") as srv:
+        result = runner.invoke(
+            app,
+            [
+                "run",
+                "questions",
+                "--model",
+                "openai-compatible/t",
+                "--base-url",
+                srv.base_url,
+                "--limit",
+                "3",
+                "--systems",
+                "retrieval",
+                "--out",
+                str(tmp_path),
+                "--n-boot",
+                "100",
+            ],
+        )
+    assert result.exit_code == 0, result.output
+    assert "context 'retrieval'" in result.output and "counts:" in result.output

@@ -44,6 +44,7 @@ from dialogbench.tracks.realcompanion.detection import (
     run_detection,
 )
 from dialogbench.tracks.realcompanion.privacy import PrivacyConfig, run_privacy
+from dialogbench.tracks.realcompanion.questions import QuestionsConfig, run_questions
 from dialogbench.tracks.realcompanion.reconstruction import (
     ReconstructionConfig,
     run_reconstruction,
@@ -360,6 +361,67 @@ def run_chat_cmd(
         if "embedded" in (model, judge_model):
             console.print("the embedded model is smoke quality: its scores only show the run works")
         console.print(f"wrote {out}/summary.json, items.jsonl, usage.json")
+
+
+@run_app.command("questions")
+def run_questions_cmd(
+    dataset: DatasetOpt = "sample",
+    out: Annotated[Path, typer.Option(help="run folder")] = Path("runs/questions"),
+    model: ModelOpt = "embedded",
+    base_url: BaseUrlOpt = None,
+    api_key_env: KeyEnvOpt = None,
+    judge_model: JudgeOpt = None,
+    judge_base_url: Annotated[str | None, typer.Option(help="the judge's server URL")] = None,
+    systems: Annotated[
+        str, typer.Option(help="contexts: full (whole history if it fits), retrieval")
+    ] = "full,retrieval",
+    k: Annotated[int, typer.Option(help="messages retrieved by BM25")] = 10,
+    context_tokens: Annotated[int, typer.Option(help="the model's context window")] = 4096,
+    official: Annotated[str, typer.Option(help="LoCoMo's official scorer: auto, on, off")] = "auto",
+    limit: LimitOpt = None,
+    max_tokens: Annotated[int, typer.Option(help="answer budget")] = 64,
+    seed: SeedOpt = 0,
+    n_boot: BootOpt = 2000,
+) -> None:
+    """Answer each question from the chosen context; judge against gold (and LoCoMo's F1)."""
+    with friendly_errors():
+        if official not in ("auto", "on", "off"):
+            raise ValueError("--official must be auto, on or off")
+        config = QuestionsConfig(
+            systems=tuple(_csv(systems)),
+            k=k,
+            context_tokens=context_tokens,
+            limit=limit,
+            seed=seed,
+            n_boot=n_boot,
+            official=None if official == "auto" else official == "on",
+            model=model,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            max_tokens=max_tokens,
+            judge_model=judge_model,
+            judge_base_url=judge_base_url,
+        )
+        ds = load_dataset(dataset)
+        result = with_progress(
+            f"questions on {ds.name}",
+            lambda progress: run_questions(ds, out, config, progress=progress),
+        )
+        for system, facets in result.summary.items():
+            console.print(
+                summary_table(
+                    f"Questions on {ds.name}, context '{system}' (95% bootstrap intervals)",
+                    facets,
+                    _columns(facets),
+                    row_label="questions",
+                )
+            )
+            console.print(f"counts: {result.counts.get(system, {})}")
+        for w in result.warnings:
+            console.print(Text.assemble(("warning: ", "yellow"), w))
+        if "embedded" in (model, judge_model):
+            console.print("the embedded model is smoke quality: its scores only show the run works")
+        console.print(f"wrote {out}/summary.json, counts.json, items.jsonl, usage.json")
 
 
 @run_app.command("reconstruction")

@@ -9,6 +9,11 @@ from dialogbench.tracks.realcompanion.detection import (
     run_detection,
 )
 from dialogbench.tracks.realcompanion.privacy import PrivacyConfig, PrivacyResult, run_privacy
+from dialogbench.tracks.realcompanion.questions import (
+    QuestionsConfig,
+    QuestionsResult,
+    run_questions,
+)
 from dialogbench.tracks.realcompanion.reconstruction import (
     ReconstructionConfig,
     ReconstructionResult,
@@ -30,6 +35,8 @@ __all__ = [
     "DetectionResult",
     "PrivacyConfig",
     "PrivacyResult",
+    "QuestionsConfig",
+    "QuestionsResult",
     "ReconstructionConfig",
     "ReconstructionResult",
     "RetrievalConfig",
@@ -40,6 +47,7 @@ __all__ = [
     "run_coverage",
     "run_detection",
     "run_privacy",
+    "run_questions",
     "run_reconstruction",
     "run_retrieval",
 ]

@@ -1,0 +1,147 @@
+"""Wording (our own) of the question track: the answer prompt and the two judge rubrics.
+
+The model under test sees one user message: the context messages under a heading (which
+says whether they are the conversation so far or what a search found), oldest first, each
+with its date and speaker; then the question; then `ANSWER_TASK`, which asks for a short
+answer and for the exact phrase `NOT_AVAILABLE` when the messages do not hold the
+information. That phrase contains LoCoMo's official abstention string, so the official
+scorer's rule and our prompt agree on what declining looks like.
+
+Judging (temperature 0):
+
+* answerable questions: `CORRECTNESS_RUBRIC`, `correct` from 0 to 2 against the gold
+  answer (0 wrong or declined, 1 partly right, 2 fully right); the track reports
+  `correct / 2`, so the judge score lies on [0, 1] like the F1 scores.
+* unanswerable questions: `ABSTENTION_RUBRIC`, `abstains` 0 or 1 (1: the answer declines
+  or says the information is not there; 0: it asserts an answer, hedged or not).
+
+`PROMPT_SHA256` digests every constant here, so a change of wording starts a run afresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from datetime import datetime
+
+from dialogbench.data.model import Message
+from dialogbench.judging.rubric import Dimension, Rubric
+from dialogbench.models.types import ChatMessage
+
+MESSAGE_CHARS = 800
+
+NOT_AVAILABLE = "No information available."
+
+ANSWER_SYSTEM = (
+    "You answer questions about a long conversation between people. Use only what the "
+    "messages you are shown say; do not guess and do not add facts of your own."
+)
+
+HEADINGS: dict[str, str] = {
+    "full": "The conversation so far, oldest first:",
+    "retrieval": "Messages a search of the conversation found for this question, oldest first:",
+}
+"""The heading of the context block, by how the messages were chosen."""
+
+NO_MESSAGES = "(no messages)"
+
+ASKED_AT = "The question is asked on {date}."
+
+ANSWER_TASK = (
+    "Answer the question in as few words as you can: a name, a date, a number or a short "
+    "phrase, not a full sentence and no explanation. Work out dates from the dates shown "
+    "with the messages. If the messages do not contain what is needed to answer, reply "
+    f"with exactly: {NOT_AVAILABLE}"
+)
+
+CORRECT = Dimension(
+    name="correct",
+    low=0,
+    high=2,
+    criteria=(
+        "Whether the candidate answer agrees with the reference answer. 0: it contradicts "
+        "the reference, gives something else, or declines to answer. 1: it gets part of "
+        "the reference right (one of several facts, or a date or amount that is close but "
+        "not the same) and misses or garbles the rest. 2: it says what the reference says, "
+        "in any wording; extra detail is fine unless it contradicts the reference."
+    ),
+)
+
+CORRECTNESS_RUBRIC = Rubric(
+    name="question-correctness",
+    instructions=(
+        "A system answered a question about a conversation. Compare its answer with the "
+        "reference answer; judge the facts only, not style or length."
+    ),
+    dimensions=(CORRECT,),
+    compares_to="reference",
+)
+
+ABSTAINS = Dimension(
+    name="abstains",
+    low=0,
+    high=1,
+    criteria=(
+        "1: the candidate declines to answer, or says the conversation does not contain "
+        "the information or that it does not know. 0: it gives an answer of any kind, even "
+        "a hedged or partial one."
+    ),
+)
+
+ABSTENTION_RUBRIC = Rubric(
+    name="question-abstention",
+    instructions=(
+        "A system was asked a question about a conversation that never contains the answer. "
+        "The right behaviour is to say so. Decide only whether the candidate declined."
+    ),
+    dimensions=(ABSTAINS,),
+    compares_to="context",
+)
+
+
+def _constants() -> dict[str, object]:
+    return {
+        "MESSAGE_CHARS": MESSAGE_CHARS,
+        "NOT_AVAILABLE": NOT_AVAILABLE,
+        "ANSWER_SYSTEM": ANSWER_SYSTEM,
+        "HEADINGS": HEADINGS,
+        "NO_MESSAGES": NO_MESSAGES,
+        "ASKED_AT": ASKED_AT,
+        "ANSWER_TASK": ANSWER_TASK,
+        "rubrics": [repr(CORRECTNESS_RUBRIC), repr(ABSTENTION_RUBRIC)],
+    }
+
+
+PROMPT_SHA256 = hashlib.sha256(
+    json.dumps(_constants(), sort_keys=True, ensure_ascii=False).encode()
+).hexdigest()
+
+
+def render(message: Message) -> str:
+    """One message as shown: date (when known), speaker and text, cut to `MESSAGE_CHARS`."""
+    text = message.text.strip()
+    if len(text) > MESSAGE_CHARS:
+        text = text[:MESSAGE_CHARS].rstrip() + " [...]"
+    when = f"{message.timestamp:%Y-%m-%d} " if message.timestamp is not None else ""
+    return f"{when}{message.speaker}: {text}"
+
+
+def question_block(question: str, asked_at: datetime | None) -> str:
+    """The question, with the day it is asked when known."""
+    when = ASKED_AT.format(date=f"{asked_at:%Y-%m-%d}") + "\n" if asked_at else ""
+    return f"{when}<question>\n{question.strip()}\n</question>"
+
+
+def answer_messages(
+    lines: Sequence[str], mode: str, question: str, asked_at: datetime | None = None
+) -> list[ChatMessage]:
+    """The answer prompt: the rendered context `lines` under the heading for `mode`, then the
+    question and the task."""
+    body = "\n".join(lines) if lines else NO_MESSAGES
+    context = f"{HEADINGS[mode]}\n<messages>\n{body}\n</messages>"
+    user = "\n\n".join([context, question_block(question, asked_at), ANSWER_TASK])
+    return [
+        {"role": "system", "content": ANSWER_SYSTEM},
+        {"role": "user", "content": user},
+    ]

