@@ -438,6 +438,10 @@ def run_reconstruction_cmd(
     threshold: Annotated[
         float, typer.Option(help="statement similarity for a field match (0: field only)")
     ] = 0.25,
+    max_claims: Annotated[
+        int | None, typer.Option(help="bound the claims per reply (helps small models)")
+    ] = None,
+    max_persona: Annotated[int | None, typer.Option(help="bound the persona entries")] = None,
     seed: SeedOpt = 0,
     n_boot: BootOpt = 2000,
 ) -> None:
@@ -454,6 +458,8 @@ def run_reconstruction_cmd(
             base_url=base_url,
             api_key_env=api_key_env,
             max_tokens=max_tokens,
+            max_claims=max_claims,
+            max_persona=max_persona,
         )
         ds = load_dataset(dataset)
         result = with_progress(

@@ -70,6 +70,7 @@ from dialogbench.tracks.realcompanion.reconstruction_prompts import (
     Reconstruction,
     reconstruction_messages,
     render,
+    reply_model,
 )
 
 TRACK = "reconstruction"
@@ -103,14 +104,22 @@ class ReconstructionConfig:
     temperature: float = 0.7
     """Above 0 so that repeated runs can differ (each run is seeded)."""
     max_fixes: int = 1
+    max_claims: int | None = None
+    """At most this many profile claims per reply (None: unbounded)."""
+    max_persona: int | None = None
+    """At most this many persona entries per reply (None: unbounded)."""
+
+    def reply_model(self) -> type[Reconstruction]:
+        return reply_model(self.max_claims, self.max_persona)
 
     def generate_config(self) -> GenerateConfig:
+        schema = self.reply_model()
         return GenerateConfig(
             temperature=self.temperature,
             max_tokens=self.max_tokens,
             seed=self.seed,
-            json_schema=Reconstruction.model_json_schema(),
-            schema_name=Reconstruction.__name__,
+            json_schema=schema.model_json_schema(),
+            schema_name="Reconstruction",
         )
 
 
@@ -474,7 +483,9 @@ async def ask(
             continue
         try:
             results.append(
-                Structured(value=parse_reply(out.text, Reconstruction), raw=out.text, attempts=1)
+                Structured(
+                    value=parse_reply(out.text, config.reply_model()), raw=out.text, attempts=1
+                )
             )
         except ValueError as e:
             results.append(Structured(raw=out.text, error=str(e), attempts=1))
@@ -488,7 +499,7 @@ async def ask(
         *(
             model.generate_structured(
                 convo,
-                Reconstruction,
+                config.reply_model(),
                 gen,
                 max_fixes=config.max_fixes - 1,
                 sample=sample,

@@ -20,7 +20,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from dialogbench.data.model import Message
 from dialogbench.models.types import ChatMessage
@@ -77,6 +77,23 @@ class Reconstruction(BaseModel):
 
     profile: list[ClaimReply] = Field(default_factory=list)
     persona: list[PersonaReply] = Field(default_factory=list)
+
+
+def reply_model(max_claims: int | None, max_persona: int | None) -> type[Reconstruction]:
+    """`Reconstruction`, with its lists bounded when limits are given.
+
+    Bounds let grammar-constrained decoding (GGUF models) close the JSON within the reply
+    budget; a model that writes more than the bound gets a corrective message.
+    """
+    if max_claims is None and max_persona is None:
+        return Reconstruction
+    bounded: type[Reconstruction] = create_model(
+        "Reconstruction",
+        __base__=Reconstruction,
+        profile=(list[ClaimReply], Field(default_factory=list, max_length=max_claims)),
+        persona=(list[PersonaReply], Field(default_factory=list, max_length=max_persona)),
+    )
+    return bounded
 
 
 def _constants() -> dict[str, object]:
