@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -61,6 +60,7 @@ from dialogbench.report.run import Manifest, Progress, RunDir, dataset_info, to_
 from dialogbench.retrieval.base import build_probes
 from dialogbench.retrieval.bm25 import BM25Retriever
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
+from dialogbench.tracks.common import stratified_limit
 from dialogbench.tracks.realcompanion import chat_prompts as cp
 
 TRACK = "chat"
@@ -183,22 +183,8 @@ def _group(p: ChatProbe) -> tuple[str, bool]:
 
 
 def limit_probes(probes: Sequence[ChatProbe], limit: int | None, seed: int) -> list[ChatProbe]:
-    """At most `limit` probes, taken in turn from each stratum x need group (each shuffled by
-    `seed`), kept in their original order."""
-    if limit is None or limit >= len(probes):
-        return list(probes)
-    rng = random.Random(seed)
-    pools = []
-    for g in sorted({_group(p) for p in probes}):
-        idx = [i for i, p in enumerate(probes) if _group(p) == g]
-        rng.shuffle(idx)
-        pools.append(idx)
-    chosen: list[int] = []
-    while len(chosen) < limit:
-        for pool in pools:
-            if pool and len(chosen) < limit:
-                chosen.append(pool.pop())
-    return [probes[i] for i in sorted(chosen)]
+    """At most `limit` probes, taken in turn from each stratum x need group."""
+    return stratified_limit(probes, _group, limit, seed)
 
 
 # -- running --------------------------------------------------------------------------------

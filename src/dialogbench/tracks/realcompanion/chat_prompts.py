@@ -16,14 +16,13 @@ draws on something the person did not say in that message.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from typing import Literal
 
 from dialogbench.data.model import Message
 from dialogbench.judging.rubric import Dimension, Flag, Rubric
 from dialogbench.models.types import ChatMessage
+from dialogbench.tracks.common import digest
 
 Framing = Literal["turns", "memories"]
 
@@ -93,9 +92,7 @@ def _constants() -> dict[str, object]:
     }
 
 
-PROMPT_SHA256 = hashlib.sha256(
-    json.dumps(_constants(), sort_keys=True, ensure_ascii=False).encode()
-).hexdigest()
+PROMPT_SHA256 = digest(_constants())
 
 
 def render(message: Message) -> str:

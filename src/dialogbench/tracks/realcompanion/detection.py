@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -65,6 +64,7 @@ from dialogbench.report.run import Manifest, Progress, RunDir, dataset_info, to_
 from dialogbench.retrieval.base import Probe, build_probes
 from dialogbench.stats.auroc import OperatingPoint, bootstrap_auroc, operating_point
 from dialogbench.stats.bootstrap import Estimate
+from dialogbench.tracks.common import stratified_limit
 from dialogbench.tracks.realcompanion import detectors as det
 from dialogbench.tracks.realcompanion.detection_prompts import PROMPT_SHA256
 
@@ -211,22 +211,8 @@ def build_units(dataset: Dataset, window: int) -> list[Unit]:
 
 
 def limit_units(units: Sequence[Unit], limit: int | None, seed: int) -> list[Unit]:
-    """At most `limit` units, taken in turn from each population (each shuffled by `seed`),
-    kept in their original order."""
-    if limit is None or limit >= len(units):
-        return list(units)
-    rng = random.Random(seed)
-    pools = []
-    for g in GROUPS:
-        idx = [i for i, u in enumerate(units) if u.group == g]
-        rng.shuffle(idx)
-        pools.append(idx)
-    chosen: list[int] = []
-    while len(chosen) < limit:
-        for pool in pools:
-            if pool and len(chosen) < limit:
-                chosen.append(pool.pop())
-    return [units[i] for i in sorted(chosen)]
+    """At most `limit` units, taken in turn from each population."""
+    return stratified_limit(units, lambda u: u.group, limit, seed, GROUPS)
 
 
 # -- running --------------------------------------------------------------------------------

@@ -15,14 +15,13 @@ digests every constant here, so a change of wording starts a run afresh.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
 from dialogbench.data.model import Message
 from dialogbench.models.types import ChatMessage
+from dialogbench.tracks.common import digest
 
 MESSAGE_CHARS = 800
 
@@ -76,9 +75,7 @@ def _constants() -> dict[str, object]:
     }
 
 
-PROMPT_SHA256 = hashlib.sha256(
-    json.dumps(_constants(), sort_keys=True, ensure_ascii=False).encode()
-).hexdigest()
+PROMPT_SHA256 = digest(_constants())
 
 
 def render(message: Message) -> str:

@@ -44,7 +44,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import random
 import warnings as warnings_module
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
@@ -68,6 +67,7 @@ from dialogbench.retrieval.bm25 import BM25Retriever
 from dialogbench.scoring.locomo import ADVERSARIAL, CATEGORY_NAMES, is_abstention, locomo_score
 from dialogbench.scoring.locomo import set_f1 as set_f1_score
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
+from dialogbench.tracks.common import stratified_limit
 from dialogbench.tracks.realcompanion import questions_prompts as qp
 
 TRACK = "questions"
@@ -202,22 +202,8 @@ def build_asked(
 
 
 def limit_asked(asked: Sequence[Asked], limit: int | None, seed: int) -> list[Asked]:
-    """At most `limit` questions, taken in turn from each category (each shuffled by `seed`),
-    kept in their original order."""
-    if limit is None or limit >= len(asked):
-        return list(asked)
-    rng = random.Random(seed)
-    pools = []
-    for cat in sorted({a.question.category for a in asked}):
-        idx = [i for i, a in enumerate(asked) if a.question.category == cat]
-        rng.shuffle(idx)
-        pools.append(idx)
-    chosen: list[int] = []
-    while len(chosen) < limit:
-        for pool in pools:
-            if pool and len(chosen) < limit:
-                chosen.append(pool.pop())
-    return [asked[i] for i in sorted(chosen)]
+    """At most `limit` questions, taken in turn from each category."""
+    return stratified_limit(asked, lambda a: a.question.category, limit, seed)
 
 
 def shown(a: Asked, system: str, budget: int) -> tuple[str, tuple[int, ...]]:

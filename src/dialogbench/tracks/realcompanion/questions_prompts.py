@@ -20,14 +20,13 @@ Judging (temperature 0):
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from datetime import datetime
 
 from dialogbench.data.model import Message
 from dialogbench.judging.rubric import Dimension, Rubric
 from dialogbench.models.types import ChatMessage
+from dialogbench.tracks.common import digest
 
 MESSAGE_CHARS = 800
 
@@ -113,9 +112,7 @@ def _constants() -> dict[str, object]:
     }
 
 
-PROMPT_SHA256 = hashlib.sha256(
-    json.dumps(_constants(), sort_keys=True, ensure_ascii=False).encode()
-).hexdigest()
+PROMPT_SHA256 = digest(_constants())
 
 
 def render(message: Message) -> str:
