@@ -1,4 +1,4 @@
-"""Pieces every track shares: a stratified `--limit` and digests of prompt wording."""
+"""Pieces every track shares: a stratified `--limit`, prompt digests, opening models."""
 
 from __future__ import annotations
 
@@ -6,7 +6,11 @@ import hashlib
 import json
 import random
 from collections.abc import Callable, Hashable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
+
+from dialogbench.models.cache import ResponseCache
+from dialogbench.models.model import Model
+from dialogbench.models.spec import ModelSpec
 
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
@@ -44,3 +48,20 @@ def digest(value: object) -> str:
     return hashlib.sha256(
         json.dumps(value, sort_keys=True, ensure_ascii=False).encode()
     ).hexdigest()
+
+
+def model_settings(
+    spec: str | None, base_url: str | None, key_env: str | None, model: Model | None = None
+) -> dict[str, Any]:
+    """What a manifest records about a model (never a key): the `Model` given, else the spec."""
+    if model is not None:
+        return {"model": model.name, "endpoint": model.provider.endpoint}
+    if spec is None:
+        return {}
+    return ModelSpec.parse(spec, base_url=base_url, api_key_env=key_env).settings()
+
+
+def open_model(spec: str, base_url: str | None, key_env: str | None) -> Model:
+    """A `Model` for a spec, behind the shared response cache."""
+    parsed = ModelSpec.parse(spec, base_url=base_url, api_key_env=key_env)
+    return Model.from_spec(parsed, cache=ResponseCache())

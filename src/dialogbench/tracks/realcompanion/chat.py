@@ -51,16 +51,14 @@ import numpy as np
 
 from dialogbench.data.model import ChatItem, Dataset, Message, Subject
 from dialogbench.judging.judge import BlindVerdict, Judge
-from dialogbench.models.cache import ResponseCache
 from dialogbench.models.model import Call, Model
-from dialogbench.models.spec import ModelSpec
 from dialogbench.models.types import GenerateConfig, ModelError
 from dialogbench.models.usage import UsageTotals
 from dialogbench.report.run import Manifest, Progress, RunDir, dataset_info, to_json
 from dialogbench.retrieval.base import build_probes
 from dialogbench.retrieval.bm25 import BM25Retriever
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
-from dialogbench.tracks.common import stratified_limit
+from dialogbench.tracks.common import model_settings, open_model, stratified_limit
 from dialogbench.tracks.realcompanion import chat_prompts as cp
 
 TRACK = "chat"
@@ -190,17 +188,6 @@ def limit_probes(probes: Sequence[ChatProbe], limit: int | None, seed: int) -> l
 # -- running --------------------------------------------------------------------------------
 
 
-def _settings(spec: str | None, base_url: str | None, key_env: str | None) -> dict[str, Any]:
-    if spec is None:
-        return {}
-    return ModelSpec.parse(spec, base_url=base_url, api_key_env=key_env).settings()
-
-
-def _open(spec: str, base_url: str | None, key_env: str | None) -> Model:
-    parsed = ModelSpec.parse(spec, base_url=base_url, api_key_env=key_env)
-    return Model.from_spec(parsed, cache=ResponseCache())
-
-
 def run_chat(
     dataset: Dataset,
     out: Path,
@@ -230,12 +217,12 @@ def run_chat(
     reply_settings = (
         {"model": model.name, "endpoint": model.provider.endpoint}
         if model is not None
-        else _settings(config.model, config.base_url, config.api_key_env)
+        else model_settings(config.model, config.base_url, config.api_key_env)
     )
     if judge_model is not None:
         judge_settings = {"model": judge_model.name, "endpoint": judge_model.provider.endpoint}
     elif config.judge_model is not None:
-        judge_settings = _settings(
+        judge_settings = model_settings(
             config.judge_model, config.judge_base_url, config.judge_api_key_env
         )
     else:
@@ -280,10 +267,12 @@ async def _work(
     try:
         if model is None:
             assert config.model is not None
-            model = _open(config.model, config.base_url, config.api_key_env)
+            model = open_model(config.model, config.base_url, config.api_key_env)
             owned.append(model)
         if judge_model is None and config.judge_model is not None:
-            judge_model = _open(config.judge_model, config.judge_base_url, config.judge_api_key_env)
+            judge_model = open_model(
+                config.judge_model, config.judge_base_url, config.judge_api_key_env
+            )
             owned.append(judge_model)
         judge_model = judge_model or model
         if "replies" not in done:

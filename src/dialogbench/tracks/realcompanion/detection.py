@@ -55,16 +55,14 @@ import numpy as np
 from pydantic import BaseModel
 
 from dialogbench.data.model import Dataset, Subject
-from dialogbench.models.cache import ResponseCache
 from dialogbench.models.model import Model
-from dialogbench.models.spec import ModelSpec
 from dialogbench.models.types import GenerateConfig
 from dialogbench.models.usage import UsageTotals
 from dialogbench.report.run import Manifest, Progress, RunDir, dataset_info, to_json
 from dialogbench.retrieval.base import Probe, build_probes
 from dialogbench.stats.auroc import OperatingPoint, bootstrap_auroc, operating_point
 from dialogbench.stats.bootstrap import Estimate
-from dialogbench.tracks.common import stratified_limit
+from dialogbench.tracks.common import model_settings, open_model, stratified_limit
 from dialogbench.tracks.realcompanion import detectors as det
 from dialogbench.tracks.realcompanion.detection_prompts import PROMPT_SHA256
 
@@ -219,12 +217,7 @@ def limit_units(units: Sequence[Unit], limit: int | None, seed: int) -> list[Uni
 
 
 def _model_settings(config: DetectionConfig, model: Model | None) -> dict[str, Any]:
-    if model is not None:
-        return {"model": model.name, "endpoint": model.provider.endpoint}
-    if config.model is None:
-        return {}
-    spec = ModelSpec.parse(config.model, base_url=config.base_url, api_key_env=config.api_key_env)
-    return spec.settings()
+    return model_settings(config.model, config.base_url, config.api_key_env, model)
 
 
 def run_detection(
@@ -305,10 +298,7 @@ async def _score_all(
     owned = None
     if model is None and any(d in MODEL_DETECTORS for d in todo):
         assert config.model is not None
-        spec = ModelSpec.parse(
-            config.model, base_url=config.base_url, api_key_env=config.api_key_env
-        )
-        model = owned = Model.from_spec(spec, cache=ResponseCache())
+        model = owned = open_model(config.model, config.base_url, config.api_key_env)
     by_subject: dict[str, list[int]] = {}
     for i, u in enumerate(units):
         by_subject.setdefault(u.probe.subject_id, []).append(i)

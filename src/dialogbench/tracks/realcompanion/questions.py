@@ -55,9 +55,7 @@ import numpy as np
 from dialogbench.data.model import Dataset, Question, Subject
 from dialogbench.judging.judge import Judge, Verdict
 from dialogbench.judging.rubric import Rubric
-from dialogbench.models.cache import ResponseCache
 from dialogbench.models.model import Call, Model
-from dialogbench.models.spec import ModelSpec
 from dialogbench.models.tokenizer import GGUFTokenizer, TokenCounter
 from dialogbench.models.types import GenerateConfig, ModelError
 from dialogbench.models.usage import UsageTotals
@@ -67,7 +65,7 @@ from dialogbench.retrieval.bm25 import BM25Retriever
 from dialogbench.scoring.locomo import ADVERSARIAL, CATEGORY_NAMES, is_abstention, locomo_score
 from dialogbench.scoring.locomo import set_f1 as set_f1_score
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
-from dialogbench.tracks.common import stratified_limit
+from dialogbench.tracks.common import model_settings, open_model, stratified_limit
 from dialogbench.tracks.realcompanion import questions_prompts as qp
 
 TRACK = "questions"
@@ -216,17 +214,6 @@ def shown(a: Asked, system: str, budget: int) -> tuple[str, tuple[int, ...]]:
 # -- running --------------------------------------------------------------------------------
 
 
-def _settings(spec: str | None, base_url: str | None, key_env: str | None) -> dict[str, Any]:
-    if spec is None:
-        return {}
-    return ModelSpec.parse(spec, base_url=base_url, api_key_env=key_env).settings()
-
-
-def _open(spec: str, base_url: str | None, key_env: str | None) -> Model:
-    parsed = ModelSpec.parse(spec, base_url=base_url, api_key_env=key_env)
-    return Model.from_spec(parsed, cache=ResponseCache())
-
-
 def _gguf_path(spec: str) -> Path | None:
     return None if spec == "embedded" else Path(spec)
 
@@ -270,12 +257,12 @@ def run_questions(
     reply_settings = (
         {"model": model.name, "endpoint": model.provider.endpoint}
         if model is not None
-        else _settings(config.model, config.base_url, config.api_key_env)
+        else model_settings(config.model, config.base_url, config.api_key_env)
     )
     if judge_model is not None:
         judge_settings = {"model": judge_model.name, "endpoint": judge_model.provider.endpoint}
     elif config.judge_model is not None:
-        judge_settings = _settings(
+        judge_settings = model_settings(
             config.judge_model, config.judge_base_url, config.judge_api_key_env
         )
     else:
@@ -328,10 +315,12 @@ async def _work(
     try:
         if model is None and todo:
             assert config.model is not None
-            model = _open(config.model, config.base_url, config.api_key_env)
+            model = open_model(config.model, config.base_url, config.api_key_env)
             owned.append(model)
         if judge_model is None and config.judge_model is not None and todo:
-            judge_model = _open(config.judge_model, config.judge_base_url, config.judge_api_key_env)
+            judge_model = open_model(
+                config.judge_model, config.judge_base_url, config.judge_api_key_env
+            )
             owned.append(judge_model)
         for i, system in enumerate(todo):
             assert model is not None

@@ -55,15 +55,14 @@ from typing import Any
 import numpy as np
 
 from dialogbench.data.model import Dataset, Role, Subject
-from dialogbench.models.cache import ResponseCache
 from dialogbench.models.model import Call, Model
-from dialogbench.models.spec import ModelSpec
 from dialogbench.models.structured import CORRECTION, Structured, parse_reply
 from dialogbench.models.tokenizer import IntArray, TokenCounter
 from dialogbench.models.types import ChatMessage, GenerateConfig, ModelError
 from dialogbench.models.usage import UsageTotals
 from dialogbench.report.run import Manifest, Progress, RunDir, dataset_info, to_json
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
+from dialogbench.tracks.common import model_settings, open_model
 from dialogbench.tracks.realcompanion import reconstruction_match as rm
 from dialogbench.tracks.realcompanion.reconstruction_prompts import (
     PROMPT_SHA256,
@@ -312,11 +311,7 @@ def score_row(
 
 
 def _model_settings(config: ReconstructionConfig, model: Model | None) -> dict[str, Any]:
-    if model is not None:
-        return {"model": model.name, "endpoint": model.provider.endpoint}
-    assert config.model is not None
-    spec = ModelSpec.parse(config.model, base_url=config.base_url, api_key_env=config.api_key_env)
-    return spec.settings()
+    return model_settings(config.model, config.base_url, config.api_key_env, model)
 
 
 def select_subjects(dataset: Dataset, limit: int | None) -> tuple[list[Subject], list[str]]:
@@ -407,10 +402,7 @@ async def _run_all(
     owned = None
     if model is None and todo:
         assert config.model is not None
-        spec = ModelSpec.parse(
-            config.model, base_url=config.base_url, api_key_env=config.api_key_env
-        )
-        model = owned = Model.from_spec(spec, cache=ResponseCache())
+        model = owned = open_model(config.model, config.base_url, config.api_key_env)
     try:
         for k, r in enumerate(todo):
             if progress:
