@@ -19,6 +19,7 @@ from rich.text import Text
 from dialogbench.data.download import DownloadError, download
 from dialogbench.data.errors import DataError
 from dialogbench.data.generic import FIELD_HELP, ImportConfig, flag, import_chat_export
+from dialogbench.data.model import Dataset
 from dialogbench.data.registry import REGISTRY, load_dataset, locate
 from dialogbench.data.release import write_release
 from dialogbench.models import (
@@ -108,6 +109,15 @@ T = TypeVar("T")
 DatasetOpt = Annotated[str, typer.Option(help="sample, a dataset name, or a path")]
 SeedOpt = Annotated[int, typer.Option(help="seed for sampling and resampling")]
 BootOpt = Annotated[int, typer.Option(help="bootstrap resamples")]
+
+
+def print_warnings(warnings: list[str], ds: Dataset, *models: str | None) -> None:
+    """A run's own warnings (the data's repairs stay in its files), and a word on smoke models."""
+    for w in warnings:
+        if w not in ds.warnings:
+            console.print(Text.assemble(("warning: ", "yellow"), w))
+    if "embedded" in models:
+        console.print("the embedded model is smoke quality: its scores only show the run works")
 
 
 def with_progress(label: str, work: Callable[[TrackProgress], T]) -> T:
@@ -226,9 +236,7 @@ def run_privacy_cmd(
                 row_label="features",
             )
         )
-        for w in result.warnings:
-            if w not in ds.warnings:  # data repairs are listed in the run's files
-                console.print(Text.assemble(("warning: ", "yellow"), w))
+        print_warnings(result.warnings, ds)
         console.print(f"wrote {out}/summary.json, breakdown.json, items.jsonl")
 
 
@@ -286,10 +294,7 @@ def run_detection_cmd(
         for detector, counts in result.unscored.items():
             if any(counts.values()):
                 console.print(f"{detector}: unscored replies {counts} (left out, listed in items)")
-        if model == "embedded":
-            console.print(
-                "the embedded model is smoke quality: these scores only show the run works"
-            )
+        print_warnings([], ds, model)
         console.print(f"wrote {out}/summary.json, contrasts.json, items.jsonl")
 
 
@@ -356,10 +361,7 @@ def run_chat_cmd(
                 row_label="condition",
             )
         )
-        for w in result.warnings:
-            console.print(Text.assemble(("warning: ", "yellow"), w))
-        if "embedded" in (model, judge_model):
-            console.print("the embedded model is smoke quality: its scores only show the run works")
+        print_warnings(result.warnings, ds, model, judge_model)
         console.print(f"wrote {out}/summary.json, items.jsonl, usage.json")
 
 
@@ -417,10 +419,7 @@ def run_questions_cmd(
                 )
             )
             console.print(f"counts: {result.counts.get(system, {})}")
-        for w in result.warnings:
-            console.print(Text.assemble(("warning: ", "yellow"), w))
-        if "embedded" in (model, judge_model):
-            console.print("the embedded model is smoke quality: its scores only show the run works")
+        print_warnings(result.warnings, ds, model, judge_model)
         console.print(f"wrote {out}/summary.json, counts.json, items.jsonl, usage.json")
 
 
@@ -475,10 +474,7 @@ def run_reconstruction_cmd(
             )
         )
         console.print(f"unscored: {result.unscored}")
-        for w in result.warnings:
-            console.print(Text.assemble(("warning: ", "yellow"), w))
-        if model == "embedded":
-            console.print("the embedded model is smoke quality: its scores only show the run works")
+        print_warnings(result.warnings, ds, model)
         console.print(f"wrote {out}/summary.json, subjects.json, items.jsonl, usage.json")
 
 
