@@ -48,6 +48,7 @@ from dialogbench.tracks.realcompanion.privacy import PrivacyConfig, run_privacy
 from dialogbench.tracks.realcompanion.questions import QuestionsConfig, run_questions
 from dialogbench.tracks.realcompanion.reconstruction import (
     ReconstructionConfig,
+    compare_runs,
     run_reconstruction,
 )
 from dialogbench.tracks.realcompanion.retrieval import RetrievalConfig, run_retrieval
@@ -476,6 +477,26 @@ def run_reconstruction_cmd(
         console.print(f"unscored: {result.unscored}")
         print_warnings(result.warnings, ds, model)
         console.print(f"wrote {out}/summary.json, subjects.json, items.jsonl, usage.json")
+
+
+compare_app = typer.Typer(help="Compare finished runs.", no_args_is_help=True)
+app.add_typer(compare_app, name="compare")
+
+
+@compare_app.command("reconstruction")
+def compare_reconstruction_cmd(
+    run_a: Annotated[Path, typer.Argument(help="a reconstruction run folder")],
+    run_b: Annotated[Path, typer.Argument(help="another, e.g. of a different model")],
+    n_boot: BootOpt = 2000,
+    seed: SeedOpt = 0,
+) -> None:
+    """Agreement between two systems' reconstructions: field F1 of one against the other."""
+    with friendly_errors():
+        e = compare_runs(run_a, run_b, n_boot=n_boot, seed=seed)
+        console.print(
+            f"agreement (F1) {e.value:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}] over {e.n} "
+            "subject-run pairs"
+        )
 
 
 def _tokens(text: str) -> int:

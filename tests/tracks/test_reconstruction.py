@@ -253,6 +253,43 @@ def test_scripted_server_perfect_and_unscored(
         assert small.summary["all"]["f1"].value == 1.0  # duplicates across chunks dropped
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["config"]["counter"] == "chars/4"
+    # what the model wrote is kept in the release format, readable by the release loader
+    good = ds.subjects[0]
+    written = out / "written" / "run-0" / good.id
+    assert (written / "profile.json").exists() and (written / "persona.json").exists()
+    claims = json.loads((written / "profile.json").read_text())["claims"]
+    assert len(claims) == len(good.profile)
+
+
+def test_replies_become_release_records() -> None:
+    from dialogbench.tracks.realcompanion.reconstruction import to_release
+    from dialogbench.tracks.realcompanion.reconstruction_prompts import (
+        ClaimReply,
+        PersonaReply,
+        Reconstruction,
+    )
+
+    subject = Subject(
+        id="s",
+        messages=[Message(id="m1", position=0, speaker="Ana", text="I teach maths.")],
+    )
+    reply = Reconstruction(
+        profile=[
+            ClaimReply(
+                field="occupation",
+                statement="Ana teaches maths.",
+                confidence=0.8,
+                valid_from="2024-03-01",
+                valid_to="not a date",
+                evidence_ids=["m1", "m404"],
+            ),
+        ],
+        persona=[PersonaReply(dimension="values", statement="Cares.", grounds=["m1", "x"])],
+    )
+    profile, persona, dropped = to_release(subject, reply)
+    assert profile[0].evidence_ids == ["m1"] and profile[0].confidence == 0.8
+    assert profile[0].valid_from is not None and profile[0].valid_to is None
+    assert persona[0].grounds == ["m1"] and dropped == 2
 
 
 def test_bad_configurations_fail_early(tmp_path: Path) -> None:

@@ -239,6 +239,21 @@ def check_subject(
         cited("persona", i, "grounds", entry.grounds, None)
 
 
+def write_profile_persona(
+    folder: Path, profile: list[ProfileClaim], persona: list[PersonaEntry]
+) -> None:
+    """Write `profile.json` and `persona.json` (each only when it has records)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if profile:
+        claims = [c.model_dump(mode="json", exclude_defaults=True) for c in profile]
+        (folder / PROFILE).write_text(json.dumps({"claims": claims}, indent=2, ensure_ascii=False))
+    if persona:
+        entries = [e.model_dump(mode="json", exclude_defaults=True) for e in persona]
+        (folder / PERSONA).write_text(
+            json.dumps({"entries": entries}, indent=2, ensure_ascii=False)
+        )
+
+
 def write_release(dataset: Dataset, path: Path) -> None:
     """Write `dataset` in the native format (the inverse of `load_release`)."""
     path.mkdir(parents=True, exist_ok=True)
@@ -248,12 +263,7 @@ def write_release(dataset: Dataset, path: Path) -> None:
         d = path / s.id
         d.mkdir(exist_ok=True)
         write_jsonl(d / CONVERSATION, s.messages)
-        if s.profile:
-            claims = [c.model_dump(mode="json", exclude_defaults=True) for c in s.profile]
-            (d / PROFILE).write_text(json.dumps({"claims": claims}, indent=2, ensure_ascii=False))
-        if s.persona:
-            entries = [e.model_dump(mode="json", exclude_defaults=True) for e in s.persona]
-            (d / PERSONA).write_text(json.dumps({"entries": entries}, indent=2, ensure_ascii=False))
+        write_profile_persona(d, s.profile, s.persona)
         if s.chat_items:
             write_jsonl(d / CHAT, s.chat_items)
         if s.questions:

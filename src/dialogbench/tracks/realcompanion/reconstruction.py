@@ -49,12 +49,14 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from dialogbench.data.model import Dataset, Role, Subject
+from dialogbench.data.model import Dataset, PersonaEntry, ProfileClaim, Role, Subject
+from dialogbench.data.release import write_profile_persona
 from dialogbench.models.model import Call, Model
 from dialogbench.models.structured import CORRECTION, Structured, parse_reply
 from dialogbench.models.tokenizer import IntArray, TokenCounter
@@ -259,6 +261,49 @@ def gold_records(subject: Subject) -> dict[str, list[rm.Record]]:
     }
 
 
+def to_release(
+    subject: Subject, written: Reconstruction
+) -> tuple[list[ProfileClaim], list[PersonaEntry], int]:
+    """The reply as release-format records; ids that name no message of the subject are
+    dropped and counted, unreadable dates left empty."""
+    known = {m.id for m in subject.messages}
+    dropped = 0
+
+    def ids(refs: list[str]) -> list[str]:
+        nonlocal dropped
+        kept = [i for i in refs if i in known]
+        dropped += len(refs) - len(kept)
+        return kept
+
+    def when(text: str | None) -> datetime | None:
+        try:
+            return datetime.fromisoformat(text) if text else None
+        except ValueError:
+            return None
+
+    profile = [
+        ProfileClaim(
+            field=c.field,
+            statement=c.statement,
+            confidence=c.confidence,
+            valid_from=when(c.valid_from),
+            valid_to=when(c.valid_to),
+            evidence_ids=ids(c.evidence_ids),
+        )
+        for c in written.profile
+    ]
+    persona = [
+        PersonaEntry(
+            dimension=e.dimension,
+            statement=e.statement,
+            hypothesis=e.hypothesis,
+            grounds=ids(e.grounds),
+        )
+        for e in written.persona
+    ]
+    return profile, persona, dropped
+
+
 def merge(parts: Sequence[Reconstruction]) -> Reconstruction:
     """The chunks' replies concatenated, near-duplicates (same normalised field, statement
     similarity >= DEDUPE_THRESHOLD with an earlier kept record) dropped."""
@@ -440,6 +485,9 @@ async def _one_run(
         if all(got.value is not None for got in mine):
             written = merge([got.value for got in mine if got.value is not None])
             row = score_row(r, s, written, config.threshold)
+            profile, persona, dropped = to_release(s, written)
+            write_profile_persona(run.path / "written" / f"run-{r}" / s.id, profile, persona)
+            row["dropped_ids"] = dropped
         else:
             row = {"run": r, "subject": s.id, "scored": False}
         row["chunks"] = len(h.spans)

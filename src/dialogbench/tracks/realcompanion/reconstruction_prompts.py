@@ -41,7 +41,10 @@ RECON_TASK = (
     "personality, values, coping style, anxieties, humour, speaking style, decision making; "
     "set hypothesis to true for a working guess rather than something shown repeatedly.\n"
     "Write each statement as one plain sentence about {person}. Leave out the companion's "
-    "own views and anything {person} did not say or show."
+    "own views and anything {person} did not say or show.\n"
+    "Optionally give each claim a confidence from 0 to 1, valid_from / valid_to dates when "
+    "it held only for a while, and evidence_ids: the [id]s of the messages that show it; "
+    "give each persona entry its grounds the same way."
 )
 
 WHOLE_SCOPE = "the whole conversation"
@@ -57,10 +60,14 @@ MESSAGE_CHARS = 2000
 
 
 class ClaimReply(BaseModel):
-    """One profile claim as the model writes it."""
+    """One profile claim as the model writes it (the release format's claim fields)."""
 
     field: str = Field(description="what the claim is about, e.g. occupation")
     statement: str
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    valid_from: str | None = Field(default=None, description="date the claim began to hold")
+    valid_to: str | None = Field(default=None, description="date it stopped holding")
+    evidence_ids: list[str] = Field(default_factory=list, description="ids of messages")
 
 
 class PersonaReply(BaseModel):
@@ -69,6 +76,7 @@ class PersonaReply(BaseModel):
     dimension: str = Field(description="e.g. values, coping style")
     statement: str
     hypothesis: bool = False
+    grounds: list[str] = Field(default_factory=list, description="ids of messages")
 
 
 class Reconstruction(BaseModel):
