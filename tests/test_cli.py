@@ -307,3 +307,16 @@ def test_run_questions_against_a_loopback_server(tmp_path: Path) -> None:
         )
     assert result.exit_code == 0, result.output
     assert "context 'retrieval'" in result.output and "counts:" in result.output
+
+
+def test_model_tracks_say_what_the_corpus_lacks(
+    locomo_dir: Path, memorybank_dir: Path, tmp_path: Path
+) -> None:
+    cases = [
+        (["chat", "--dataset", str(locomo_dir)], "no chat item with a reference reply"),
+        (["reconstruction", "--dataset", str(locomo_dir)], "has a profile or persona"),
+        (["questions", "--dataset", str(memorybank_dir)], "no gold answers"),
+    ]
+    for args, says in cases:
+        result = runner.invoke(app, ["run", *args, "--out", str(tmp_path)])
+        assert result.exit_code == 2 and says in result.output, result.output

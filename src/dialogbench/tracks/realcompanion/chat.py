@@ -212,6 +212,11 @@ def run_chat(
         got, why = build_chat_probes(subject)
         probes += got
         warnings += why
+    if not probes:
+        raise ValueError(
+            f"dataset {dataset.name!r} has no chat item with a reference reply: the chat track "
+            "needs chat.jsonl items (probe, reference ids, reference reply)"
+        )
     probes = limit_probes(probes, config.limit, config.seed)
     run = RunDir(out)
     reply_settings = (

@@ -252,6 +252,11 @@ def run_questions(
             counter.close()  # ours to free
     if not asked:
         raise ValueError(f"dataset {dataset.name!r} has no questions")
+    if not any(a.question.answer is not None or not a.question.answerable for a in asked):
+        raise ValueError(
+            f"dataset {dataset.name!r} has questions but no gold answers (and none marked "
+            "unanswerable): the question track scores against gold"
+        )
     asked = limit_asked(asked, config.limit, config.seed)
     official = uses_official(dataset, config)
     reply_settings = (
