@@ -17,6 +17,7 @@ constant here, so a change of wording starts a run afresh.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
@@ -86,19 +87,33 @@ class Reconstruction(BaseModel):
     persona: list[PersonaReply] = Field(default_factory=list)
 
 
+MAX_IDS, MAX_LABEL, MAX_STATEMENT = 5, 40, 240
+"""Per record, when a reply is bounded: ids, characters of a field name, of a statement."""
+
+
 def reply_model(max_claims: int | None, max_persona: int | None) -> type[Reconstruction]:
     """`Reconstruction`, with its lists bounded when limits are given.
 
-    Bounds let grammar-constrained decoding (GGUF models) close the JSON within the reply
-    budget; a model that writes more than the bound gets a corrective message.
+    Bounds (on the lists, and then on each record's ids too) let grammar-constrained
+    decoding (GGUF models) close the JSON within the reply budget; a model that writes more
+    than the bound gets a corrective message.
     """
     if max_claims is None and max_persona is None:
         return Reconstruction
+    ids: Any = (list[str], Field(default_factory=list, max_length=MAX_IDS))
+    label: Any = (str, Field(max_length=MAX_LABEL))
+    text: Any = (str, Field(max_length=MAX_STATEMENT))
+    claim: type[ClaimReply] = create_model(
+        "ClaimReply", __base__=ClaimReply, field=label, statement=text, evidence_ids=ids
+    )
+    entry: type[PersonaReply] = create_model(
+        "PersonaReply", __base__=PersonaReply, dimension=label, statement=text, grounds=ids
+    )
     bounded: type[Reconstruction] = create_model(
         "Reconstruction",
         __base__=Reconstruction,
-        profile=(list[ClaimReply], Field(default_factory=list, max_length=max_claims)),
-        persona=(list[PersonaReply], Field(default_factory=list, max_length=max_persona)),
+        profile=(list[claim], Field(default_factory=list, max_length=max_claims)),  # type: ignore[valid-type]
+        persona=(list[entry], Field(default_factory=list, max_length=max_persona)),  # type: ignore[valid-type]
     )
     return bounded
 
