@@ -6,6 +6,7 @@ import hashlib
 import json
 import random
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from dialogbench.models.cache import ResponseCache
@@ -65,3 +66,43 @@ def open_model(spec: str, base_url: str | None, key_env: str | None) -> Model:
     """A `Model` for a spec, behind the shared response cache."""
     parsed = ModelSpec.parse(spec, base_url=base_url, api_key_env=key_env)
     return Model.from_spec(parsed, cache=ResponseCache())
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Which model answers and which judges, with their endpoints; never a key, only the name
+    of the environment variable that holds it. A track config holds one of these."""
+
+    model: str | None = None
+    """Model under test (`embedded`, `openai-compatible/NAME`, a GGUF path, ...)."""
+    base_url: str | None = None
+    api_key_env: str | None = None
+    judge_model: str | None = None
+    """The judge's model spec; None: the model under test judges."""
+    judge_base_url: str | None = None
+    judge_api_key_env: str | None = None
+
+    def recorded(
+        self, model: Model | None = None, judge: Model | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """What a manifest records: `model_settings` and `judge_settings` (given models win)."""
+        reply = model_settings(self.model, self.base_url, self.api_key_env, model)
+        if judge is not None or self.judge_model is not None:
+            judged = model_settings(
+                self.judge_model, self.judge_base_url, self.judge_api_key_env, judge
+            )
+        else:
+            judged = {"same_as": "model under test", **reply}
+        return {"model_settings": reply, "judge_settings": judged}
+
+    def open(self) -> Model:
+        """The model under test, behind the response cache."""
+        if self.model is None:
+            raise ValueError("no model set: pass --model (e.g. `embedded`) or model=")
+        return open_model(self.model, self.base_url, self.api_key_env)
+
+    def open_judge(self) -> Model | None:
+        """The judge model when one is set apart from the model under test, else None."""
+        if self.judge_model is None:
+            return None
+        return open_model(self.judge_model, self.judge_base_url, self.judge_api_key_env)

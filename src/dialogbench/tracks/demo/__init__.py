@@ -1,0 +1,1 @@
+"""DEMO tracks: element awareness and dialogue agent interaction."""
