@@ -48,6 +48,7 @@ from dialogbench.retrieval.base import (
 # scikit-learn's r"(?u)\b\w\w+\b" (a greedy run always ends at a boundary and no
 # boundary lies inside a run), found about a quarter faster without the \b tests.
 _TOKEN = re.compile(r"\w\w+")
+_ASCII_TOKEN = re.compile(r"\w\w+", re.ASCII)  # the same tokens on ASCII text, found faster
 STOPWORDS = frozenset(STOPWORDS_EN)
 _MAX_ENTRIES = 1 << 22  # (probe, posting) pairs expanded per block
 
@@ -59,7 +60,11 @@ def tokenize(text: str, stopwords: frozenset[str] = STOPWORDS) -> list[str]:
 
 def _words(texts: Sequence[str]) -> list[list[str]]:
     """Each text's lower-case words of two or more characters, stop words kept."""
-    return list(map(_TOKEN.findall, map(str.lower, texts)))
+    return list(map(_find_words, map(str.lower, texts)))
+
+
+def _find_words(text: str) -> list[str]:
+    return (_ASCII_TOKEN if text.isascii() else _TOKEN).findall(text)
 
 
 @dataclass(frozen=True)
