@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
@@ -14,6 +14,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 from rich.text import Text
 
 from dialogbench.data.download import DownloadError, download
@@ -37,6 +38,7 @@ from dialogbench.report.run import Progress as TrackProgress
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.registry import DEFAULT_RETRIEVERS
 from dialogbench.stats.bootstrap import Estimate
+from dialogbench.tracks.common import ModelSettings
 from dialogbench.tracks.realcompanion.chat import ChatConfig, run_chat
 from dialogbench.tracks.realcompanion.coverage import CoverageConfig, run_coverage
 from dialogbench.tracks.realcompanion.detection import (
@@ -77,48 +79,19 @@ def _csv(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-@run_app.command("retrieval")
-def run_retrieval_cmd(
-    dataset: Annotated[str, typer.Option(help="sample, a dataset name, or a path")] = "sample",
-    out: Annotated[Path, typer.Option(help="run folder")] = Path("runs/retrieval"),
-    retrievers: Annotated[
-        str, typer.Option(help="comma-separated names or module:Class paths")
-    ] = ",".join(DEFAULT_RETRIEVERS),
-    k: Annotated[str, typer.Option(help="cut-offs for hit@k and recall@k")] = "1,5,10",
-    seed: int = 0,
-    n_boot: Annotated[int, typer.Option(help="bootstrap resamples")] = 2000,
-    cluster: Annotated[str, typer.Option(help="resample 'item's or whole 'subject's")] = "item",
-    offset: Annotated[int, typer.Option(help="shift of the offset-permuted control")] = 50,
-) -> None:
-    """Rank earlier messages for every probe and score hit@k, MRR and recall@k."""
-    with friendly_errors():
-        if cluster not in ("item", "subject"):
-            raise ValueError("--cluster must be 'item' or 'subject'")
-        config = RetrievalConfig(
-            retrievers=tuple(_csv(retrievers)),
-            ks=tuple(sorted(int(x) for x in _csv(k))),
-            seed=seed,
-            n_boot=n_boot,
-            cluster="subject" if cluster == "subject" else "item",
-            offset=offset,
-        )
-        _retrieval(dataset, out, config)
-
-
 T = TypeVar("T")
 
 DatasetOpt = Annotated[str, typer.Option(help="sample, a dataset name, or a path")]
 SeedOpt = Annotated[int, typer.Option(help="seed for sampling and resampling")]
 BootOpt = Annotated[int, typer.Option(help="bootstrap resamples")]
-
-
-def print_warnings(warnings: list[str], ds: Dataset, *models: str | None) -> None:
-    """A run's own warnings (the data's repairs stay in its files), and a word on smoke models."""
-    for w in warnings:
-        if w not in ds.warnings:
-            console.print(Text.assemble(("warning: ", "yellow"), w))
-    if "embedded" in models:
-        console.print("the embedded model is smoke quality: its scores only show the run works")
+LimitOpt = Annotated[int | None, typer.Option(help="at most N items (keeps model runs short)")]
+ModelOpt = Annotated[str, typer.Option("--model", help="provider/model, or 'embedded'")]
+BaseUrlOpt = Annotated[str | None, typer.Option(help="server URL, e.g. http://host:8000/v1")]
+KeyEnvOpt = Annotated[str | None, typer.Option(help="environment variable holding the API key")]
+JudgeOpt = Annotated[
+    str | None, typer.Option(help="judge provider/model (default: the model under test)")
+]
+JudgeUrlOpt = Annotated[str | None, typer.Option(help="the judge's server URL")]
 
 
 def with_progress(label: str, work: Callable[[TrackProgress], T]) -> T:
@@ -137,6 +110,59 @@ def with_progress(label: str, work: Callable[[TrackProgress], T]) -> T:
             bar.update(task, description=f"{label}: {what}", completed=done, total=total)
 
         return work(progress)
+
+
+def table_of(title: str, table: dict[str, dict[str, Estimate]], row_label: str) -> Table:
+    """A summary table with every column its rows have, in first-seen order."""
+    columns = list(dict.fromkeys(col for row in table.values() for col in row))
+    return summary_table(title, table, columns, row_label=row_label)
+
+
+def print_run(
+    ds: Dataset,
+    shown: Sequence[Table | str],
+    warnings: Sequence[str],
+    wrote: str,
+    models: ModelSettings | None = None,
+) -> None:
+    """Print a finished run: its tables and count lines, its own warnings (the data's repairs
+    stay in its files), a word when the embedded smoke model took part, and what it wrote."""
+    for thing in shown:
+        console.print(thing)
+    for w in warnings:
+        if w not in ds.warnings:
+            console.print(Text.assemble(("warning: ", "yellow"), w))
+    if models is not None and "embedded" in (models.model, models.judge_model):
+        console.print("the embedded model is smoke quality: its scores only show the run works")
+    console.print(f"wrote {wrote}")
+
+
+@run_app.command("retrieval")
+def run_retrieval_cmd(
+    dataset: DatasetOpt = "sample",
+    out: Annotated[Path, typer.Option(help="run folder")] = Path("runs/retrieval"),
+    retrievers: Annotated[
+        str, typer.Option(help="comma-separated names or module:Class paths")
+    ] = ",".join(DEFAULT_RETRIEVERS),
+    k: Annotated[str, typer.Option(help="cut-offs for hit@k and recall@k")] = "1,5,10",
+    seed: int = 0,
+    n_boot: BootOpt = 2000,
+    cluster: Annotated[str, typer.Option(help="resample 'item's or whole 'subject's")] = "item",
+    offset: Annotated[int, typer.Option(help="shift of the offset-permuted control")] = 50,
+) -> None:
+    """Rank earlier messages for every probe and score hit@k, MRR and recall@k."""
+    with friendly_errors():
+        if cluster not in ("item", "subject"):
+            raise ValueError("--cluster must be 'item' or 'subject'")
+        config = RetrievalConfig(
+            retrievers=tuple(_csv(retrievers)),
+            ks=tuple(sorted(int(x) for x in _csv(k))),
+            seed=seed,
+            n_boot=n_boot,
+            cluster="subject" if cluster == "subject" else "item",
+            offset=offset,
+        )
+        _retrieval(dataset, out, config)
 
 
 def _retrieval(dataset_name: str, out: Path, config: RetrievalConfig) -> None:
@@ -229,16 +255,13 @@ def run_privacy_cmd(
         result = with_progress(
             f"privacy on {ds.name}", lambda progress: run_privacy(ds, out, config, progress)
         )
-        console.print(
-            summary_table(
-                f"Authorship attribution on {ds.name} (95% bootstrap intervals)",
-                result.summary,
-                ["accuracy", "chance", "top-3 accuracy", "top-3 chance", "mrr"],
-                row_label="features",
-            )
+        table = summary_table(
+            f"Authorship attribution on {ds.name} (95% bootstrap intervals)",
+            result.summary,
+            ["accuracy", "chance", "top-3 accuracy", "top-3 chance", "mrr"],
+            row_label="features",
         )
-        print_warnings(result.warnings, ds)
-        console.print(f"wrote {out}/summary.json, breakdown.json, items.jsonl")
+        print_run(ds, [table], result.warnings, f"{out}/summary.json, breakdown.json, items.jsonl")
 
 
 @run_app.command("detection")
@@ -260,16 +283,14 @@ def run_detection_cmd(
 ) -> None:
     """How well detectors tell probes that need earlier messages from those that do not."""
     with friendly_errors():
-        chosen = tuple(_csv(detectors)) if detectors else default_detectors(model is not None)
+        models = ModelSettings(model=model, base_url=base_url, api_key_env=api_key_env)
         config = DetectionConfig(
-            detectors=chosen,
+            detectors=tuple(_csv(detectors)) if detectors else default_detectors(model is not None),
             threshold=threshold,
             seed=seed,
             n_boot=n_boot,
             limit=limit,
-            model=model,
-            base_url=base_url,
-            api_key_env=api_key_env,
+            models=models,
             max_tokens=max_tokens,
         )
         ds = load_dataset(dataset)
@@ -277,36 +298,17 @@ def run_detection_cmd(
             f"detection on {ds.name}",
             lambda progress: run_detection(ds, out, config, None, progress),
         )
-        metrics = list(dict.fromkeys(m for row in result.summary.values() for m in row))
-        console.print(
-            summary_table(
-                f"Memory-need detection on {ds.name}: AUROC (95% bootstrap intervals)",
-                result.summary,
-                metrics,
-                row_label="detector",
-            )
-        )
+        title = f"Memory-need detection on {ds.name}: AUROC (95% bootstrap intervals)"
+        shown: list[Table | str] = [table_of(title, result.summary, "detector")]
         for detector, contrasts in result.contrasts.items():
             for name, c in contrasts.items():
                 if c.empty is None:
-                    console.print(f"{detector}, {name}: {c.threshold.describe()}")
-        for name, why in result.empty.items():
-            console.print(f"no figure for {name}: {why}")
+                    shown.append(f"{detector}, {name}: {c.threshold.describe()}")
+        shown += [f"no figure for {name}: {why}" for name, why in result.empty.items()]
         for detector, counts in result.unscored.items():
             if any(counts.values()):
-                console.print(f"{detector}: unscored replies {counts} (left out, listed in items)")
-        print_warnings([], ds, model)
-        console.print(f"wrote {out}/summary.json, contrasts.json, items.jsonl")
-
-
-JudgeOpt = Annotated[
-    str | None, typer.Option(help="judge provider/model (default: the model under test)")
-]
-LimitOpt = Annotated[int | None, typer.Option(help="at most N items (keeps model runs short)")]
-
-
-def _columns(table: dict[str, dict[str, Estimate]]) -> list[str]:
-    return list(dict.fromkeys(col for row in table.values() for col in row))
+                shown.append(f"{detector}: unscored replies {counts} (left out, listed in items)")
+        print_run(ds, shown, [], f"{out}/summary.json, contrasts.json, items.jsonl", models)
 
 
 @run_app.command("chat")
@@ -317,7 +319,7 @@ def run_chat_cmd(
     base_url: BaseUrlOpt = None,
     api_key_env: KeyEnvOpt = None,
     judge_model: JudgeOpt = None,
-    judge_base_url: Annotated[str | None, typer.Option(help="the judge's server URL")] = None,
+    judge_base_url: JudgeUrlOpt = None,
     framing: Annotated[
         str, typer.Option(help="label supplied messages as 'turns' or 'memories'")
     ] = "turns",
@@ -330,17 +332,20 @@ def run_chat_cmd(
     with friendly_errors():
         if framing not in ("turns", "memories"):
             raise ValueError("--framing must be 'turns' or 'memories'")
+        models = ModelSettings(
+            model=model,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            judge_model=judge_model,
+            judge_base_url=judge_base_url,
+        )
         config = ChatConfig(
             framing="memories" if framing == "memories" else "turns",
             limit=limit,
             seed=seed,
             n_boot=n_boot,
-            model=model,
-            base_url=base_url,
-            api_key_env=api_key_env,
+            models=models,
             max_tokens=max_tokens,
-            judge_model=judge_model,
-            judge_base_url=judge_base_url,
         )
         if judge_model is None:
             console.print(f"note: {model} judges its own replies (pass --judge-model to change)")
@@ -349,21 +354,14 @@ def run_chat_cmd(
             f"chat on {ds.name}", lambda progress: run_chat(ds, out, config, progress=progress)
         )
         title = f"Chat on {ds.name}: content match 0-3 (95% bootstrap intervals)"
-        cm = result.content_match
-        console.print(summary_table(title, cm, _columns(cm), row_label="condition"))
-        console.print(
-            summary_table("Paired gains", result.gains, _columns(result.gains), row_label="gain")
-        )
-        console.print(
-            summary_table(
-                "Misfire: replies using earlier context where none is needed",
-                result.misfire,
-                _columns(result.misfire),
-                row_label="condition",
-            )
-        )
-        print_warnings(result.warnings, ds, model, judge_model)
-        console.print(f"wrote {out}/summary.json, items.jsonl, usage.json")
+        misfire = "Misfire: replies using earlier context where none is needed"
+        shown = [
+            table_of(title, result.content_match, "condition"),
+            table_of("Paired gains", result.gains, "gain"),
+            table_of(misfire, result.misfire, "condition"),
+        ]
+        wrote = f"{out}/summary.json, items.jsonl, usage.json"
+        print_run(ds, shown, result.warnings, wrote, models)
 
 
 @run_app.command("questions")
@@ -374,7 +372,7 @@ def run_questions_cmd(
     base_url: BaseUrlOpt = None,
     api_key_env: KeyEnvOpt = None,
     judge_model: JudgeOpt = None,
-    judge_base_url: Annotated[str | None, typer.Option(help="the judge's server URL")] = None,
+    judge_base_url: JudgeUrlOpt = None,
     systems: Annotated[
         str, typer.Option(help="contexts: full (whole history if it fits), retrieval")
     ] = "full,retrieval",
@@ -390,6 +388,13 @@ def run_questions_cmd(
     with friendly_errors():
         if official not in ("auto", "on", "off"):
             raise ValueError("--official must be auto, on or off")
+        models = ModelSettings(
+            model=model,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            judge_model=judge_model,
+            judge_base_url=judge_base_url,
+        )
         config = QuestionsConfig(
             systems=tuple(_csv(systems)),
             k=k,
@@ -398,30 +403,23 @@ def run_questions_cmd(
             seed=seed,
             n_boot=n_boot,
             official=None if official == "auto" else official == "on",
-            model=model,
-            base_url=base_url,
-            api_key_env=api_key_env,
+            models=models,
             max_tokens=max_tokens,
-            judge_model=judge_model,
-            judge_base_url=judge_base_url,
         )
         ds = load_dataset(dataset)
         result = with_progress(
             f"questions on {ds.name}",
             lambda progress: run_questions(ds, out, config, progress=progress),
         )
+        shown: list[Table | str] = []
         for system, facets in result.summary.items():
-            console.print(
-                summary_table(
-                    f"Questions on {ds.name}, context '{system}' (95% bootstrap intervals)",
-                    facets,
-                    _columns(facets),
-                    row_label="questions",
-                )
-            )
-            console.print(f"counts: {result.counts.get(system, {})}")
-        print_warnings(result.warnings, ds, model, judge_model)
-        console.print(f"wrote {out}/summary.json, counts.json, items.jsonl, usage.json")
+            title = f"Questions on {ds.name}, context '{system}' (95% bootstrap intervals)"
+            shown += [
+                table_of(title, facets, "questions"),
+                f"counts: {result.counts.get(system, {})}",
+            ]
+        wrote = f"{out}/summary.json, counts.json, items.jsonl, usage.json"
+        print_run(ds, shown, result.warnings, wrote, models)
 
 
 @run_app.command("reconstruction")
@@ -447,6 +445,7 @@ def run_reconstruction_cmd(
 ) -> None:
     """The model writes each subject's profile and persona; field-level P/R/F1 against gold."""
     with friendly_errors():
+        models = ModelSettings(model=model, base_url=base_url, api_key_env=api_key_env)
         config = ReconstructionConfig(
             runs=runs,
             context_tokens=context_tokens,
@@ -454,9 +453,7 @@ def run_reconstruction_cmd(
             limit=limit,
             seed=seed,
             n_boot=n_boot,
-            model=model,
-            base_url=base_url,
-            api_key_env=api_key_env,
+            models=models,
             max_tokens=max_tokens,
             max_claims=max_claims,
             max_persona=max_persona,
@@ -466,17 +463,11 @@ def run_reconstruction_cmd(
             f"reconstruction on {ds.name}",
             lambda progress: run_reconstruction(ds, out, config, progress=progress),
         )
-        console.print(
-            summary_table(
-                f"Reconstruction on {ds.name} (95% bootstrap intervals, subjects resampled)",
-                result.summary,
-                _columns(result.summary),
-                row_label="file",
-            )
-        )
-        console.print(f"unscored: {result.unscored}")
-        print_warnings(result.warnings, ds, model)
-        console.print(f"wrote {out}/summary.json, subjects.json, items.jsonl, usage.json")
+        title = f"Reconstruction on {ds.name} (95% bootstrap intervals, subjects resampled)"
+        shown: list[Table | str] = [table_of(title, result.summary, "file")]
+        shown.append(f"unscored: {result.unscored}")
+        wrote = f"{out}/summary.json, subjects.json, items.jsonl, usage.json"
+        print_run(ds, shown, result.warnings, wrote, models)
 
 
 compare_app = typer.Typer(help="Compare finished runs.", no_args_is_help=True)
@@ -586,10 +577,6 @@ models_app = typer.Typer(help="Check model endpoints.", no_args_is_help=True)
 cache_app = typer.Typer(help="Inspect the response cache.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
 app.add_typer(cache_app, name="cache")
-
-ModelOpt = Annotated[str, typer.Option("--model", help="provider/model, or 'embedded'")]
-BaseUrlOpt = Annotated[str | None, typer.Option(help="server URL, e.g. http://host:8000/v1")]
-KeyEnvOpt = Annotated[str | None, typer.Option(help="environment variable holding the API key")]
 
 
 @models_app.command("check")

@@ -19,6 +19,7 @@ from dialogbench.judging.prompts import JUDGE_SYSTEM
 from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
 from dialogbench.testing import ChatServer
+from dialogbench.tracks.common import ModelSettings
 from dialogbench.tracks.realcompanion import chat_prompts as cp
 from dialogbench.tracks.realcompanion.chat import (
     COLD,
@@ -197,8 +198,7 @@ def test_run_against_a_scripted_server(tmp_path: Path, monkeypatch: pytest.Monke
     broken = probes[5].probe.text.strip()
     with ChatServer(reply=Scripted(broken)) as srv:
         config = ChatConfig(
-            model="openai-compatible/scripted",
-            base_url=srv.base_url,
+            models=ModelSettings(model="openai-compatible/scripted", base_url=srv.base_url),
             n_boot=200,
             framing="memories",
         )
@@ -249,8 +249,9 @@ def test_run_against_a_scripted_server(tmp_path: Path, monkeypatch: pytest.Monke
 def test_bad_configuration_fails_first(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="needs a model"):
         run_chat(load_dataset("sample"), tmp_path, ChatConfig())
+    embedded = ModelSettings(model="embedded")
     with pytest.raises(ValueError, match="framing"):
-        run_chat(load_dataset("sample"), tmp_path, ChatConfig(model="embedded", framing="x"))  # type: ignore[arg-type]
+        run_chat(load_dataset("sample"), tmp_path, ChatConfig(models=embedded, framing="x"))  # type: ignore[arg-type]
 
 
 # -- the real embedded model ------------------------------------------------------------------

@@ -21,6 +21,7 @@ from dialogbench.models.embedded import unavailable
 from dialogbench.retrieval.base import Probe
 from dialogbench.retrieval.bm25 import STOPWORDS, tokenize
 from dialogbench.testing import ChatServer
+from dialogbench.tracks.common import ModelSettings
 from dialogbench.tracks.realcompanion import detectors as det
 from dialogbench.tracks.realcompanion.detection import (
     ABSENT,
@@ -282,8 +283,7 @@ def test_model_detectors_against_a_scripted_server(
     with ChatServer(reply=script) as srv:
         config = DetectionConfig(
             detectors=ALL_DETECTORS,
-            model="openai-compatible/scripted",
-            base_url=srv.base_url,
+            models=ModelSettings(model="openai-compatible/scripted", base_url=srv.base_url),
             n_boot=200,
         )
         out = tmp_path / "run"

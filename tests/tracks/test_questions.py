@@ -25,6 +25,7 @@ from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
 from dialogbench.scoring.locomo import CATEGORY_NAMES, open_domain_gold
 from dialogbench.testing import ChatServer
+from dialogbench.tracks.common import ModelSettings
 from dialogbench.tracks.realcompanion import questions_prompts as qp
 from dialogbench.tracks.realcompanion.questions import (
     QuestionsConfig,
@@ -194,8 +195,7 @@ def test_scripted_run_on_the_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     budget = sizes[len(sizes) // 4]  # about a quarter fit the budget; the rest fall back
     with ChatServer(reply=Scripted(answers, broken)) as srv:
         config = QuestionsConfig(
-            model="openai-compatible/scripted",
-            base_url=srv.base_url,
+            models=ModelSettings(model="openai-compatible/scripted", base_url=srv.base_url),
             context_tokens=budget,
             n_boot=200,
         )
@@ -260,16 +260,20 @@ def test_a_separate_judge_and_no_official_scorer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    monkeypatch.setenv("JUDGE_KEY", "sk-judge-secret")
     ds = Dataset(name="tiny", subjects=[tiny_subject()], sha256="x", source="test")
     assert not uses_official(ds, QuestionsConfig())
     answers = {"What breed is Biscuit?": "greyhound"}
     with ChatServer(reply=Scripted(answers)) as answerer, ChatServer(reply=Scripted({})) as judge:
         config = QuestionsConfig(
             systems=("retrieval",),
-            model="openai-compatible/answerer",
-            base_url=answerer.base_url,
-            judge_model="openai-compatible/judge",
-            judge_base_url=judge.base_url,
+            models=ModelSettings(
+                model="openai-compatible/answerer",
+                base_url=answerer.base_url,
+                judge_model="openai-compatible/judge",
+                judge_base_url=judge.base_url,
+                judge_api_key_env="JUDGE_KEY",
+            ),
             n_boot=100,
         )
         result = run_questions(ds, tmp_path / "run", config)
@@ -277,6 +281,12 @@ def test_a_separate_judge_and_no_official_scorer(
     assert set(result.summary["retrieval"]["all"]) == {"judge", "abstention_rule"}
     assert result.summary["retrieval"]["all"]["judge"].value == 0.5  # one right, one "I don't know"
     assert result.usage["retrieval"]["judge"]["model"] == "openai-compatible/judge"
+    text = (tmp_path / "run" / "manifest.json").read_text()
+    assert "sk-judge-secret" not in text  # only the variable's name is recorded
+    recorded = json.loads(text)["config"]
+    assert recorded["models"]["judge_api_key_env"] == "JUDGE_KEY"
+    assert recorded["judge_settings"]["model"] == "openai-compatible/judge"
+    assert recorded["judge_settings"]["base_url"] == config.models.judge_base_url
 
 
 # -- LoCoMo: the official scorer per category ------------------------------------------------
@@ -296,8 +306,7 @@ def test_locomo_official_scores_per_category(
     with ChatServer(reply=Scripted(answers)) as srv:
         config = QuestionsConfig(
             systems=("retrieval",),
-            model="openai-compatible/scripted",
-            base_url=srv.base_url,
+            models=ModelSettings(model="openai-compatible/scripted", base_url=srv.base_url),
             limit=10,
             n_boot=100,
         )

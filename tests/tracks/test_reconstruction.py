@@ -18,6 +18,7 @@ from dialogbench.data.registry import load_dataset
 from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
 from dialogbench.testing import ChatServer
+from dialogbench.tracks.common import ModelSettings
 from dialogbench.tracks.realcompanion import reconstruction_match as rm
 from dialogbench.tracks.realcompanion.reconstruction import (
     CharCounter,
@@ -205,8 +206,7 @@ def test_scripted_server_perfect_and_unscored(
             runs=2,
             context_tokens=200_000,
             tokenizer="chars",
-            model="openai-compatible/scripted",
-            base_url=srv.base_url,
+            models=ModelSettings(model="openai-compatible/scripted", base_url=srv.base_url),
             n_boot=200,
         )
         out = tmp_path / "run"
@@ -242,8 +242,7 @@ def test_scripted_server_perfect_and_unscored(
         chunked = ReconstructionConfig(
             context_tokens=3000,
             tokenizer="chars",
-            model="openai-compatible/scripted",
-            base_url=srv.base_url,
+            models=ModelSettings(model="openai-compatible/scripted", base_url=srv.base_url),
             n_boot=100,
             limit=1,
         )
@@ -296,8 +295,9 @@ def test_bad_configurations_fail_early(tmp_path: Path) -> None:
     ds = load_dataset("sample")
     with pytest.raises(ValueError, match="needs a model"):
         run_reconstruction(ds, tmp_path, ReconstructionConfig())
+    embedded = ModelSettings(model="embedded")
     with pytest.raises(ValueError, match="unknown tokenizer"):
-        run_reconstruction(ds, tmp_path, ReconstructionConfig(model="embedded", tokenizer="x"))
+        run_reconstruction(ds, tmp_path, ReconstructionConfig(models=embedded, tokenizer="x"))
 
 
 # -- MemoryBank gold --------------------------------------------------------------------------

@@ -58,7 +58,7 @@ from dialogbench.report.run import Manifest, Progress, RunDir, dataset_info, to_
 from dialogbench.retrieval.base import build_probes
 from dialogbench.retrieval.bm25 import BM25Retriever
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
-from dialogbench.tracks.common import model_settings, open_model, stratified_limit
+from dialogbench.tracks.common import ModelSettings, stratified_limit
 from dialogbench.tracks.realcompanion import chat_prompts as cp
 
 TRACK = "chat"
@@ -80,16 +80,10 @@ class ChatConfig:
     """At most this many probes, drawn in turn from each stratum x need group (seeded)."""
     seed: int = 0
     n_boot: int = 2000
-    model: str | None = None
-    """Model under test (`embedded`, `openai-compatible/NAME`, ...)."""
-    base_url: str | None = None
-    api_key_env: str | None = None
+    models: ModelSettings = field(default_factory=ModelSettings)
+    """The model under test and the judge (none set: the model under test judges itself)."""
     temperature: float = 0.0
     max_tokens: int = 256
-    judge_model: str | None = None
-    """The judge's model spec; None: the model under test judges its own replies."""
-    judge_base_url: str | None = None
-    judge_api_key_env: str | None = None
     judge_max_tokens: int = 1024
     max_fixes: int = 2
 
@@ -199,13 +193,14 @@ def run_chat(
     """Reply under every condition, judge each probe's replies in one blinded call, write
     the run folder and return the figures. Finished parts of the same run are kept.
 
-    `model` (else one built from `config.model`, with the response cache) writes the
-    replies; `judge_model` (else `config.judge_model`, else the model under test) judges.
+    `model` (else one built from `config.models.model`, with the response cache) writes the
+    replies; `judge_model` (else `config.models.judge_model`, else the model under test)
+    judges.
     """
     if config.framing not in cp.FRAMINGS:
         raise ValueError(f"framing must be one of {', '.join(cp.FRAMINGS)}, not {config.framing!r}")
-    if model is None and config.model is None:
-        raise ValueError("the chat track needs a model: set ChatConfig.model or pass model=")
+    if model is None and config.models.model is None:
+        raise ValueError("the chat track needs a model: set ChatConfig.models.model or pass model=")
     probes: list[ChatProbe] = []
     warnings = list(dataset.warnings)
     for subject in dataset.subjects:
@@ -219,26 +214,12 @@ def run_chat(
         )
     probes = limit_probes(probes, config.limit, config.seed)
     run = RunDir(out)
-    reply_settings = (
-        {"model": model.name, "endpoint": model.provider.endpoint}
-        if model is not None
-        else model_settings(config.model, config.base_url, config.api_key_env)
-    )
-    if judge_model is not None:
-        judge_settings = {"model": judge_model.name, "endpoint": judge_model.provider.endpoint}
-    elif config.judge_model is not None:
-        judge_settings = model_settings(
-            config.judge_model, config.judge_base_url, config.judge_api_key_env
-        )
-    else:
-        judge_settings = {"same_as": "model under test", **reply_settings}
     manifest = Manifest(
         track=TRACK,
         dataset=dataset_info(dataset),
         config={
             **asdict(config),
-            "model_settings": reply_settings,
-            "judge_settings": judge_settings,
+            **config.models.recorded(model, judge_model),
             "prompt_sha256": cp.PROMPT_SHA256,
         },
         seed=config.seed,
@@ -271,14 +252,12 @@ async def _work(
     owned: list[Model] = []
     try:
         if model is None:
-            assert config.model is not None
-            model = open_model(config.model, config.base_url, config.api_key_env)
+            model = config.models.open()
             owned.append(model)
-        if judge_model is None and config.judge_model is not None:
-            judge_model = open_model(
-                config.judge_model, config.judge_base_url, config.judge_api_key_env
-            )
-            owned.append(judge_model)
+        if judge_model is None:
+            judge_model = config.models.open_judge()
+            if judge_model is not None:
+                owned.append(judge_model)
         judge_model = judge_model or model
         if "replies" not in done:
             if progress:

@@ -62,7 +62,7 @@ from dialogbench.report.run import Manifest, Progress, RunDir, dataset_info, to_
 from dialogbench.retrieval.base import Probe, build_probes
 from dialogbench.stats.auroc import OperatingPoint, bootstrap_auroc, operating_point
 from dialogbench.stats.bootstrap import Estimate
-from dialogbench.tracks.common import model_settings, open_model, stratified_limit
+from dialogbench.tracks.common import ModelSettings, stratified_limit
 from dialogbench.tracks.realcompanion import detectors as det
 from dialogbench.tracks.realcompanion.detection_prompts import PROMPT_SHA256
 
@@ -103,10 +103,8 @@ class DetectionConfig:
     model detectors see (the preceding ones, or the best BM25 matches)."""
     limit: int | None = None
     """At most this many probes in all, drawn in turn from each population (seeded)."""
-    model: str | None = None
-    """Model spec for the model detectors (`embedded`, `openai-compatible/NAME`, ...)."""
-    base_url: str | None = None
-    api_key_env: str | None = None
+    models: ModelSettings = field(default_factory=ModelSettings)
+    """The model the model detectors ask (`models.model`); no judge."""
     max_tokens: int = 48
     temperature: float = 0.0
     max_fixes: int = 1
@@ -216,10 +214,6 @@ def limit_units(units: Sequence[Unit], limit: int | None, seed: int) -> list[Uni
 # -- running --------------------------------------------------------------------------------
 
 
-def _model_settings(config: DetectionConfig, model: Model | None) -> dict[str, Any]:
-    return model_settings(config.model, config.base_url, config.api_key_env, model)
-
-
 def run_detection(
     dataset: Dataset,
     out: Path,
@@ -230,22 +224,22 @@ def run_detection(
     """Score every probe with every configured detector, write the run folder, and return
     the figures. Parts (one per detector) a previous run of the same run finished are kept.
 
-    The model detectors use `model`, else one built from `config.model` with the response
-    cache (`$DIALOGBENCH_CACHE`), which is closed at the end. All model calls run in one
-    event loop.
+    The model detectors use `model`, else one built from `config.models.model` with the
+    response cache (`$DIALOGBENCH_CACHE`), which is closed at the end. All model calls run in
+    one event loop.
     """
     unknown = [d for d in config.detectors if d not in ALL_DETECTORS]
     if unknown:
         raise ValueError(f"unknown detector(s) {unknown}; known: {', '.join(ALL_DETECTORS)}")
     wants_model = [d for d in config.detectors if d in MODEL_DETECTORS]
-    if wants_model and model is None and config.model is None:
+    if wants_model and model is None and config.models.model is None:
         raise ValueError(
-            f"detector(s) {', '.join(wants_model)} need a model: set DetectionConfig.model "
-            "(e.g. 'embedded') or pass model="
+            f"detector(s) {', '.join(wants_model)} need a model: set "
+            "DetectionConfig.models.model (e.g. 'embedded') or pass model="
         )
     units = limit_units(build_units(dataset, config.window), config.limit, config.seed)
     run = RunDir(out)
-    settings = _model_settings(config, model) if wants_model else {}
+    settings = config.models.recorded(model)["model_settings"] if wants_model else {}
     manifest = Manifest(
         track=TRACK,
         dataset=dataset_info(dataset),
@@ -297,8 +291,7 @@ async def _score_all(
     the calls and tokens it took)."""
     owned = None
     if model is None and any(d in MODEL_DETECTORS for d in todo):
-        assert config.model is not None
-        model = owned = open_model(config.model, config.base_url, config.api_key_env)
+        model = owned = config.models.open()
     by_subject: dict[str, list[int]] = {}
     for i, u in enumerate(units):
         by_subject.setdefault(u.probe.subject_id, []).append(i)

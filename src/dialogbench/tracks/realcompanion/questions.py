@@ -65,7 +65,7 @@ from dialogbench.retrieval.bm25 import BM25Retriever
 from dialogbench.scoring.locomo import ADVERSARIAL, CATEGORY_NAMES, is_abstention, locomo_score
 from dialogbench.scoring.locomo import set_f1 as set_f1_score
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
-from dialogbench.tracks.common import model_settings, open_model, stratified_limit
+from dialogbench.tracks.common import ModelSettings, stratified_limit
 from dialogbench.tracks.realcompanion import questions_prompts as qp
 
 TRACK = "questions"
@@ -91,16 +91,10 @@ class QuestionsConfig:
     n_boot: int = 2000
     official: bool | None = None
     """LoCoMo's official scorer: None = when the dataset is LoCoMo or its categories are."""
-    model: str | None = None
-    """Model under test (`embedded`, `openai-compatible/NAME`, ...)."""
-    base_url: str | None = None
-    api_key_env: str | None = None
+    models: ModelSettings = field(default_factory=ModelSettings)
+    """The model under test and the judge (none set: the model under test judges)."""
     temperature: float = 0.0
     max_tokens: int = 64
-    judge_model: str | None = None
-    """The judge's model spec; None: the model under test judges."""
-    judge_base_url: str | None = None
-    judge_api_key_env: str | None = None
     judge_max_tokens: int = 512
     max_fixes: int = 2
 
@@ -230,13 +224,13 @@ def run_questions(
     """Answer every question with every system, judge and score the answers, write the run
     folder and return the figures. Finished systems of the same run are kept.
 
-    `model` (else one built from `config.model`, with the response cache) answers;
-    `judge_model` (else `config.judge_model`, else the model under test) judges.
+    `model` (else one built from `config.models.model`, with the response cache) answers;
+    `judge_model` (else `config.models.judge_model`, else the model under test) judges.
     `tokenizer` overrides `config.tokenizer` (tests pass a deterministic counter).
     """
-    if model is None and config.model is None:
+    if model is None and config.models.model is None:
         raise ValueError(
-            "the question track needs a model: set QuestionsConfig.model or pass model="
+            "the question track needs a model: set QuestionsConfig.models.model or pass model="
         )
     counter: TokenCounter | None = None
     if "full" in config.systems:
@@ -259,27 +253,13 @@ def run_questions(
         )
     asked = limit_asked(asked, config.limit, config.seed)
     official = uses_official(dataset, config)
-    reply_settings = (
-        {"model": model.name, "endpoint": model.provider.endpoint}
-        if model is not None
-        else model_settings(config.model, config.base_url, config.api_key_env)
-    )
-    if judge_model is not None:
-        judge_settings = {"model": judge_model.name, "endpoint": judge_model.provider.endpoint}
-    elif config.judge_model is not None:
-        judge_settings = model_settings(
-            config.judge_model, config.judge_base_url, config.judge_api_key_env
-        )
-    else:
-        judge_settings = {"same_as": "model under test", **reply_settings}
     run = RunDir(out)
     manifest = Manifest(
         track=TRACK,
         dataset=dataset_info(dataset),
         config={
             **asdict(config),
-            "model_settings": reply_settings,
-            "judge_settings": judge_settings,
+            **config.models.recorded(model, judge_model),
             "prompt_sha256": qp.PROMPT_SHA256,
             "tokenizer name": counter.name if counter is not None else None,
             "official scorer": official,
@@ -319,14 +299,12 @@ async def _work(
     owned: list[Model] = []
     try:
         if model is None and todo:
-            assert config.model is not None
-            model = open_model(config.model, config.base_url, config.api_key_env)
+            model = config.models.open()
             owned.append(model)
-        if judge_model is None and config.judge_model is not None and todo:
-            judge_model = open_model(
-                config.judge_model, config.judge_base_url, config.judge_api_key_env
-            )
-            owned.append(judge_model)
+        if judge_model is None and todo:
+            judge_model = config.models.open_judge()
+            if judge_model is not None:
+                owned.append(judge_model)
         for i, system in enumerate(todo):
             assert model is not None
             judger = judge_model or model

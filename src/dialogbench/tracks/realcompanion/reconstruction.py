@@ -64,7 +64,7 @@ from dialogbench.models.types import ChatMessage, GenerateConfig, ModelError
 from dialogbench.models.usage import UsageTotals
 from dialogbench.report.run import Manifest, Progress, RunDir, dataset_info, to_json
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
-from dialogbench.tracks.common import model_settings, open_model
+from dialogbench.tracks.common import ModelSettings
 from dialogbench.tracks.realcompanion import reconstruction_match as rm
 from dialogbench.tracks.realcompanion.reconstruction_prompts import (
     PROMPT_SHA256,
@@ -98,9 +98,8 @@ class ReconstructionConfig:
     """At most this many subjects (the first ones that have a profile or persona)."""
     seed: int = 0
     n_boot: int = 2000
-    model: str | None = None
-    base_url: str | None = None
-    api_key_env: str | None = None
+    models: ModelSettings = field(default_factory=ModelSettings)
+    """The model that writes the profiles and personas (`models.model`); no judge."""
     max_tokens: int = 1024
     temperature: float = 0.7
     """Above 0 so that repeated runs can differ (each run is seeded)."""
@@ -355,10 +354,6 @@ def score_row(
 # -- running ---------------------------------------------------------------------------------
 
 
-def _model_settings(config: ReconstructionConfig, model: Model | None) -> dict[str, Any]:
-    return model_settings(config.model, config.base_url, config.api_key_env, model)
-
-
 def select_subjects(dataset: Dataset, limit: int | None) -> tuple[list[Subject], list[str]]:
     """Subjects with a released profile or persona (at most `limit`), and warnings."""
     have = [s for s in dataset.subjects if s.profile or s.persona]
@@ -382,11 +377,13 @@ def run_reconstruction(
     """Write every selected subject's profile and persona `config.runs` times, score them,
     write the run folder and return the figures. Runs a previous run finished are kept.
 
-    The model is `model`, else one built from `config.model` with the response cache
+    The model is `model`, else one built from `config.models.model` with the response cache
     (`$DIALOGBENCH_CACHE`), closed at the end. `counter` overrides `config.tokenizer`.
     """
-    if model is None and config.model is None:
-        raise ValueError("the reconstruction track needs a model: set config.model or model=")
+    if model is None and config.models.model is None:
+        raise ValueError(
+            "the reconstruction track needs a model: set config.models.model or model="
+        )
     if config.runs < 1:
         raise ValueError("runs must be at least 1")
     subjects, warnings = select_subjects(dataset, config.limit)
@@ -406,7 +403,7 @@ def run_reconstruction(
         dataset=dataset_info(dataset),
         config={
             **asdict(config),
-            "model_settings": _model_settings(config, model),
+            "model_settings": config.models.recorded(model)["model_settings"],
             "prompt_sha256": PROMPT_SHA256,
             "matcher_sha256": rm.MATCHER_SHA256,
             "dedupe_threshold": DEDUPE_THRESHOLD,
@@ -446,8 +443,7 @@ async def _run_all(
 ) -> None:
     owned = None
     if model is None and todo:
-        assert config.model is not None
-        model = owned = open_model(config.model, config.base_url, config.api_key_env)
+        model = owned = config.models.open()
     try:
         for k, r in enumerate(todo):
             if progress:
