@@ -1,0 +1,833 @@
+"""DEMO's element-awareness track: the model under test reads a whole dialogue and answers,
+in JSON, one of four tasks about it (goal recognition, persona modelling, scene
+reconstruction, utterance mining); a judge scores each answer against the gold.
+
+Per item:
+
+    prediction   `Model.generate_structured` with the item's answer schema (the task's
+                 fields the gold holds, all required; 0-10 integers checked). A reply that
+                 still fails after `max_fixes` corrections is kept unparsed with its raw
+                 text: counted, never judged, never scored 0.
+    verdict      a `Judge` with two 0-10 dimensions (appendix F): `accuracy` (agreement
+                 with the gold) and `hallucination` (10: nothing beyond the gold). The
+                 item's score is their mean (`aggregate.item_score`); an unscored verdict is
+                 kept with its raw text and counted.
+    objective    every gold field with a closed label set (`AwarenessItem.options`):
+                 whether the predicted label is right; `goal_completion` and
+                 `familiarity`: the absolute error.
+
+Labels. A predicted label is matched to the label set after normalising case, spaces,
+`_`/`-` and a few common synonyms (`M` -> male, `高` -> high, `积极` -> positive, ...). A
+label still outside the set is valid JSON, not a schema error: it is kept as given and
+counted as a wrong answer (and `out_of_set`) by the objective metrics; the judge sees it.
+
+Objective metrics, per language and field (persona fields pool both participants, e.g.
+`gender`, `big_five.openness`): accuracy and macro-F1 (the mean over the labels that occur
+in the gold of the per-label F1; a predicted label that no gold has counts only as a miss),
+with intervals from resampling items; mean absolute error for the numeric fields.
+
+RUN_DIR/manifest.json   dataset name and sha256, config, model and judge settings, prompt
+                        sha256, seed, package version
+RUN_DIR/items.jsonl     one record per item: ids, task, lang, the gold the judge sees, the
+                        prediction (raw and parsed, error), the verdict, objective outcomes
+RUN_DIR/summary.json    judge: lang -> task -> accuracy, hallucination, score; awareness:
+                        lang -> the paper's table half (`aggregate.AwarenessTable`);
+                        objective: lang -> field -> metrics; every figure with its interval
+RUN_DIR/counts.json     lang -> task -> items, prediction_unparsed, judge_unscored, scored
+RUN_DIR/usage.json      per part: calls and tokens of the predictions and of the judge
+RUN_DIR/warnings.json   data warnings, unparsed predictions, unscored verdicts, labels
+                        outside their set
+RUN_DIR/parts/          one per task x language; a rerun of the same run keeps them
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import math
+import re
+import typing
+import warnings as warnings_module
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from dialogbench.data.demo.model import TASKS, TRAITS, AwarenessItem, DemoSet, Lang, Task
+from dialogbench.data.errors import DataError
+from dialogbench.judging.judge import Judge, Verdict
+from dialogbench.models.model import Model
+from dialogbench.models.structured import Structured
+from dialogbench.models.types import GenerateConfig
+from dialogbench.models.usage import UsageTotals
+from dialogbench.report.run import DatasetInfo, Manifest, Progress, RunDir, to_json
+from dialogbench.stats.bootstrap import Estimate, bootstrap_means
+from dialogbench.tracks.common import ModelSettings, stratified_limit
+from dialogbench.tracks.demo import awareness_prompts as ap
+from dialogbench.tracks.demo.aggregate import (
+    AwarenessTable,
+    awareness_table,
+    item_score,
+    nan_estimate,
+    percentile_estimate,
+    resample_counts,
+)
+
+TRACK = "demo-awareness"
+LANGS: tuple[Lang, ...] = ("en", "zh")
+NUMERIC = ("goal_completion", "familiarity")
+"""Numeric gold fields scored by absolute error."""
+PREDICT_TAG, JUDGE_TAG = "awareness:predict", "awareness:judge"
+
+# -- answer schemas -------------------------------------------------------------------------
+
+Score = Annotated[int, Field(ge=0, le=10)]
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class GoalAnswer(_Answer):
+    """Goal recognition (every field the task can ask; an item requires the gold's)."""
+
+    goal1: str | None = None
+    goal2: str | None = None
+    goal_completion: Score | None = None
+    reason: str | None = None
+
+
+class BigFiveAnswer(_Answer):
+    openness: str | None = None
+    conscientiousness: str | None = None
+    extraversion: str | None = None
+    agreeableness: str | None = None
+    neuroticism: str | None = None
+
+
+class ParticipantAnswer(_Answer):
+    name: str | None = None
+    gender: str | None = None
+    age: str | None = None
+    big_five: BigFiveAnswer | None = None
+    education: str | None = None
+    occupation: str | None = None
+    culture: str | None = None
+    speaking_style: str | None = None
+    hobby: str | None = None
+
+
+class PersonaAnswer(_Answer):
+    """Persona modelling."""
+
+    participant1: ParticipantAnswer | None = None
+    participant2: ParticipantAnswer | None = None
+
+
+class SceneAnswer(_Answer):
+    """Scene reconstruction."""
+
+    topic: str | None = None
+    relationship: str | None = None
+    familiarity: Score | None = None
+    talkway: str | None = None
+    location: str | None = None
+    time: str | None = None
+    workflow: list[str] | None = None
+    summary: Annotated[list[str], Field(min_length=2, max_length=2)] | None = None
+
+
+class StanceAnswer(_Answer):
+    aspect: str
+    viewpoint: str
+
+
+class StrategyAnswer(_Answer):
+    description: str
+    type: str | None = None
+
+
+class StrategyWithTypeAnswer(_Answer):
+    description: str
+    type: str
+
+
+class UtteranceAnswer(_Answer):
+    """Utterance mining."""
+
+    person: str | None = None
+    content: str | None = None
+    intent: str | None = None
+    sentiment: str | None = None
+    emotion: str | None = None
+    dialogue_act: str | None = None
+    stance: list[StanceAnswer] | None = None
+    strategy: StrategyAnswer | None = None
+
+
+ANSWER_MODELS: dict[Task, type[_Answer]] = {
+    "goal": GoalAnswer,
+    "persona": PersonaAnswer,
+    "scene": SceneAnswer,
+    "utterance": UtteranceAnswer,
+}
+"""One model per task, every field optional; `answer_schema` requires the item's own."""
+
+Shape = dict[str, Any]
+"""The fields an item asks: name -> None (a leaf), "typed" (a strategy with its type) or
+the nested shape (a participant, the Big Five)."""
+
+
+def _where(item: AwarenessItem, source: str) -> dict[str, str]:
+    return {"path": source, "record": f"item {item.id} ({item.task}, {item.lang})"}
+
+
+def asked_shape(item: AwarenessItem, source: str = "dataset") -> Shape:
+    """The fields `item.gold` holds, checked against the task's fields (DataError if not)."""
+    known = {
+        "goal": ap.GOAL_FIELDS,
+        "scene": ap.SCENE_FIELDS,
+        "utterance": ap.UTTERANCE_FIELDS,
+    }
+
+    def leaves(gold: Mapping[str, Any], allowed: Mapping[str, str], prefix: str) -> Shape:
+        unknown = sorted(set(gold) - set(allowed))
+        if unknown:
+            raise DataError(
+                **_where(item, source),
+                problem=f"gold keys {unknown} are not {item.task} fields",
+                field=f"gold.{prefix}{unknown[0]}",
+                fix=f"use only {list(allowed)}",
+            )
+        shape: Shape = {}
+        for name in allowed:
+            if name not in gold:
+                continue
+            if allowed[name] == "traits":
+                traits = gold[name]
+                bad = sorted(set(traits) - set(TRAITS)) if isinstance(traits, dict) else ["?"]
+                if bad or not traits:
+                    raise DataError(
+                        **_where(item, source),
+                        problem=f"big_five must map traits {list(TRAITS)} to a level",
+                        field=f"gold.{prefix}{name}",
+                        fix="give {trait: high|low} for the traits the source labels",
+                    )
+                shape[name] = {t: None for t in TRAITS if t in traits}
+            elif allowed[name] == "strategy":
+                has_type = isinstance(gold[name], dict) and "type" in gold[name]
+                shape[name] = "typed" if has_type else None
+            else:
+                shape[name] = None
+        return shape
+
+    if item.task != "persona":
+        shape = leaves(item.gold, known[item.task], "")
+        if item.task == "utterance" and not {"person", "content"} <= set(shape):
+            raise DataError(
+                **_where(item, source),
+                problem="an utterance item's gold needs the speaker and the text",
+                field="gold.person",
+                fix="set gold.person and gold.content to the target utterance's",
+            )
+    else:
+        unknown = sorted(set(item.gold) - set(ap.PARTICIPANTS))
+        if unknown or not item.gold or not all(isinstance(p, dict) for p in item.gold.values()):
+            raise DataError(
+                **_where(item, source),
+                problem=f"a persona gold holds objects under {list(ap.PARTICIPANTS)} only",
+                field="gold",
+                fix="put each participant's fields under participant1 / participant2",
+            )
+        shape = {
+            key: leaves(person, ap.PERSON_FIELDS, f"{key}.") for key, person in item.gold.items()
+        }
+    if not shape:
+        raise DataError(
+            **_where(item, source),
+            problem="the gold holds no field to ask for",
+            field="gold",
+            fix="leave out items whose source labels nothing for the task",
+        )
+    return shape
+
+
+def _plain(annotation: Any) -> Any:
+    """`X | None` -> X (constraints in `Annotated` kept)."""
+    args = typing.get_args(annotation)
+    if type(None) not in args:
+        return annotation
+    rest = [a for a in args if a is not type(None)]
+    return rest[0]
+
+
+def _required(base: type[BaseModel], shape: Shape, name: str) -> type[BaseModel]:
+    """A model `name` with exactly the fields of `shape`, each required, typed as in `base`."""
+    defs: dict[str, Any] = {}
+    for key, sub in shape.items():
+        annotation = _plain(base.model_fields[key].annotation)
+        if isinstance(sub, dict):
+            nested = name.removesuffix("Answer") + key.title().replace("_", "")
+            annotation = _required(annotation, sub, f"{nested}Answer")
+        elif sub == "typed":
+            annotation = StrategyWithTypeAnswer
+        defs[key] = (annotation, ...)
+    model: type[BaseModel] = create_model(name, __base__=_Answer, **defs)
+    return model
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_for(task: Task, shape_json: str) -> type[BaseModel]:
+    base = ANSWER_MODELS[task]
+    return _required(base, json.loads(shape_json), base.__name__)
+
+
+def answer_schema(item: AwarenessItem) -> type[BaseModel]:
+    """The schema an item's reply must satisfy: the gold's fields, all required."""
+    return _schema_for(item.task, json.dumps(asked_shape(item)))
+
+
+# -- labels ---------------------------------------------------------------------------------
+
+SYNONYMS = {
+    "m": "male",
+    "man": "male",
+    "男": "male",
+    "男性": "male",
+    "f": "female",
+    "woman": "female",
+    "女": "female",
+    "女性": "female",
+    "高": "high",
+    "低": "low",
+    "pos": "positive",
+    "正向": "positive",
+    "正面": "positive",
+    "积极": "positive",
+    "neg": "negative",
+    "负向": "negative",
+    "负面": "negative",
+    "消极": "negative",
+    "中性": "neutral",
+    "中立": "neutral",
+}
+"""Common ways of writing a label, mapped to it (used only when the label is in the set)."""
+
+_SEPARATORS = re.compile(r"[\s_\-]+")
+
+
+def normalise(text: str) -> str:
+    """Lower case, `_`/`-`/spaces as one space, no surrounding quotes or final full stop."""
+    text = text.strip().strip("\"'\u201c\u201d\u2018\u2019").strip().rstrip(".。").strip()
+    return _SEPARATORS.sub(" ", text.lower()).strip()
+
+
+def match_label(value: object, labels: Sequence[str]) -> str | None:
+    """The label of `labels` that `value` names (after `normalise` and `SYNONYMS`), or None."""
+    if not isinstance(value, str):
+        return None
+    by_norm = {normalise(label): label for label in labels}
+    key = normalise(value)
+    if key in by_norm:
+        return by_norm[key]
+    synonym = SYNONYMS.get(key)
+    return by_norm.get(normalise(synonym)) if synonym else None
+
+
+def get_path(tree: Mapping[str, Any] | None, path: str) -> Any:
+    """`tree["a"]["b"]` for "a.b"; None where a step is missing."""
+    node: Any = tree
+    for step in path.split("."):
+        if not isinstance(node, Mapping) or step not in node:
+            return None
+        node = node[step]
+    return node
+
+
+def field_name(path: str) -> str:
+    """The pooled field of an option path: `participant2.big_five.openness` ->
+    `big_five.openness`."""
+    head, _, rest = path.partition(".")
+    return rest if head in ap.PARTICIPANTS and rest else path
+
+
+def objective_outcomes(
+    item: AwarenessItem, answer: Mapping[str, Any] | None, source: str = "dataset"
+) -> dict[str, dict[str, Any]]:
+    """Per gold path: label fields (gold, prediction as given, matched label, correct) and
+    numeric fields (gold, prediction, abs_error); prediction entries None when unparsed."""
+    out: dict[str, dict[str, Any]] = {}
+    for path, labels in item.options.items():
+        gold = get_path(item.gold, path)
+        if gold is None:
+            continue
+        gold_label = match_label(gold, labels)
+        if gold_label is None:
+            raise DataError(
+                **_where(item, source),
+                problem=f"gold label {gold!r} is not in its label set {labels}",
+                field=f"gold.{path}",
+                fix=f"add it to options[{path!r}] or map it to one of the labels",
+            )
+        pred = get_path(answer, path)
+        label = match_label(pred, labels)
+        out[path] = {
+            "kind": "label",
+            "gold": gold_label,
+            "pred": pred,
+            "label": label,
+            "correct": None if answer is None else label == gold_label,
+        }
+    for path in NUMERIC:
+        if path not in item.gold:
+            continue
+        gold = item.gold[path]
+        if isinstance(gold, bool) or not isinstance(gold, int | float) or not 0 <= gold <= 10:
+            raise DataError(
+                **_where(item, source),
+                problem=f"{path} is {gold!r}, not a number from 0 to 10",
+                field=f"gold.{path}",
+                fix="give the score as an integer from 0 to 10",
+            )
+        pred = get_path(answer, path)
+        error = abs(float(pred) - float(gold)) if isinstance(pred, int | float) else None
+        out[path] = {"kind": "number", "gold": gold, "pred": pred, "abs_error": error}
+    return out
+
+
+# -- macro-F1 -------------------------------------------------------------------------------
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+def macro_f1(gold: IntArray, pred: IntArray, weights: FloatArray | None = None) -> FloatArray:
+    """Macro-F1 over the labels present in the gold, for each row of `weights`.
+
+    `gold` holds label indices 0..K-1 per prediction, `pred` the predicted index or -1 for a
+    label outside the gold's set. `weights` (resamples x predictions) counts how often each
+    prediction is drawn; None scores the sample once. A label whose weighted gold count is
+    0 is left out of the mean; NaN when no label is left.
+    """
+    g = np.asarray(gold, dtype=np.int64)
+    p = np.asarray(pred, dtype=np.int64)
+    labels = np.arange(int(g.max()) + 1 if len(g) else 0)
+    is_gold = (g[:, None] == labels).astype(np.float64)
+    is_pred = (p[:, None] == labels).astype(np.float64)
+    w = np.ones((1, len(g))) if weights is None else np.asarray(weights, dtype=np.float64)
+    tp, gold_n, pred_n = w @ (is_gold * is_pred), w @ is_gold, w @ is_pred
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f1 = np.where(gold_n > 0, 2.0 * tp / (gold_n + pred_n), np.nan)
+    with warnings_module.catch_warnings():
+        warnings_module.simplefilter("ignore", RuntimeWarning)
+        return np.asarray(np.nanmean(f1, axis=1) if labels.size else np.full(len(w), np.nan))
+
+
+# -- the run --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AwarenessConfig:
+    """Tasks, a limit, the models and their settings (temperature 0, as in the paper)."""
+
+    tasks: tuple[Task, ...] = TASKS
+    limit: int | None = None
+    """At most this many items, drawn in turn from each task x language (seeded)."""
+    seed: int = 0
+    n_boot: int = 2000
+    models: ModelSettings = field(default_factory=ModelSettings)
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    judge_max_tokens: int = 1024
+    max_fixes: int = 2
+
+    def __post_init__(self) -> None:
+        bad = [t for t in self.tasks if t not in TASKS]
+        if bad or not self.tasks:
+            raise ValueError(f"tasks must be among {', '.join(TASKS)}, got {self.tasks}")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError("limit must be positive")
+
+    def predict_config(self) -> GenerateConfig:
+        return GenerateConfig(
+            temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed
+        )
+
+    def judge_config(self) -> GenerateConfig:
+        return GenerateConfig(temperature=0.0, max_tokens=self.judge_max_tokens, seed=0)
+
+
+@dataclass
+class AwarenessResult:
+    """The track's figures as written to the run folder."""
+
+    summary: dict[str, Any]
+    tables: dict[str, AwarenessTable]
+    """Language -> the paper's element-awareness half (task means and their average)."""
+    counts: dict[str, dict[str, dict[str, int]]]
+    usage: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def part_name(task: str, lang: str) -> str:
+    return f"{task}-{lang}"
+
+
+def select_items(demo_set: DemoSet, config: AwarenessConfig) -> list[AwarenessItem]:
+    """The configured tasks' items, at most `limit`, drawn in turn from each task x lang."""
+    items = [i for i in demo_set.items if i.task in config.tasks]
+    groups = [(t, lang) for t in config.tasks for lang in LANGS]
+    return stratified_limit(items, lambda i: (i.task, i.lang), config.limit, config.seed, groups)
+
+
+def participant_names(demo_set: DemoSet) -> dict[str, tuple[str, str]]:
+    """Dialogue id -> the names of participant 1 and 2."""
+    return {d.id: (d.participants[0].name, d.participants[1].name) for d in demo_set.dialogues}
+
+
+def _names(item: AwarenessItem, known: Mapping[str, tuple[str, str]]) -> tuple[str, str] | None:
+    if item.dialogue_id in known:
+        return known[item.dialogue_id]
+    first, second = (get_path(item.gold, f"{p}.name") for p in ap.PARTICIPANTS)
+    return (first, second) if isinstance(first, str) and isinstance(second, str) else None
+
+
+def run_awareness(
+    demo_set: DemoSet,
+    out: Path,
+    config: AwarenessConfig = AwarenessConfig(),
+    model: Model | None = None,
+    progress: Progress | None = None,
+    judge_model: Model | None = None,
+) -> AwarenessResult:
+    """Predict, judge and score every selected item, write the run folder and return the
+    figures. Finished parts (task x language) of the same run are kept.
+
+    `model` (else one opened from `config.models`) answers; `judge_model` (else
+    `config.models.judge_model`, else the model under test) judges.
+    """
+    if model is None and config.models.model is None:
+        raise ValueError("the awareness track needs a model: set config.models or pass model=")
+    items = select_items(demo_set, config)
+    if not items:
+        raise ValueError(f"dataset {demo_set.name!r} has no items for tasks {config.tasks}")
+    for item in items:  # bad gold fails here, before anything is written or asked
+        asked_shape(item, demo_set.source)
+        objective_outcomes(item, None, demo_set.source)
+    parts = {
+        name: [i for i in items if part_name(i.task, i.lang) == name]
+        for name in (part_name(t, lang) for t in config.tasks for lang in LANGS)
+    }
+    parts = {name: chunk for name, chunk in parts.items() if chunk}
+    run = RunDir(out)
+    manifest = Manifest(
+        track=TRACK,
+        dataset=DatasetInfo(
+            name=demo_set.name,
+            source=demo_set.source,
+            sha256=demo_set.sha256,
+            subjects=len({i.dialogue_id for i in items}),
+        ),
+        config={
+            **asdict(config),
+            **config.models.recorded(model, judge_model),
+            "prompt_sha256": ap.PROMPT_SHA256,
+            "items": len(items),
+        },
+        seed=config.seed,
+        warnings=list(demo_set.warnings),
+    )
+    done = run.begin(manifest)
+    todo = {name: chunk for name, chunk in parts.items() if name not in done}
+    names = participant_names(demo_set)
+    asyncio.run(_work(run, todo, names, config, (model, judge_model), progress))
+    rows = {name: run.read_part(name) for name in parts}
+    result = summarise(rows, config)
+    result.usage = _read_usage(run, list(parts))
+    result.warnings = list(demo_set.warnings) + result.warnings
+    run.finish(
+        list(parts),
+        {
+            "summary.json": to_json(result.summary),
+            "counts.json": result.counts,
+            "usage.json": result.usage,
+            "warnings.json": {"warnings": result.warnings},
+        },
+    )
+    return result
+
+
+async def _work(
+    run: RunDir,
+    todo: Mapping[str, list[AwarenessItem]],
+    names: Mapping[str, tuple[str, str]],
+    config: AwarenessConfig,
+    models: tuple[Model | None, Model | None],
+    progress: Progress | None,
+) -> None:
+    """Predict and judge each part not yet done; store it with its usage."""
+    model, judge_model = models
+    owned: list[Model] = []
+    try:
+        if todo and model is None:
+            model = config.models.open()
+            owned.append(model)
+        if todo and judge_model is None:
+            judge_model = config.models.open_judge()
+            if judge_model is not None:
+                owned.append(judge_model)
+        for i, (name, chunk) in enumerate(todo.items()):
+            assert model is not None
+            judger = judge_model or model
+            if progress:
+                progress(name, i, len(todo))
+            before = (model.ledger.totals(PREDICT_TAG), judger.ledger.totals(JUDGE_TAG))
+            first = chunk[0]  # a part is one task in one language: one rubric
+            judge = Judge(
+                judger,
+                ap.RUBRICS[first.lang][first.task],
+                config.judge_config(),
+                max_fixes=config.max_fixes,
+            )
+            rows = await asyncio.gather(
+                *(_one(item, names, model, judge, config) for item in chunk)
+            )
+            usage = {
+                "prediction": _spent(model, PREDICT_TAG, before[0]),
+                "judge": _spent(judger, JUDGE_TAG, before[1]),
+            }
+            (run.parts / f"{name}.usage.json").write_text(json.dumps(usage, indent=2) + "\n")
+            run.write_part(name, rows)
+        if progress:
+            progress("summary", len(todo), len(todo))
+    finally:
+        for m in owned:
+            await m.aclose()
+
+
+async def _one(
+    item: AwarenessItem,
+    names: Mapping[str, tuple[str, str]],
+    model: Model,
+    judge: Judge,
+    config: AwarenessConfig,
+) -> dict[str, Any]:
+    """One item: its prediction, the verdict on it, its objective outcomes."""
+    messages = ap.prediction_messages(item, _names(item, names))
+    got: Structured[BaseModel] = await model.generate_structured(
+        messages,
+        answer_schema(item),
+        config.predict_config(),
+        max_fixes=config.max_fixes,
+        tag=PREDICT_TAG,
+    )
+    answer = got.value.model_dump(exclude_none=True) if got.value is not None else None
+    verdict: Verdict | None = None
+    if answer is not None:
+        verdict = await judge.score(_as_json(answer), reference=_as_json(item.gold), tag=JUDGE_TAG)
+    return {
+        "id": item.id,
+        "dialogue_id": item.dialogue_id,
+        "task": item.task,
+        "lang": item.lang,
+        "target": item.target,
+        "gold": item.gold,
+        "prediction": {
+            "parsed": answer,
+            "raw": got.raw,
+            "error": got.error,
+            "attempts": got.attempts,
+        },
+        "verdict": _verdict_record(verdict),
+        "score": item_score(verdict.scores if verdict is not None else None),
+        "objective": objective_outcomes(item, answer),
+    }
+
+
+def _as_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2)
+
+
+def _verdict_record(v: Verdict | None) -> dict[str, Any] | None:
+    """The verdict as stored: scores and reason; raw text and error when unscored."""
+    if v is None:
+        return None
+    record: dict[str, Any] = {
+        "scored": v.scored,
+        "judge": v.judge,
+        "rubric": v.rubric,
+        "accuracy": None if v.scores is None else v.scores["accuracy"],
+        "hallucination": None if v.scores is None else v.scores["hallucination"],
+        "reason": v.reason,
+        "attempts": v.attempts,
+    }
+    if not v.scored:
+        record.update(raw=v.raw, error=v.error)
+    return record
+
+
+def _spent(model: Model, tag: str, before: UsageTotals) -> dict[str, Any]:
+    after = model.ledger.totals(tag)
+    spent: dict[str, Any] = {
+        f.name: getattr(after, f.name) - getattr(before, f.name) for f in fields(after)
+    }
+    spent["tokens_processed"] = spent["prompt_tokens"] + spent["completion_tokens"]
+    return {"model": model.name, **spent}
+
+
+def _read_usage(run: RunDir, names: Sequence[str]) -> dict[str, Any]:
+    """Per part the prediction and judge usage, and the tokens processed in all."""
+    usage: dict[str, Any] = {}
+    total = 0
+    for name in names:
+        path = run.parts / f"{name}.usage.json"
+        usage[name] = json.loads(path.read_text()) if path.exists() else {"note": "not recorded"}
+        total += sum(
+            int(u.get("tokens_processed", 0)) for u in usage[name].values() if isinstance(u, dict)
+        )
+    usage["tokens_processed"] = total
+    return usage
+
+
+# -- figures --------------------------------------------------------------------------------
+
+
+def _column(rows: Sequence[Mapping[str, Any]], key: str) -> FloatArray:
+    values = [(r["verdict"] or {}).get(key) for r in rows]
+    return np.array([math.nan if v is None else v for v in values], dtype=np.float64)
+
+
+def judge_summary(rows: Sequence[Mapping[str, Any]], n_boot: int, seed: int) -> dict[str, Estimate]:
+    """Accuracy, hallucination and their per-item mean over the scored items."""
+    score = np.array([math.nan if r["score"] is None else r["score"] for r in rows])
+    cols = np.column_stack([_column(rows, "accuracy"), _column(rows, "hallucination"), score])
+    acc, hal, mean = bootstrap_means(cols, n_boot=n_boot, seed=seed)
+    return {"accuracy": acc, "hallucination": hal, "score": mean}
+
+
+def label_metrics(
+    outcomes: Sequence[tuple[str, dict[str, Any]]], n_boot: int, seed: int
+) -> dict[str, Any]:
+    """Accuracy and macro-F1 of one label field from (item id, outcome) pairs; resampling
+    items, so both participants of a persona item are drawn together."""
+    scored = [(i, o) for i, o in outcomes if o["correct"] is not None]
+    result: dict[str, Any] = {
+        "n": len(scored),
+        "unparsed": len(outcomes) - len(scored),
+        "out_of_set": sum(1 for _, o in scored if o["label"] is None),
+        "labels": sorted({o["gold"] for _, o in outcomes}),
+    }
+    if not scored:
+        result.update(accuracy=nan_estimate(), macro_f1=nan_estimate())
+        return result
+    ids = [i for i, _ in scored]
+    correct = np.array([float(o["correct"]) for _, o in scored])
+    result["accuracy"] = bootstrap_means(correct, ids, n_boot=n_boot, seed=seed)[0]
+    labels = sorted({o["gold"] for _, o in scored})
+    index = {label: k for k, label in enumerate(labels)}
+    gold = np.array([index[o["gold"]] for _, o in scored], dtype=np.int64)
+    pred = np.array([index.get(o["label"], -1) for _, o in scored], dtype=np.int64)
+    units, unit = np.unique(np.asarray(ids), return_inverse=True)
+    counts = resample_counts(len(units), n_boot, np.random.default_rng(seed))[:, unit]
+    point = float(macro_f1(gold, pred)[0])
+    result["macro_f1"] = percentile_estimate(point, macro_f1(gold, pred, counts), len(scored))
+    return result
+
+
+def number_metrics(
+    outcomes: Sequence[tuple[str, dict[str, Any]]], n_boot: int, seed: int
+) -> dict[str, Any]:
+    """Mean absolute error of one numeric field."""
+    errors = np.array([o["abs_error"] for _, o in outcomes if o["abs_error"] is not None])
+    return {
+        "n": len(errors),
+        "unparsed": len(outcomes) - len(errors),
+        "mae": bootstrap_means(errors, n_boot=n_boot, seed=seed)[0],
+    }
+
+
+def objective_summary(
+    rows: Sequence[Mapping[str, Any]], n_boot: int, seed: int
+) -> dict[str, dict[str, Any]]:
+    """Field -> metrics, over the rows of one language."""
+    by_field: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for r in rows:
+        for path, outcome in r["objective"].items():
+            by_field.setdefault(field_name(path), []).append((r["id"], outcome))
+    out: dict[str, dict[str, Any]] = {}
+    for name in sorted(by_field):
+        outcomes = by_field[name]
+        if outcomes[0][1]["kind"] == "number":
+            out[name] = number_metrics(outcomes, n_boot, seed)
+        else:
+            out[name] = label_metrics(outcomes, n_boot, seed)
+    return out
+
+
+def summarise(
+    parts: Mapping[str, Sequence[Mapping[str, Any]]], config: AwarenessConfig
+) -> AwarenessResult:
+    """Figures from the stored parts (one per task x language), languages apart."""
+    judge: dict[str, dict[str, Any]] = {}
+    objective: dict[str, Any] = {}
+    tables: dict[str, AwarenessTable] = {}
+    counts: dict[str, dict[str, dict[str, int]]] = {}
+    notes: list[str] = []
+    n_boot, seed = config.n_boot, config.seed
+    for lang in LANGS:
+        by_task = {t: list(parts.get(part_name(t, lang), [])) for t in config.tasks}
+        by_task = {t: rows for t, rows in by_task.items() if rows}
+        if not by_task:
+            continue
+        judge[lang] = {t: judge_summary(rows, n_boot, seed) for t, rows in by_task.items()}
+        tables[lang] = awareness_table(
+            {t: [r["score"] for r in rows] for t, rows in by_task.items()},
+            n_boot=n_boot,
+            seed=seed,
+        )
+        objective[lang] = objective_summary(
+            [r for rows in by_task.values() for r in rows], n_boot, seed
+        )
+        counts[lang] = {}
+        for task, rows in by_task.items():
+            parsed = [r for r in rows if r["prediction"]["parsed"] is not None]
+            c = {
+                "items": len(rows),
+                "prediction_unparsed": len(rows) - len(parsed),
+                "prediction_call_failed": sum(
+                    1 for r in rows if (r["prediction"]["error"] or "").startswith("call failed")
+                ),
+                "judge_unscored": sum(1 for r in parsed if not r["verdict"]["scored"]),
+                "scored": sum(1 for r in rows if r["score"] is not None),
+            }
+            counts[lang][task] = c
+            where = f"{task} ({lang})"
+            if c["prediction_unparsed"]:
+                notes.append(
+                    f"{where}: {c['prediction_unparsed']} of {len(rows)} predictions never "
+                    "gave valid JSON (kept in items.jsonl with raw text and error; not judged, "
+                    "left out of every score)"
+                )
+            if c["judge_unscored"]:
+                notes.append(
+                    f"{where}: {c['judge_unscored']} verdicts unscored (kept with raw text and "
+                    "error; left out of the judge scores)"
+                )
+        for name, metrics in objective[lang].items():
+            if metrics.get("out_of_set"):
+                notes.append(
+                    f"{name} ({lang}): {metrics['out_of_set']} predicted labels outside the "
+                    "label set, counted as wrong"
+                )
+        if tables[lang].missing:
+            notes.append(
+                f"{lang}: the awareness average leaves out {tables[lang].missing} (no scored "
+                "item), so it is not DEMO's four-task average"
+            )
+    summary = {"judge": judge, "awareness": tables, "objective": objective}
+    return AwarenessResult(summary=summary, tables=tables, counts=counts, warnings=notes)

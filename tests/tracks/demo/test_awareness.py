@@ -1,0 +1,625 @@
+"""The element-awareness track: prompts, answer schemas, labels, objective metrics, a full run
+against a scripted loopback server (with resume), and short runs on real data."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from conftest import shared_data
+from dialogbench.data.demo.model import AwarenessItem, DemoSet
+from dialogbench.data.demo.registry import load_demo
+from dialogbench.data.errors import DataError
+from dialogbench.judging.prompts import JUDGE_SYSTEM
+from dialogbench.models import Model, ModelSpec
+from dialogbench.models.embedded import unavailable
+from dialogbench.models.structured import parse_reply
+from dialogbench.testing import ChatServer
+from dialogbench.tracks.common import ModelSettings
+from dialogbench.tracks.demo import awareness_prompts as ap
+from dialogbench.tracks.demo.awareness import (
+    AwarenessConfig,
+    answer_schema,
+    label_metrics,
+    macro_f1,
+    match_label,
+    objective_outcomes,
+    run_awareness,
+    select_items,
+)
+
+SENTIMENTS = ["positive", "negative", "neutral"]
+EMOTIONS = ["happy", "sad", "angry", "neutral"]
+LEVELS = ["high", "low"]
+AGES = ["children", "teenager", "young", "middle-aged", "elderly"]
+
+
+def utterance_item(
+    n: int, lang: str = "en", sentiment: str = "positive", emotion: str = "happy"
+) -> AwarenessItem:
+    lines = [f"Ana: line {n} one", f"Bo: line {n} two", f"Ana: line {n} three"]
+    return AwarenessItem(
+        id=f"u{n}-{lang}",
+        task="utterance",
+        lang=lang,  # type: ignore[arg-type]
+        dialogue_id=f"d{n}",
+        transcript="\n".join(lines),
+        target=1,
+        gold={
+            "person": "Bo",
+            "content": f"line {n} two",
+            "sentiment": sentiment,
+            "emotion": emotion,
+        },
+        options={"sentiment": SENTIMENTS, "emotion": EMOTIONS},
+    )
+
+
+def persona_item(n: int, lang: str = "zh") -> AwarenessItem:
+    """CPED-like: names, gender, age and Big Five only."""
+    return AwarenessItem(
+        id=f"p{n}-{lang}",
+        task="persona",
+        lang=lang,  # type: ignore[arg-type]
+        dialogue_id=f"pd{n}",
+        transcript=f"林宛瑜: 第{n}句\n曾小贤: 好的{n}",
+        gold={
+            "participant1": {
+                "name": "林宛瑜",
+                "gender": "female",
+                "age": "young",
+                "big_five": {"openness": "high", "neuroticism": "low"},
+            },
+            "participant2": {"name": "曾小贤", "gender": "male", "age": "young"},
+        },
+        options={
+            "participant1.gender": ["male", "female"],
+            "participant2.gender": ["male", "female"],
+            "participant1.age": AGES,
+            "participant2.age": AGES,
+            "participant1.big_five.openness": LEVELS,
+            "participant1.big_five.neuroticism": LEVELS,
+        },
+    )
+
+
+def goal_item(n: int) -> AwarenessItem:
+    return AwarenessItem(
+        id=f"g{n}",
+        task="goal",
+        lang="en",
+        dialogue_id=f"gd{n}",
+        transcript=f"Ana: can I have the firewood {n}\nBo: only if I get the water",
+        gold={"goal1": "get firewood", "goal2": "get water", "goal_completion": 7},
+    )
+
+
+def scene_item(n: int) -> AwarenessItem:
+    return AwarenessItem(
+        id=f"s{n}",
+        task="scene",
+        lang="en",
+        dialogue_id=f"sd{n}",
+        transcript=f"Ana: see you at home {n}\nBo: bring milk",
+        gold={"relationship": "siblings", "familiarity": 9, "location": "home"},
+    )
+
+
+def demo_set(items: list[AwarenessItem]) -> DemoSet:
+    return DemoSet(name="hand", items=items, sha256="0" * 64, source="hand-made")
+
+
+# -- prompts --------------------------------------------------------------------------------
+
+
+def _user(item: AwarenessItem, names: tuple[str, str] | None = None) -> str:
+    return ap.prediction_messages(item, names)[1]["content"]
+
+
+def test_prompt_asks_exactly_the_gold_fields_with_their_labels() -> None:
+    prompt = _user(persona_item(1), ("林宛瑜", "曾小贤"))
+    asked = set(re.findall(r'- "(\w+)"', prompt))
+    assert asked == {"participant1", "participant2", "name", "gender", "age", "big_five"}
+    assert "hobby" not in prompt and "occupation" not in prompt
+    assert "openness, neuroticism" in prompt and "extraversion" not in prompt
+    assert '"children", "teenager", "young", "middle-aged", "elderly"' in prompt
+    assert ap.LABELS_RULE["zh"] in prompt
+    assert "参与者 1 是林宛瑜" in prompt  # participants named, in Chinese
+    assert ap.prediction_messages(persona_item(1))[0]["content"] == ap.SYSTEM["zh"]
+    assert ap.WHO_UNKNOWN["zh"] in _user(persona_item(1))
+
+    goal = _user(goal_item(1))
+    assert set(re.findall(r'- "(\w+)"', goal)) == {"goal1", "goal2", "goal_completion"}
+    assert "an integer from 0 to 10" in goal and "allowed labels" not in goal
+    assert ap.LABELS_RULE["en"] not in goal  # no closed field, no rule about labels
+
+
+def test_utterance_prompt_names_the_target() -> None:
+    prompt = _user(utterance_item(4))
+    assert "line 2 of the dialogue" in prompt and "\nBo: line 4 two\n" in prompt
+    assert "<dialogue>\nAna: line 4 one\nBo: line 4 two\nAna: line 4 three\n</dialogue>" in prompt
+    assert 'allowed labels: "positive", "negative", "neutral"' in prompt
+    typed = utterance_item(4).model_copy(
+        update={"gold": {"person": "Bo", "content": "x", "strategy": {"description": "d"}}}
+    )
+    assert '{"description": text}' in _user(typed) and "under type" not in _user(typed)
+    with_type = {"person": "Bo", "content": "x", "strategy": {"description": "d", "type": "t"}}
+    assert "under type" in _user(typed.model_copy(update={"gold": with_type}))
+
+
+def test_judge_rubrics_follow_appendix_f() -> None:
+    for lang in ("en", "zh"):
+        for task, rubric in ap.RUBRICS[lang].items():  # type: ignore[index]
+            assert [(d.name, d.low, d.high) for d in rubric.dimensions] == [
+                ("accuracy", 0, 10),
+                ("hallucination", 0, 10),
+            ]
+            assert ap.TASK_NAME[task][lang] in rubric.instructions  # type: ignore[index]
+    assert "标准答案" in ap.RUBRICS["zh"]["goal"].instructions
+    assert len(ap.PROMPT_SHA256) == 64
+
+
+# -- schemas and labels ---------------------------------------------------------------------
+
+
+def test_answer_schema_requires_the_gold_fields() -> None:
+    schema = answer_schema(persona_item(1))
+    good = {
+        "participant1": {
+            "name": "林宛瑜",
+            "gender": "F",
+            "age": "young",
+            "big_five": {"openness": "high", "neuroticism": "低"},
+        },
+        "participant2": {"name": "曾小贤", "gender": "male", "age": "old", "hobby": "x"},
+    }
+    parsed = schema.model_validate(good).model_dump()
+    assert "hobby" not in parsed["participant2"]  # extra keys ignored
+    missing = json.loads(json.dumps(good))
+    del missing["participant1"]["big_five"]["neuroticism"]
+    with pytest.raises(ValidationError, match="neuroticism"):
+        schema.model_validate(missing)
+    goal = answer_schema(goal_item(1))
+    assert goal.model_validate({"goal1": "a", "goal2": "b", "goal_completion": "7"})
+    for bad in (11, -1, 6.5, "high"):
+        with pytest.raises(ValueError, match="goal_completion"):
+            parse_reply(json.dumps({"goal1": "a", "goal2": "b", "goal_completion": bad}), goal)
+    with pytest.raises(ValueError, match="no JSON"):
+        parse_reply("I think they both wanted firewood.", goal)
+    assert answer_schema(goal_item(2)) is goal  # one schema per shape of gold
+
+
+def test_bad_gold_is_a_data_error() -> None:
+    bad = goal_item(1).model_copy(update={"gold": {"goal1": "x", "mood": "y"}})
+    with pytest.raises(DataError, match=r"item g1 .*gold\.mood"):
+        answer_schema(bad)
+    no_speaker = utterance_item(1).model_copy(update={"gold": {"sentiment": "positive"}})
+    with pytest.raises(DataError, match="speaker"):
+        answer_schema(no_speaker)
+    not_a_score = scene_item(1).model_copy(update={"gold": {"familiarity": "close"}})
+    with pytest.raises(DataError, match=r"gold\.familiarity"):
+        objective_outcomes(not_a_score, None, "hand.json")
+    off_set = utterance_item(1, sentiment="ecstatic")
+    with pytest.raises(DataError, match="not in its label set"):
+        objective_outcomes(off_set, None, "hand.json")
+
+
+def test_labels_are_matched_after_normalising() -> None:
+    assert match_label(" Positive. ", SENTIMENTS) == "positive"
+    assert match_label("积极", SENTIMENTS) == "positive"
+    assert match_label("M", ["male", "female"]) == "male"
+    assert match_label("Middle_Aged", AGES) == "middle-aged"
+    assert match_label("高", LEVELS) == "high"
+    assert match_label("ecstatic", SENTIMENTS) is None
+    assert match_label("m", SENTIMENTS) is None  # a synonym counts only inside the set
+    assert match_label(3, SENTIMENTS) is None
+
+
+def test_objective_outcomes_by_hand() -> None:
+    item = persona_item(1)
+    answer = {
+        "participant1": {"gender": "Female", "age": "elderly", "big_five": {"openness": "high"}},
+        "participant2": {"gender": "unknown", "age": "young"},
+    }
+    out = objective_outcomes(item, answer)
+    assert out["participant1.gender"]["correct"] and out["participant1.gender"]["label"] == "female"
+    assert out["participant1.age"]["correct"] is False
+    assert out["participant2.gender"] == {
+        "kind": "label",
+        "gold": "male",
+        "pred": "unknown",
+        "label": None,
+        "correct": False,
+    }
+    assert out["participant1.big_five.neuroticism"]["pred"] is None
+    assert out["participant1.big_five.neuroticism"]["correct"] is False
+    unparsed = objective_outcomes(item, None)
+    assert all(o["correct"] is None for o in unparsed.values())
+    scene = objective_outcomes(scene_item(1), {"familiarity": 6})
+    assert scene == {"familiarity": {"kind": "number", "gold": 9, "pred": 6, "abs_error": 3.0}}
+
+
+# -- macro-F1 -------------------------------------------------------------------------------
+
+
+def brute_macro_f1(gold: list[int], pred: list[int]) -> float:
+    scores = []
+    for label in sorted(set(gold)):
+        tp = sum(1 for g, p in zip(gold, pred, strict=True) if g == p == label)
+        fp = sum(1 for g, p in zip(gold, pred, strict=True) if p == label and g != label)
+        fn = sum(1 for g, p in zip(gold, pred, strict=True) if g == label and p != label)
+        precision = tp / (tp + fp) if tp + fp else 0.0
+        recall = tp / (tp + fn)
+        scores.append(2 * precision * recall / (precision + recall) if tp else 0.0)
+    return sum(scores) / len(scores)
+
+
+def test_macro_f1_by_hand() -> None:
+    one = np.array([0, 0, 1, 1])
+    assert macro_f1(one, one)[0] == 1.0
+    # label 0: tp 1, fp 1, fn 1 -> 0.5; label 1: tp 1, fp 1, fn 1 -> 0.5
+    assert macro_f1(one, np.array([0, 1, 0, 1]))[0] == 0.5
+    # an out-of-set answer (-1) is only a miss: label 0 F1 2/3, label 1 F1 1
+    assert macro_f1(one, np.array([0, -1, 1, 1]))[0] == pytest.approx((2 / 3 + 1) / 2)
+    # label 2 is predicted but never gold: it is not averaged, its prediction is a miss
+    assert macro_f1(np.array([0, 1]), np.array([0, 2]))[0] == pytest.approx(1 / 2)
+    assert math.isnan(macro_f1(np.array([], dtype=np.int64), np.array([], dtype=np.int64))[0])
+
+
+def test_macro_f1_matches_brute_force_and_weights_repeat_rows() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(1, 30))
+        gold = rng.integers(0, 4, n)
+        _, gold = np.unique(gold, return_inverse=True)  # labels 0..K-1, each present
+        pred = rng.integers(-1, 5, n)
+        assert macro_f1(gold, pred)[0] == pytest.approx(brute_macro_f1(list(gold), list(pred)))
+        counts = rng.integers(0, 3, (2, n)).astype(float)
+        got = macro_f1(gold, pred, counts)
+        for row, weights in zip(got, counts, strict=True):
+            idx = np.repeat(np.arange(n), weights.astype(int))
+            if len(idx) == 0:
+                assert math.isnan(row)
+                continue
+            assert row == pytest.approx(brute_macro_f1(list(gold[idx]), list(pred[idx])))
+
+
+def test_label_metrics_by_hand() -> None:
+    def outcome(gold: str, label: str | None, parsed: bool = True) -> dict[str, Any]:
+        correct = (label == gold) if parsed else None
+        return {"kind": "label", "gold": gold, "pred": label, "label": label, "correct": correct}
+
+    outcomes = [
+        ("i1", outcome("male", "male")),
+        ("i1", outcome("female", "female")),  # the other participant of the same item
+        ("i2", outcome("male", None)),  # out of set
+        ("i3", outcome("female", "male")),
+        ("i4", outcome("male", None, parsed=False)),
+    ]
+    got = label_metrics(outcomes, n_boot=300, seed=0)
+    assert (got["n"], got["unparsed"], got["out_of_set"]) == (4, 1, 1)
+    assert got["labels"] == ["female", "male"]
+    assert got["accuracy"].value == 0.5 and got["accuracy"].n == 4
+    # male: tp 1, fp 1, fn 1 -> 1/2; female: tp 1, fp 0, fn 1 -> 2/3
+    assert got["macro_f1"].value == pytest.approx((1 / 2 + 2 / 3) / 2)
+    assert got["macro_f1"].ci_low <= got["macro_f1"].value <= got["macro_f1"].ci_high
+
+
+# -- a full run against a scripted server ----------------------------------------------------
+
+_TAG = {
+    n: re.compile(rf"<{n}>\n(.*?)\n</{n}>", re.DOTALL)
+    for n in ("dialogue", "candidate", "reference")
+}
+
+
+def _tagged(name: str, text: str) -> str:
+    found = _TAG[name].search(text)
+    assert found is not None, name
+    return found.group(1)
+
+
+def right_answer(item: AwarenessItem) -> dict[str, Any]:
+    return json.loads(json.dumps(item.gold))
+
+
+class Scripted:
+    """Predictions from `answers` (transcript -> reply text); the judge gives 10/10 to an
+    answer equal to the gold and 4/6 otherwise, and an unusable verdict to any candidate
+    holding "BROKEN"."""
+
+    def __init__(self, answers: dict[str, str]) -> None:
+        self.answers = answers
+        self.predictions = 0
+        self.verdicts = 0
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        system, prompt = body["messages"][0]["content"], body["messages"][1]["content"]
+        if system == JUDGE_SYSTEM:
+            self.verdicts += 1
+            candidate = _tagged("candidate", prompt)
+            if "BROKEN" in candidate:
+                return "Mostly right, I would say."
+            same = json.loads(candidate) == json.loads(_tagged("reference", prompt))
+            scores = (10, 10) if same else (4, 6)
+            return json.dumps(
+                {"reason": "compared", "accuracy": scores[0], "hallucination": scores[1]}
+            )
+        assert system in ap.SYSTEM.values()
+        self.predictions += 1
+        return self.answers[_tagged("dialogue", prompt)]
+
+
+def scripted_set() -> tuple[DemoSet, dict[str, str]]:
+    u = [
+        utterance_item(1),
+        utterance_item(2, sentiment="negative", emotion="sad"),
+        utterance_item(3),
+        utterance_item(4, "zh"),
+    ]
+    p = [persona_item(1), persona_item(2)]
+    g = [goal_item(1), goal_item(2)]
+    s = [scene_item(1)]
+    answers = {i.transcript: json.dumps(right_answer(i), ensure_ascii=False) for i in u + p + g + s}
+    wrong = right_answer(u[1]) | {"sentiment": "Positive", "emotion": "ecstatic"}  # 2 misses
+    answers[u[1].transcript] = "Here you go:\n```json\n" + json.dumps(wrong) + "\n```"
+    answers[u[2].transcript] = "The sentiment is positive and the emotion happy."  # never JSON
+    off = right_answer(p[1])
+    off["participant2"]["gender"] = "女"  # a synonym, matched (and wrong)
+    off["participant1"]["big_five"]["openness"] = "low"
+    answers[p[1].transcript] = json.dumps(off, ensure_ascii=False)
+    answers[g[1].transcript] = json.dumps(
+        right_answer(g[1]) | {"goal1": "BROKEN", "goal_completion": 3}
+    )
+    return demo_set(u + p + g + s), answers
+
+
+def test_scripted_run_resumes_and_counts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ds, answers = scripted_set()
+    script = Scripted(answers)
+    out = tmp_path / "run"
+    with ChatServer(reply=script) as srv:
+        settings = ModelSettings(model="openai-compatible/scripted", base_url=srv.base_url)
+        config = AwarenessConfig(n_boot=200, max_fixes=1, models=settings)
+        seen: list[str] = []
+        monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache1.sqlite"))
+        result = run_awareness(ds, out, config, progress=lambda w, i, n: seen.append(w))
+        first = srv.request_count
+        # 9 items: one prediction never parses (2 tries) and is never judged; one verdict
+        # never validates (2 tries)
+        assert (script.predictions, script.verdicts) == (10, 9) and first == 19
+        assert seen == [
+            "goal-en",
+            "persona-zh",
+            "scene-en",
+            "utterance-en",
+            "utterance-zh",
+            "summary",
+        ]
+        items_text = (out / "items.jsonl").read_text()
+
+        # a fresh response cache each time: what is not asked again was kept, not cached
+        monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache2.sqlite"))
+        again = run_awareness(ds, out, config)  # everything finished: nothing asked
+        assert srv.request_count == first and again.summary.keys() == result.summary.keys()
+        (out / "parts" / "persona-zh.jsonl").unlink()  # as if killed during that part
+        monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache3.sqlite"))
+        run_awareness(ds, out, config)
+        assert srv.request_count == first + 4  # two predictions and two verdicts, no more
+        assert (out / "items.jsonl").read_text() == items_text
+
+    counts = json.loads((out / "counts.json").read_text())
+    assert counts["en"]["utterance"] == {
+        "items": 3,
+        "prediction_unparsed": 1,
+        "prediction_call_failed": 0,
+        "judge_unscored": 0,
+        "scored": 2,
+    }
+    assert counts["en"]["goal"]["judge_unscored"] == 1 and counts["en"]["goal"]["scored"] == 1
+    assert counts["zh"] == {
+        "persona": {
+            "items": 2,
+            "prediction_unparsed": 0,
+            "prediction_call_failed": 0,
+            "judge_unscored": 0,
+            "scored": 2,
+        },
+        "utterance": {
+            "items": 1,
+            "prediction_unparsed": 0,
+            "prediction_call_failed": 0,
+            "judge_unscored": 0,
+            "scored": 1,
+        },
+    }
+
+    rows = {r["id"]: r for r in map(json.loads, items_text.splitlines())}
+    assert len(rows) == 9
+    unparsed = rows["u3-en"]
+    assert unparsed["prediction"]["parsed"] is None and unparsed["verdict"] is None
+    assert unparsed["prediction"]["raw"].startswith("The sentiment is positive")
+    assert unparsed["prediction"]["error"] and unparsed["prediction"]["attempts"] == 2
+    assert unparsed["score"] is None
+    assert all(o["correct"] is None for o in unparsed["objective"].values())
+    unscored = rows["g2"]["verdict"]
+    assert unscored["scored"] is False and unscored["raw"].startswith("Mostly right")
+    assert unscored["error"] and rows["g2"]["score"] is None
+    assert rows["g2"]["objective"]["goal_completion"]["abs_error"] == 4.0
+    assert rows["u2-en"]["prediction"]["parsed"]["sentiment"] == "Positive"  # kept as given
+    assert rows["u2-en"]["objective"]["emotion"]["label"] is None
+    assert rows["u1-en"]["gold"] == utterance_item(1).gold
+
+    judge = result.summary["judge"]
+    assert judge["en"]["utterance"]["accuracy"].value == 7.0  # (10 + 4) / 2, u3 left out
+    assert judge["en"]["utterance"]["score"].n == 2
+    assert judge["en"]["goal"]["score"].value == 10.0 and judge["en"]["goal"]["score"].n == 1
+    assert judge["zh"]["persona"]["score"].value == 7.5  # (10 + 5) / 2
+    en = result.tables["en"]
+    assert en.tasks["utterance"].value == 7.5 and en.unscored["utterance"] == 1
+    assert en.average.value == pytest.approx((10.0 + 10.0 + 7.5) / 3)
+    assert en.missing == ["persona"] and result.tables["zh"].missing == ["goal", "scene"]
+
+    objective = result.summary["objective"]
+    sentiment = objective["en"]["sentiment"]
+    assert (sentiment["n"], sentiment["unparsed"], sentiment["out_of_set"]) == (2, 1, 0)
+    assert sentiment["accuracy"].value == 0.5
+    assert sentiment["macro_f1"].value == pytest.approx((2 / 3 + 0) / 2)  # positive, negative
+    assert objective["en"]["emotion"]["out_of_set"] == 1
+    assert (
+        objective["zh"]["gender"]["n"] == 4 and objective["zh"]["gender"]["accuracy"].value == 0.75
+    )
+    assert objective["zh"]["big_five.openness"]["accuracy"].value == 0.5
+    assert objective["zh"]["sentiment"]["accuracy"].value == 1.0  # never pooled with English
+    assert objective["en"]["familiarity"]["mae"].value == 0.0
+    assert objective["en"]["goal_completion"]["mae"].value == 2.0  # (0 + 4) / 2
+    assert objective["en"]["goal_completion"]["n"] == 2
+
+    warnings = json.loads((out / "warnings.json").read_text())["warnings"]
+    assert any("utterance (en): 1 of 3 predictions never gave valid JSON" in w for w in warnings)
+    assert any("goal (en): 1 verdicts unscored" in w for w in warnings)
+    assert any("emotion (en): 1 predicted labels outside" in w for w in warnings)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["prompt_sha256"] == ap.PROMPT_SHA256
+    assert manifest["config"]["model_settings"]["model"] == "openai-compatible/scripted"
+    assert manifest["config"]["judge_settings"]["same_as"] == "model under test"
+    assert manifest["dataset"]["sha256"] == "0" * 64 and manifest["track"] == "demo-awareness"
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["awareness"]["en"]["average"]) == {"value", "ci_low", "ci_high", "n"}
+    usage = json.loads((out / "usage.json").read_text())
+    assert usage["utterance-en"]["prediction"]["calls"] == 4  # 3 items + 1 correction
+    assert usage["tokens_processed"] > 0
+
+
+def test_limit_draws_from_every_task_and_language() -> None:
+    ds, _ = scripted_set()
+    picked = select_items(ds, AwarenessConfig(limit=5))
+    assert len(picked) == 5
+    assert {(i.task, i.lang) for i in picked} == {
+        ("goal", "en"),
+        ("persona", "zh"),
+        ("scene", "en"),
+        ("utterance", "en"),
+        ("utterance", "zh"),
+    }
+    only = select_items(ds, AwarenessConfig(tasks=("goal",)))
+    assert [i.id for i in only] == ["g1", "g2"]
+
+
+def test_bad_configurations_fail_early(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="tasks"):
+        AwarenessConfig(tasks=("mood",))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="needs a model"):
+        run_awareness(demo_set([goal_item(1)]), tmp_path, AwarenessConfig())
+    settings = ModelSettings(model="openai-compatible/x", base_url="http://127.0.0.1:9")
+    with pytest.raises(ValueError, match="no items"):
+        run_awareness(
+            demo_set([goal_item(1)]), tmp_path, AwarenessConfig(("scene",), models=settings)
+        )
+    bad = goal_item(1).model_copy(update={"gold": {"mood": "x"}})
+    with pytest.raises(DataError):
+        run_awareness(demo_set([bad]), tmp_path, AwarenessConfig(models=settings))
+    assert not (tmp_path / "manifest.json").exists()
+
+
+# -- real data: CPED and CaSiNo -------------------------------------------------------------
+
+
+def real_set() -> DemoSet:
+    """CPED's validation split (Chinese) and CaSiNo's test split (English), in one set."""
+    shared_data("cped"), shared_data("casino")  # skip when the corpora are not here
+    cped, casino = load_demo("cped:valid"), load_demo("casino:test")
+    return DemoSet(
+        name="cped+casino",
+        dialogues=cped.dialogues + casino.dialogues,
+        items=cped.items + casino.items,
+        sha256=cped.sha256[:32] + casino.sha256[:32],
+        source=f"{cped.source} + {casino.source}",
+    )
+
+
+class GoldEcho:
+    """Answers every item with its gold; the judge gives 10/10 to an exact match."""
+
+    def __init__(self, items: list[AwarenessItem]) -> None:
+        self.gold = {(i.transcript, i.task): i.gold for i in items}
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        system, prompt = body["messages"][0]["content"], body["messages"][1]["content"]
+        if system == JUDGE_SYSTEM:
+            same = json.loads(_tagged("candidate", prompt)) == json.loads(
+                _tagged("reference", prompt)
+            )
+            score = 10 if same else 0
+            return json.dumps({"reason": "compared", "accuracy": score, "hallucination": score})
+        task = next(t for t, ask in ap.TASK_ASK.items() if any(a in prompt for a in ask.values()))
+        gold = self.gold[(_tagged("dialogue", prompt), task)]
+        return json.dumps(gold, ensure_ascii=False)
+
+
+def test_gold_answers_on_cped_and_casino_score_full_marks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ds = real_set()
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    with ChatServer(reply=GoldEcho(ds.items)) as srv:
+        settings = ModelSettings(model="openai-compatible/echo", base_url=srv.base_url)
+        config = AwarenessConfig(limit=12, n_boot=100, models=settings)
+        result = run_awareness(ds, tmp_path / "run", config)
+    assert {lang: set(c) for lang, c in result.counts.items()} == {
+        "en": {"goal", "persona", "utterance"},  # CaSiNo
+        "zh": {"persona", "scene", "utterance"},  # CPED
+    }
+    for by_task in result.counts.values():
+        for c in by_task.values():
+            assert c["items"] == c["scored"] == 2 and c["prediction_unparsed"] == 0
+    for table in result.tables.values():
+        assert table.average.value == 10.0 and len(table.averaged) == 3
+    objective = result.summary["objective"]
+    assert {"sentiment", "emotion", "dialogue_act", "gender", "age"} <= set(objective["zh"])
+    assert {"big_five.openness", "big_five.neuroticism"} <= set(objective["zh"])
+    assert {"goal_completion", "gender", "age", "education"} <= set(objective["en"])
+    for fields_ in objective.values():
+        for name, metrics in fields_.items():
+            if "mae" in metrics:
+                assert metrics["mae"].value == 0.0, name
+            else:
+                assert metrics["accuracy"].value == metrics["macro_f1"].value == 1.0, name
+    rows = [json.loads(x) for x in (tmp_path / "run" / "items.jsonl").read_text().splitlines()]
+    prompts = [b["messages"][1]["content"] for b in srv.requests]
+    persona_zh = next(p for p in prompts if ap.TASK_ASK["persona"]["zh"] in p)
+    assert "参与者 1 是" in persona_zh and "取值为 high 或 low" in persona_zh
+    assert "hobby" not in persona_zh  # CPED labels no hobby
+    assert len(rows) == 12
+
+
+@pytest.mark.skipif(unavailable() is not None, reason=unavailable() or "")
+def test_embedded_model_on_a_cped_item(tmp_path: Path) -> None:
+    cped = (shared_data("cped"), load_demo("cped:valid"))[1]
+    item = min((i for i in cped.items if i.task == "scene"), key=lambda i: len(i.transcript))
+    ds = DemoSet(name="cped-one", items=[item], sha256=cped.sha256, source=cped.source)
+    model = Model.from_spec(ModelSpec.parse("embedded"), cache=None)
+    config = AwarenessConfig(n_boot=50, max_tokens=32, judge_max_tokens=64, max_fixes=0)
+    try:
+        result = run_awareness(ds, tmp_path, config, model=model)
+    finally:
+        asyncio.run(model.aclose())
+    (row,) = [json.loads(x) for x in (tmp_path / "items.jsonl").read_text().splitlines()]
+    c = result.counts["zh"]["scene"]
+    assert c["items"] == 1 and row["prediction"]["raw"]
+    if row["prediction"]["parsed"] is None:  # smoke-quality model: either way it is counted
+        assert c["prediction_unparsed"] == 1 and row["verdict"] is None
+    else:
+        assert c["scored"] + c["judge_unscored"] == 1
+        assert row["verdict"]["scored"] or row["verdict"]["raw"]
+    assert result.usage["scene-zh"]["prediction"]["completion_tokens"] > 0
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["config"]["model_settings"]["model"] == "embedded"
