@@ -17,6 +17,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
+from dialogbench.data.demo import DemoSet
+from dialogbench.data.demo.registry import load_demo
 from dialogbench.data.download import DownloadError, download
 from dialogbench.data.errors import DataError
 from dialogbench.data.generic import FIELD_HELP, ImportConfig, flag, import_chat_export
@@ -39,6 +41,7 @@ from dialogbench.report.table import summary_table
 from dialogbench.retrieval.registry import DEFAULT_RETRIEVERS
 from dialogbench.stats.bootstrap import Estimate
 from dialogbench.tracks.common import ModelSettings
+from dialogbench.tracks.demo.awareness import AwarenessConfig, run_awareness
 from dialogbench.tracks.realcompanion.chat import ChatConfig, run_chat
 from dialogbench.tracks.realcompanion.coverage import CoverageConfig, run_coverage
 from dialogbench.tracks.realcompanion.detection import (
@@ -119,7 +122,7 @@ def table_of(title: str, table: dict[str, dict[str, Estimate]], row_label: str) 
 
 
 def print_run(
-    ds: Dataset,
+    ds: Dataset | DemoSet,
     shown: Sequence[Table | str],
     warnings: Sequence[str],
     wrote: str,
@@ -468,6 +471,73 @@ def run_reconstruction_cmd(
         shown.append(f"unscored: {result.unscored}")
         wrote = f"{out}/summary.json, subjects.json, items.jsonl, usage.json"
         print_run(ds, shown, result.warnings, wrote, models)
+
+
+DemoDatasetOpt = Annotated[str, typer.Option(help="cped, casino, sotopia, or a path")]
+
+
+@run_app.command("demo-awareness")
+def run_demo_awareness_cmd(
+    dataset: DemoDatasetOpt = "cped",
+    out: Annotated[Path, typer.Option(help="run folder")] = Path("runs/demo-awareness"),
+    model: ModelOpt = "embedded",
+    base_url: BaseUrlOpt = None,
+    api_key_env: KeyEnvOpt = None,
+    judge_model: JudgeOpt = None,
+    judge_base_url: JudgeUrlOpt = None,
+    tasks: Annotated[str, typer.Option(help="goal, persona, scene, utterance")] = (
+        "goal,persona,scene,utterance"
+    ),
+    limit: LimitOpt = None,
+    max_tokens: Annotated[int, typer.Option(help="answer budget")] = 1024,
+    seed: SeedOpt = 0,
+    n_boot: BootOpt = 2000,
+) -> None:
+    """DEMO element awareness: infer goals, personas, scenes and utterance labels from whole
+    dialogues; judged against gold, and scored objectively where the gold is categorical."""
+    with friendly_errors():
+        models = ModelSettings(
+            model=model,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            judge_model=judge_model,
+            judge_base_url=judge_base_url,
+        )
+        config = AwarenessConfig(
+            tasks=tuple(_csv(tasks)),  # type: ignore[arg-type]  # checked by the config
+            limit=limit,
+            seed=seed,
+            n_boot=n_boot,
+            models=models,
+            max_tokens=max_tokens,
+        )
+        ds = load_demo(dataset, seed=seed)
+        result = with_progress(
+            f"demo-awareness on {ds.name}",
+            lambda progress: run_awareness(ds, out, config, progress=progress),
+        )
+        shown: list[Table | str] = []
+        for lang, tasks_of in result.summary["judge"].items():
+            shown.append(
+                table_of(f"Element awareness on {ds.name} ({lang}), judge 0-10", tasks_of, "task")
+            )
+            table = result.tables[lang]
+            shown.append(f"{lang}: awareness average {_fmt(table.average)} over {table.averaged}")
+            objective = {
+                name: {k: v for k, v in metrics.items() if isinstance(v, Estimate)}
+                for name, metrics in result.summary["objective"].get(lang, {}).items()
+            }
+            if objective:
+                shown.append(
+                    table_of(f"Objective metrics against the labels ({lang})", objective, "field")
+                )
+            shown.append(f"counts ({lang}): {result.counts.get(lang, {})}")
+        wrote = f"{out}/summary.json, counts.json, items.jsonl, usage.json"
+        print_run(ds, shown, result.warnings, wrote, models)
+
+
+def _fmt(e: Estimate) -> str:
+    return f"{e.value:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}] (n={e.n})"
 
 
 compare_app = typer.Typer(help="Compare finished runs.", no_args_is_help=True)

@@ -1,0 +1,564 @@
+"""DEMO dialogue agent interaction: the familiarity rule, the agent and judge prompts, turn
+parsing, full runs against scripted loopback servers (end marker, a fixed malformed turn,
+a failed episode, the turn cap, an unscored verdict, resume, a fixed partner), and short
+runs of the real embedded model and on SOTOPIA episodes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import re
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dialogbench.data.demo.model import DemoSet, Episode, Persona, Scene
+from dialogbench.models import Model, ModelSpec
+from dialogbench.models.embedded import unavailable
+from dialogbench.testing import ChatServer
+from dialogbench.testing.chatserver import Fault, status
+from dialogbench.tracks.common import ModelSettings
+from dialogbench.tracks.demo import interaction_prompts as ip
+from dialogbench.tracks.demo.interaction import (
+    InteractionConfig,
+    InteractionResult,
+    parse_turn,
+    part_name,
+    plan_runs,
+    run_interaction,
+)
+
+
+def episode(
+    eid: str,
+    names: tuple[str, str],
+    lang: str = "en",
+    familiarity: int | None = 5,
+    goals: tuple[str, str] = ("get a loan of 200", "keep the savings intact"),
+) -> Episode:
+    return Episode.model_validate(
+        {
+            "id": eid,
+            "lang": lang,
+            "scene": Scene(
+                time="Saturday evening",
+                location="a noisy cafe",
+                medium="face-to-face",
+                topic="money",
+                relationship="old classmates",
+                familiarity=familiarity,
+            ),
+            "participants": (
+                Persona(name=names[0], gender="female", background=f"{names[0]} BACKGROUND-ONE"),
+                Persona(
+                    name=names[1],
+                    occupation="pilot",
+                    big_five={"openness": "high"},
+                    background=f"{names[1]} BACKGROUND-TWO",
+                ),
+            ),
+            "goals": goals,
+            "source": "test",
+        }
+    )
+
+
+# -- the familiarity rule and the prompts ---------------------------------------------------
+
+
+def test_partner_profile_needs_familiarity_four() -> None:
+    assert ip.knows_partner(Scene(familiarity=10))  # DEMO's first-digit parse would read 1
+    assert ip.knows_partner(Scene(familiarity=4))
+    assert not ip.knows_partner(Scene(familiarity=3))
+    assert not ip.knows_partner(Scene(familiarity=0))
+    assert not ip.knows_partner(Scene())  # unstated: hidden
+
+
+def _user(messages: list[Any]) -> str:
+    assert messages[0]["role"] == "system" and messages[1]["role"] == "user"
+    return str(messages[1]["content"])
+
+
+def test_agent_prompt_shows_own_goal_only_and_partner_background_by_familiarity() -> None:
+    goals = ("GOAL-OF-ANA", "GOAL-OF-BO")
+    close = episode("e", ("Ana", "Bo"), familiarity=10, goals=goals)
+    far = episode("e", ("Ana", "Bo"), familiarity=3, goals=goals)
+    history = [("Ana", "Hi Bo, got a minute?")]
+    for side in (0, 1):
+        mine, theirs = goals[side], goals[1 - side]
+        text = _user(ip.agent_messages(close, side, history))
+        assert mine in text and theirs not in text  # the partner's goal is never shown
+        assert ip.EN.partner_goal in text
+        other = close.participants[1 - side]
+        assert f"{other.name} BACKGROUND" in text  # familiarity 10: known
+        hidden = _user(ip.agent_messages(far, side, history))
+        assert f"{other.name} BACKGROUND" not in hidden and ip.EN.partner_unknown in hidden
+        assert f"{close.participants[side].name} BACKGROUND" in hidden  # its own profile
+        assert theirs not in hidden
+    text = _user(ip.agent_messages(close, 1, history))
+    assert "Turn 1 - Ana: Hi Bo, got a minute?" in text
+    assert "Write turn 2, as Bo" in text
+    assert '{"person": "Bo", "end": true}' in text
+    assert "10 out of 10" in text and "face-to-face" in text and "old classmates" in text
+    assert "Occupation: pilot" in text and "openness high" in text
+    first = _user(ip.agent_messages(close, 0, []))
+    assert ip.EN.no_history in first and "Write turn 1, as Ana" in first
+
+
+def test_chinese_episode_gets_chinese_prompts() -> None:
+    e = episode("z", ("李雷", "韩梅梅"), lang="zh", familiarity=2, goals=("借到钱", "不借钱"))
+    text = _user(ip.agent_messages(e, 0, [("李雷", "你好")]))
+    assert ip.ZH.agent_system == ip.agent_messages(e, 0, [])[0]["content"]
+    assert "第 1 轮 - 李雷：你好" in text and "借到钱" in text and "不借钱" not in text
+    assert ip.ZH.partner_unknown in text and "韩梅梅 BACKGROUND" not in text
+    assert "性别：女" in text
+    judge = ip.judge_messages(e, [("李雷", "你好")])
+    assert judge[0]["content"] == ip.ZH.judge_system
+    assert ip.JUDGE_RUBRICS["zh"].instructions in judge[1]["content"]
+
+
+def test_judge_sees_both_goals_and_profiles_and_names_the_four_criteria() -> None:
+    goals = ("GOAL-OF-ANA", "GOAL-OF-BO")
+    e = episode("e", ("Ana", "Bo"), familiarity=0, goals=goals)
+    text = _user(ip.judge_messages(e, [("Ana", "Hello."), ("Bo", "Hi.")]))
+    assert all(g in text for g in goals)
+    assert "Ana BACKGROUND-ONE" in text and "Bo BACKGROUND-TWO" in text
+    assert "Turn 2 - Bo: Hi." in text
+    for name in ("goal", "believability", "skillfulness", "realism"):
+        assert f'"{name}"' in text
+    assert not re.search(r"naturalness|coherence|smoothness", text)
+    dims = {lang: [d.name for d in r.dimensions] for lang, r in ip.JUDGE_RUBRICS.items()}
+    assert dims == {"en": list(ip.DIMENSIONS), "zh": list(ip.DIMENSIONS)}
+    assert len(ip.PROMPT_SHA256) == 64
+
+
+def test_parse_turn() -> None:
+    said = parse_turn('Here:\n```json\n{"person": "bo ", "content": " Hi! "}\n```', "Bo")
+    assert said.content == "Hi!" and not said.end
+    assert parse_turn('{"end": true}', "Bo").end
+    last = parse_turn('{"person": "Bo", "content": "Bye.", "end": true}', "Bo")
+    assert last.end and last.content == "Bye."
+    for bad, why in [
+        ("Sure, I will say hello.", "no JSON"),
+        ('{"person": "Ana", "content": "Hi"}', "this turn is Bo's"),
+        ('{"person": "Bo"}', "content"),
+        ('{"content": "Hi"}', "person"),
+        ('{"person": "Bo", "end": "yes"}', "content"),
+        ("[1, 2]", "not an object"),
+    ]:
+        with pytest.raises(ValueError, match=why):
+            parse_turn(bad, "Bo")
+
+
+def test_runs_and_part_names() -> None:
+    es = [episode("a", ("Ana", "Bo")), episode("b/1", ("Cy", "Di"))]
+    assert [r.under_test for r in plan_runs(es, False, "both")] == ["both", "both"]
+    assert [r.id for r in plan_runs(es, True, "p2")] == ["a", "b/1"]
+    assert [r.id for r in plan_runs(es, True, "both")] == ["a@p1", "a@p2", "b/1@p1", "b/1@p2"]
+    assert part_name("episode", "a@p1") == "episode.a@p1"
+    assert re.fullmatch(r"episode\.b_1-[0-9a-f]{10}", part_name("episode", "b/1"))
+
+
+def test_bad_configurations_fail_early(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="sides"):
+        InteractionConfig(sides="both sides")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_turns"):
+        InteractionConfig(max_turns=0)
+    e = episode("a", ("Ana", "Bo"))
+    with pytest.raises(ValueError, match="needs a model"):
+        run_interaction([e], tmp_path, InteractionConfig())
+    config = InteractionConfig(models=ModelSettings(model="openai-compatible/x"))
+    with pytest.raises(ValueError, match="unique"):
+        run_interaction([e, e], tmp_path, config)
+    assert not (tmp_path / "manifest.json").exists()
+
+
+# -- against scripted servers ---------------------------------------------------------------
+
+AGENT_SYSTEMS = {ip.EN.agent_system, ip.ZH.agent_system}
+JUDGE_SYSTEMS = {ip.EN.judge_system, ip.ZH.judge_system}
+
+
+def say(name: str, text: str, **extra: Any) -> str:
+    return json.dumps({"person": name, "content": text, **extra}, ensure_ascii=False)
+
+
+END = json.dumps({"end": True})
+
+# speaker -> (turn number, is a retry) -> reply
+Script = dict[str, Callable[[int, bool], str]]
+
+SCRIPT: Script = {
+    # e-end: three turns, the third is the end marker
+    "Ana": lambda t, retry: END if t == 3 else say("Ana", f"Ana speaks at turn {t}."),
+    "Bo": lambda t, retry: say("Bo", "I am not sure about that."),
+    # e-fix: the first turn is prose, fixed on the retry; the second ends with last words
+    "Cleo": lambda t, retry: say("Cleo", "Hello Dan.") if retry else "Sure! Hello Dan.",
+    "Dan": lambda t, retry: say("Dan", "Bye then.", end=True),
+    # e-broken (zh): always speaks for the other participant
+    "李雷": lambda t, retry: say("韩梅梅", "你好"),
+    "韩梅梅": lambda t, retry: say("韩梅梅", "你好"),
+    # e-long (zh): never ends
+    "王芳": lambda t, retry: say("王芳", f"第{t}句"),
+    "张伟": lambda t, retry: say("张伟", f"第{t}句"),
+    # e-zh: two turns, then the end
+    "刘洋": lambda t, retry: END if t == 3 else say("刘洋", "我们聊聊吧"),
+    "陈静": lambda t, retry: say("陈静", "好啊"),
+}
+
+Verdicts = dict[str, tuple[int, int, int, int] | None]
+"""First participant's name -> the judge's four scores (None: no usable verdict)."""
+
+VERDICTS: Verdicts = {
+    "Ana": (8, 6, 7, 5),
+    "Cleo": (4, 4, 4, 4),
+    "王芳": None,  # no usable verdict, even after the corrections
+    "刘洋": (6, 8, 6, 8),
+}
+
+_SPEAKER = re.compile(r"^## (?:You are |你是)(.+)$", re.MULTILINE)
+_TURN_LINE = re.compile(r"^(?:Turn \d+ - |第 \d+ 轮 - )", re.MULTILINE)
+_FIRST_PERSON = re.compile(r"^### (.+)$", re.MULTILINE)
+
+
+class Scripted:
+    """Agents answer from a script keyed by speaker; the judge from `VERDICTS`."""
+
+    def __init__(
+        self,
+        script: Script = SCRIPT,
+        verdicts: Verdicts = VERDICTS,
+    ) -> None:
+        self.script, self.verdicts = script, verdicts
+        self.judged: list[str] = []
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        messages = body["messages"]
+        system, user = messages[0]["content"], messages[1]["content"]
+        if system in AGENT_SYSTEMS:
+            found = _SPEAKER.search(user)
+            assert found is not None
+            turn = len(_TURN_LINE.findall(user)) + 1
+            return self.script[found.group(1)](turn, len(messages) > 2)
+        assert system in JUDGE_SYSTEMS
+        found = _FIRST_PERSON.search(user)
+        assert found is not None
+        first = found.group(1)
+        self.judged.append(first)
+        scores = self.verdicts[first]
+        if scores is None:
+            return "Looks fine to me."
+        return json.dumps({"reason": "read it", **dict(zip(ip.DIMENSIONS, scores, strict=True))})
+
+
+def five_episodes() -> list[Episode]:
+    return [
+        episode("e-end", ("Ana", "Bo")),
+        episode("e-fix", ("Cleo", "Dan"), familiarity=10),
+        episode("e-broken", ("李雷", "韩梅梅"), lang="zh"),
+        episode("e-long", ("王芳", "张伟"), lang="zh", familiarity=1),
+        episode("e-zh", ("刘洋", "陈静"), lang="zh"),
+    ]
+
+
+def scripted_model(srv: ChatServer, name: str = "scripted") -> Model:
+    """A model on the server without the response cache (so every call reaches it)."""
+    spec = ModelSpec.parse(f"openai-compatible/{name}", base_url=srv.base_url)
+    return Model.from_spec(spec, cache=None, backoff_s=0.01)
+
+
+def items(out: Path) -> dict[str, dict[str, Any]]:
+    rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
+    return {r["id"]: r for r in rows}
+
+
+CONFIG = InteractionConfig(max_turns=4, n_boot=200)
+AGENT_CALLS = 3 + 3 + 3 + 4 + 3  # e-end, e-fix (one retry), e-broken (3 tries), e-long, e-zh
+JUDGE_CALLS = 1 + 1 + 3 + 1  # e-long's verdict: the first reply and two corrections
+
+
+def test_scripted_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    out = tmp_path / "run"
+    reply = Scripted()
+    seen: list[tuple[str, int, int]] = []
+    with ChatServer(reply=reply) as srv:
+        config = InteractionConfig(
+            max_turns=4,
+            n_boot=200,
+            models=ModelSettings(model="openai-compatible/scripted", base_url=srv.base_url),
+        )
+        result = run_interaction(
+            DemoSet(name="hand", episodes=five_episodes(), sha256="abc", source="test"),
+            out,
+            config,
+            progress=lambda what, done, total: seen.append((what, done, total)),
+        )
+        assert srv.request_count == AGENT_CALLS + JUDGE_CALLS
+        agent_bodies = [b for b in srv.requests if b["messages"][0]["content"] in AGENT_SYSTEMS]
+        assert all(b["temperature"] == 1.0 and b["seed"] == 0 for b in agent_bodies)
+    assert seen[0] == ("episodes", 0, 5) and seen[-1] == ("episodes", 5, 5)
+    assert sorted(reply.judged) == sorted(["Ana", "Cleo", "王芳", "王芳", "王芳", "刘洋"])
+
+    rows = items(out)
+    assert list(rows) == ["e-end", "e-fix", "e-broken", "e-long", "e-zh"]
+    end = rows["e-end"]
+    assert end["ending"] == "end_marker" and end["ended_by"] == "Ana" and end["n_turns"] == 2
+    assert [t["person"] for t in end["turns"]] == ["Ana", "Bo"]
+    assert (end["goal"], end["realism"], end["average"]) == (8.0, 5.0, 6.5)
+    assert end["under_test"] == "both" and end["models"] == {
+        "Ana": "openai-compatible/scripted",
+        "Bo": "openai-compatible/scripted",
+    }
+    fix = rows["e-fix"]
+    assert fix["ending"] == "end_marker" and fix["ended_by"] == "Dan"
+    assert [t["content"] for t in fix["turns"]] == ["Hello Dan.", "Bye then."]
+    assert fix["turns"][0]["attempts"] == 2 and fix["turns_fixed"] == 1
+    broken = rows["e-broken"]
+    assert broken["ending"] == "failed" and not broken["judged"] and broken["goal"] is None
+    assert broken["failure"]["kind"] == "malformed" and broken["failure"]["turn"] == 1
+    assert broken["failure"]["attempts"] == 3 and "韩梅梅" in broken["failure"]["raw"]
+    assert "this turn is 李雷's" in broken["failure"]["error"]
+    assert broken["judge_skipped"] == "episode failed"
+    long = rows["e-long"]
+    assert long["ending"] == "max_turns" and long["n_turns"] == 4
+    assert not long["judged"] and long["judge_raw"] == "Looks fine to me."
+    assert long["judge_error"] and long["judge_attempts"] == 3 and long["average"] is None
+    assert rows["e-zh"]["judged"] and rows["e-zh"]["goal"] == 6.0
+
+    en, zh = result.summary["en"], result.summary["zh"]
+    assert (en["goal"].value, en["goal"].n) == (6.0, 2)
+    assert en["believability"].value == 5.0 and en["skillfulness"].value == 5.5
+    assert en["realism"].value == 4.5 and en["average"].value == pytest.approx(5.25)
+    assert en["goal"].ci_low <= 6.0 <= en["goal"].ci_high
+    assert (zh["goal"].value, zh["goal"].n, zh["average"].value) == (6.0, 1, 7.0)
+    assert set(en) == {"goal", "believability", "skillfulness", "realism", "average"}
+
+    c = result.counts
+    assert c["all"] == {
+        "episodes": 5,
+        "runs": 5,
+        "ended_by_marker": 3,
+        "hit_max_turns": 1,
+        "failed": 1,
+        "judge_scored": 3,
+        "judge_unscored": 1,
+        "turns": 2 + 2 + 0 + 4 + 2,
+        "turns_fixed": 1,
+    }
+    assert c["zh"]["failed"] == 1 and c["en"]["runs"] == 2
+    assert any("e-broken: failed at turn 1" in w for w in result.warnings)
+    assert any("e-long: verdict unscored" in w for w in result.warnings)
+
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["en"]["goal"] == {"value": 6.0, "ci_low": 4.0, "ci_high": 8.0, "n": 2}
+    assert json.loads((out / "counts.json").read_text()) == c
+    usage = json.loads((out / "usage.json").read_text())
+    assert usage["under_test"]["calls"] == AGENT_CALLS and "partner" not in usage
+    assert usage["judge"]["calls"] == JUDGE_CALLS
+    assert usage["tokens_processed"] > 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["track"] == "demo-interaction" and manifest["seed"] == 0
+    assert manifest["dataset"] == {"name": "hand", "source": "test", "sha256": "abc", "subjects": 5}
+    assert manifest["config"]["prompt_sha256"] == ip.PROMPT_SHA256
+    assert manifest["config"]["partner_settings"] == {"same_as": "model under test"}
+    assert manifest["config"]["judge_settings"]["same_as"] == "model under test"
+    assert manifest["config"]["models"]["model"] == "openai-compatible/scripted"
+    assert manifest["package_version"]
+    warnings = json.loads((out / "warnings.json").read_text())["warnings"]
+    assert warnings == result.warnings
+    assert (out / "parts" / "episode.e-end.jsonl").exists()
+    assert (out / "parts" / "judge.e-end.jsonl").exists()
+    assert not (out / "parts" / "judge.e-broken.jsonl").exists()
+
+
+def run_scripted(
+    srv: ChatServer, data: list[Episode] | DemoSet, out: Path, config: InteractionConfig
+) -> InteractionResult:
+    """A run with a fresh cache-less model on `srv`, closed afterwards."""
+    model = scripted_model(srv)
+    try:
+        return run_interaction(data, out, config, model=model)
+    finally:
+        asyncio.run(model.aclose())
+
+
+def test_resume_keeps_finished_episodes_and_verdicts(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    with ChatServer(reply=Scripted()) as srv:
+        first = run_scripted(srv, five_episodes(), out, CONFIG)
+        assert srv.request_count == AGENT_CALLS + JUDGE_CALLS
+        # a kill before e-long finished and before e-zh was judged
+        for name in ("episode.e-long", "judge.e-long", "judge.e-zh"):
+            (out / "parts" / f"{name}.jsonl").unlink()
+        (out / "items.jsonl").unlink()
+        srv.reset()
+        again = run_scripted(srv, five_episodes(), out, CONFIG)
+        assert srv.request_count == 4 + 3 + 1  # e-long played and judged, e-zh judged
+        assert again.counts == first.counts
+        assert again.summary == first.summary
+        assert len(items(out)) == 5
+        srv.reset()
+        run_scripted(srv, five_episodes(), out, CONFIG)  # all done: nothing is asked
+        assert srv.request_count == 0
+        srv.reset()
+        run_scripted(srv, five_episodes(), out, replace(CONFIG, max_turns=3))  # afresh
+        assert srv.request_count == AGENT_CALLS - 1 + JUDGE_CALLS  # e-long: 3 turns
+
+
+def test_an_episode_whose_call_failed_is_played_again(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    e = episode("e-end", ("Ana", "Bo"))
+    refused = True
+
+    def refuse_bo(number: int, body: dict[str, Any]) -> Fault | None:
+        user = body["messages"][1]["content"]
+        return status(400, message="no") if refused and "## You are Bo" in user else None
+
+    with ChatServer(reply=Scripted(), rules=refuse_bo) as srv:
+        failed = run_scripted(srv, [e], out, CONFIG)
+        (row,) = items(out).values()
+        assert row["ending"] == "failed" and row["failure"]["kind"] == "call"
+        assert row["failure"]["turn"] == 2 and "call failed" in row["failure"]["error"]
+        assert failed.counts["all"]["failed"] == 1
+        assert math.isnan(failed.summary["en"]["goal"].value)
+        refused = False
+        srv.reset()
+        again = run_scripted(srv, [e], out, CONFIG)
+        assert srv.request_count == 3 + 1
+    assert again.counts["all"]["ended_by_marker"] == 1 and again.summary["en"]["goal"].n == 1
+
+
+def test_a_fixed_partner_on_both_sides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    out = tmp_path / "run"
+    e = episode("e-end", ("Ana", "Bo"))
+    with (
+        ChatServer(reply=Scripted()) as srv,
+        ChatServer(reply=Scripted()) as partner,
+        ChatServer(reply=Scripted()) as judging,
+    ):
+        config = InteractionConfig(
+            max_turns=4,
+            n_boot=200,
+            models=ModelSettings(model="openai-compatible/tested", base_url=srv.base_url),
+            partner="openai-compatible/partner",
+            partner_base_url=partner.base_url,
+            sides="both",
+            constrain_turns=True,
+        )
+        judge = scripted_model(judging, "judge")  # no cache: the two transcripts are equal
+        try:
+            result = run_interaction([e], out, config, judge_model=judge)
+        finally:
+            asyncio.run(judge.aclose())
+        # as p1 the model says turns 1 and 3 (the end), as p2 turn 2
+        assert srv.request_count == 2 + 1
+        assert partner.request_count == 1 + 2
+        assert judging.request_count == 2
+        tested = [b for b in srv.requests if b["messages"][0]["content"] in AGENT_SYSTEMS]
+        assert all(b["model"] == "tested" for b in tested)
+        turn_format = tested[0]["response_format"]["json_schema"]["schema"]
+        assert turn_format == ip.TURN_SCHEMA
+    rows = items(out)
+    assert list(rows) == ["e-end@p1", "e-end@p2"]
+    p1, p2 = rows["e-end@p1"], rows["e-end@p2"]
+    assert p1["under_test"] == "p1" and p2["under_test"] == "p2"
+    assert p1["models"] == {"Ana": "openai-compatible/tested", "Bo": "openai-compatible/partner"}
+    assert p2["models"] == {"Ana": "openai-compatible/partner", "Bo": "openai-compatible/tested"}
+    assert [t["played_by"] for t in p1["turns"]] == ["under_test", "partner"]
+    assert [t["played_by"] for t in p2["turns"]] == ["partner", "under_test"]
+    assert result.counts["all"]["episodes"] == 1 and result.counts["all"]["runs"] == 2
+    assert result.summary["en"]["goal"].value == 8.0 and result.summary["en"]["goal"].n == 2
+    assert result.usage["partner"]["calls"] == 3 and result.usage["under_test"]["calls"] == 3
+    manifest = json.loads((out / "manifest.json").read_text())["config"]
+    assert manifest["partner_settings"]["model"] == "openai-compatible/partner"
+    assert manifest["judge_settings"]["model"] == "openai-compatible/judge"
+    assert manifest["sides"] == "both" and manifest["runs"] == 2
+
+
+# -- the real embedded model ----------------------------------------------------------------
+
+
+@pytest.mark.skipif(unavailable() is not None, reason=unavailable() or "")
+def test_embedded_model_short_run(tmp_path: Path) -> None:
+    model = Model.from_spec(ModelSpec.parse("embedded"), cache=None)
+    config = InteractionConfig(
+        max_turns=2,
+        temperature=0.0,
+        max_tokens=48,
+        constrain_turns=True,  # a 135M model writes JSON only under a grammar
+        judge_max_tokens=64,
+        max_fixes=0,
+        n_boot=100,
+    )
+    try:
+        result = run_interaction([episode("e", ("Ana", "Bo"))], tmp_path, config, model=model)
+    finally:
+        asyncio.run(model.aclose())
+    (row,) = items(tmp_path).values()
+    c = result.counts["all"]
+    assert c["ended_by_marker"] + c["hit_max_turns"] + c["failed"] == 1
+    assert c["judge_scored"] + c["judge_unscored"] == 1 - c["failed"]
+    assert row["n_turns"] <= 2 and all(t["content"] for t in row["turns"])
+    if row["failure"]:
+        assert row["failure"]["kind"] == "malformed" and row["failure"]["raw"]
+    elif not row["judged"]:
+        assert row["judge_raw"] and row["judge_error"] and row["average"] is None
+    assert result.usage["under_test"]["completion_tokens"] > 0
+
+
+# -- SOTOPIA episodes -----------------------------------------------------------------------
+
+
+def _needs_sotopia() -> None:
+    root = os.environ.get("DIALOGBENCH_DATA")
+    if not root:
+        pytest.skip("DIALOGBENCH_DATA is not set; point it at the public corpora to run this test")
+    if not (Path(root) / "sotopia").is_dir():
+        pytest.skip(f"{Path(root) / 'sotopia'} is missing; DIALOGBENCH_DATA should hold sotopia/")
+
+
+def test_sotopia_episodes_end_to_end(tmp_path: Path) -> None:
+    _needs_sotopia()
+    from dialogbench.data.demo.registry import load_demo
+
+    demo = load_demo("sotopia")
+    strangers = next(e for e in demo.episodes if e.scene.familiarity == 0)
+    names = {p.name for p in strangers.participants}
+    friends = next(
+        e
+        for e in demo.episodes
+        if (e.scene.familiarity or 0) >= 4 and not names & {p.name for p in e.participants}
+    )
+    chosen = [strangers, friends]
+
+    def greets(name: str) -> Callable[[int, bool], str]:
+        return lambda turn, retry: END if turn == 3 else say(name, "Hey.")
+
+    speakers: Script = {p.name: greets(p.name) for e in chosen for p in e.participants}
+    verdicts: Verdicts = {e.participants[0].name: (5, 6, 7, 8) for e in chosen}
+    with ChatServer(reply=Scripted(speakers, verdicts)) as srv:
+        result = run_scripted(srv, demo.model_copy(update={"episodes": chosen}), tmp_path, CONFIG)
+        agent_prompts = [
+            b["messages"][1]["content"]
+            for b in srv.requests
+            if b["messages"][0]["content"] in AGENT_SYSTEMS
+        ]
+    assert result.counts["all"]["ended_by_marker"] == 2
+    assert result.summary["en"]["average"].value == 6.5 and result.summary["en"]["goal"].n == 2
+    for e in chosen:
+        for side in (0, 1):
+            me, other = e.participants[side], e.participants[1 - side]
+            mine = [t for t in agent_prompts if f"## You are {me.name}\n" in t]
+            assert len(mine) == (2 if side == 0 else 1)
+            assert all(e.goals[side] in t for t in mine)
+            assert all((other.background or "") in t for t in mine) == (e is friends)
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["dataset"]["name"] == "sotopia"
+    assert manifest["dataset"]["sha256"] == demo.sha256
