@@ -27,3 +27,19 @@ def locomo_dir() -> Path:
 @pytest.fixture
 def memorybank_dir() -> Path:
     return shared_data("memorybank")
+
+
+# module-scoped, so that a module's module-scoped fixtures (a loaded corpus) can use them
+@pytest.fixture(scope="module")
+def cped_dir() -> Path:
+    return shared_data("cped")
+
+
+@pytest.fixture(scope="module")
+def casino_dir() -> Path:
+    return shared_data("casino")
+
+
+@pytest.fixture(scope="module")
+def sotopia_dir() -> Path:
+    return shared_data("sotopia")

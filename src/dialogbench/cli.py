@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -18,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dialogbench.data.demo import DemoSet
-from dialogbench.data.demo.registry import load_demo
+from dialogbench.data.demo.registry import DEMO_DATASETS, load_demo, locate_demo
 from dialogbench.data.download import DownloadError, download
 from dialogbench.data.errors import DataError
 from dialogbench.data.generic import FIELD_HELP, ImportConfig, flag, import_chat_export
@@ -41,7 +42,9 @@ from dialogbench.report.table import summary_table
 from dialogbench.retrieval.registry import DEFAULT_RETRIEVERS
 from dialogbench.stats.bootstrap import Estimate
 from dialogbench.tracks.common import ModelSettings
+from dialogbench.tracks.demo.aggregate import AwarenessTable, TableRow, paper_table
 from dialogbench.tracks.demo.awareness import AwarenessConfig, run_awareness
+from dialogbench.tracks.demo.interaction import SIDES, InteractionConfig, run_interaction
 from dialogbench.tracks.realcompanion.chat import ChatConfig, run_chat
 from dialogbench.tracks.realcompanion.coverage import CoverageConfig, run_coverage
 from dialogbench.tracks.realcompanion.detection import (
@@ -536,6 +539,136 @@ def run_demo_awareness_cmd(
         print_run(ds, shown, result.warnings, wrote, models)
 
 
+@run_app.command("demo-interaction")
+def run_demo_interaction_cmd(
+    dataset: DemoDatasetOpt = "sotopia",
+    out: Annotated[Path, typer.Option(help="run folder")] = Path("runs/demo-interaction"),
+    model: ModelOpt = "embedded",
+    base_url: BaseUrlOpt = None,
+    api_key_env: KeyEnvOpt = None,
+    judge_model: JudgeOpt = None,
+    judge_base_url: JudgeUrlOpt = None,
+    partner: Annotated[
+        str | None, typer.Option(help="a fixed partner model (default: self-play)")
+    ] = None,
+    partner_base_url: Annotated[str | None, typer.Option(help="the partner's URL")] = None,
+    partner_api_key_env: Annotated[
+        str | None, typer.Option(help="environment variable holding the partner's key")
+    ] = None,
+    sides: Annotated[
+        str, typer.Option(help="with a partner, the side under test: p1, p2 or both")
+    ] = "p1",
+    max_turns: Annotated[int, typer.Option(help="turns per episode, both sides")] = 20,
+    temperature: Annotated[float, typer.Option(help="the agents' temperature")] = 1.0,
+    max_tokens: Annotated[int, typer.Option(help="tokens per turn")] = 256,
+    constrain_turns: Annotated[
+        bool, typer.Option(help="also send each turn's JSON shape as a schema")
+    ] = False,
+    limit: LimitOpt = None,
+    seed: SeedOpt = 0,
+    n_boot: BootOpt = 2000,
+) -> None:
+    """DEMO dialogue agent interaction: two agents play out each episode, each knowing only
+    its own goal; a judge scores goal, believability, skillfulness and realism (0-10)."""
+    with friendly_errors():
+        if sides not in SIDES:
+            raise ValueError(f"--sides must be one of {', '.join(SIDES)}")
+        models = ModelSettings(
+            model=model,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            judge_model=judge_model,
+            judge_base_url=judge_base_url,
+        )
+        config = InteractionConfig(
+            max_turns=max_turns,
+            limit=limit,
+            seed=seed,
+            n_boot=n_boot,
+            models=models,
+            partner=partner,
+            partner_base_url=partner_base_url,
+            partner_api_key_env=partner_api_key_env,
+            sides=sides,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            constrain_turns=constrain_turns,
+        )
+        ds = load_demo(dataset, seed=seed)
+        result = with_progress(
+            f"demo-interaction on {ds.name}",
+            lambda progress: run_interaction(ds, out, config, progress=progress),
+        )
+        shown: list[Table | str] = [
+            table_of(
+                f"Dialogue agent interaction on {ds.name}, judge 0-10 (95% bootstrap intervals)",
+                result.summary,
+                "language",
+            )
+        ]
+        shown += [f"counts ({k}): {v}" for k, v in result.counts.items()]
+        wrote = f"{out}/summary.json, counts.json, items.jsonl, usage.json, parts/"
+        print_run(ds, shown, result.warnings, wrote, models)
+
+
+report_app = typer.Typer(help="Tables across finished runs.", no_args_is_help=True)
+app.add_typer(report_app, name="report")
+
+
+@report_app.command("demo")
+def report_demo_cmd(
+    awareness: Annotated[
+        Path | None, typer.Option(help="a finished demo-awareness run folder")
+    ] = None,
+    interaction: Annotated[
+        Path | None, typer.Option(help="a finished demo-interaction run folder")
+    ] = None,
+) -> None:
+    """DEMO's table: the task means, the element-awareness average, the interaction
+    dimensions and average, and overall (their mean), per language, never pooled."""
+    with friendly_errors():
+        if awareness is None and interaction is None:
+            raise ValueError("give --awareness RUN and/or --interaction RUN")
+        tables: dict[str, AwarenessTable] = {}
+        if awareness is not None:
+            found = _summary(awareness, "demo-awareness")["awareness"]
+            tables = {lang: AwarenessTable.model_validate(t) for lang, t in found.items()}
+        dims: dict[str, dict[str, Estimate]] = {}
+        if interaction is not None:
+            found = _summary(interaction, "demo-interaction")
+            dims = {
+                lang: {k: Estimate.model_validate(v) for k, v in figures.items()}
+                for lang, figures in found.items()
+            }
+        rows = paper_table(tables, dims)
+        for lang, row in rows.items():
+            console.print(table_of(f"DEMO ({lang})", _row_table(row), "part"))
+            for note in row.notes:
+                console.print(Text.assemble(("note: ", "yellow"), note))
+
+
+def _summary(run: Path, track: str) -> dict[str, Any]:
+    """A finished run's summary.json, checking the manifest says which track wrote it."""
+    manifest, summary = run / "manifest.json", run / "summary.json"
+    if not summary.exists() or not manifest.exists():
+        raise DataError(run, "no finished run here", fix=f"run `dialogbench run {track}` first")
+    wrote = json.loads(manifest.read_text()).get("track")
+    if wrote != track:
+        raise DataError(manifest, f"written by {wrote!r}, not {track!r}", field="track")
+    loaded: dict[str, Any] = json.loads(summary.read_text())
+    return loaded
+
+
+def _row_table(row: TableRow) -> dict[str, dict[str, Estimate]]:
+    table: dict[str, dict[str, Estimate]] = {}
+    if row.awareness:
+        table["element awareness"] = {**row.awareness, "average": row.awareness_average}
+    if row.interaction:
+        table["interaction"] = {**row.interaction, "average": row.interaction_average}
+    table["overall"] = {"overall": row.overall}
+    return table
+
+
 def _fmt(e: Estimate) -> str:
     return f"{e.value:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}] (n={e.n})"
 
@@ -606,8 +739,16 @@ def data_list() -> None:
         here = str(where) if where else ("manual download" if spec.manual else "no")
         table.add_row(spec.name, here, spec.carries, spec.licence, spec.description)
     console.print(table)
+    demo = Table(title="DEMO corpora (run demo-awareness / demo-interaction)", title_justify="left")
+    for col in ("name", "here", "provides", "licence", "description"):
+        demo.add_column(col)
+    for d in DEMO_DATASETS.values():
+        where = locate_demo(d)
+        demo.add_row(d.name, str(where) if where else "no", d.provides, d.licence, d.description)
+    console.print(demo)
     console.print(
-        "Any other data: a release folder (docs/release-format.md) or `dialogbench data import`."
+        "Any other data: a release folder (docs/release-format.md) or `dialogbench data import`;"
+        " DEMO's own files by path."
     )
 
 

@@ -45,6 +45,22 @@ def expect_object(
     return obj
 
 
+def require_fields(
+    obj: Any, fields: Iterable[str], path: Path, record: str, prefix: str = ""
+) -> None:
+    """A `DataError` naming the first of `fields` that `obj` lacks (every one, when `obj` is
+    not a JSON object); the field is reported as `prefix + name`."""
+    for name in fields:
+        if not isinstance(obj, dict) or name not in obj:
+            raise DataError(
+                path,
+                "required field is missing",
+                record=record,
+                field=f"{prefix}{name}",
+                fix=f"add '{prefix}{name}' to this record",
+            )
+
+
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-blank line of a JSON Lines file."""
     with path.open(encoding="utf-8") as f:

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from dialogbench.judging.prompts import blind_messages, single_messages
+from dialogbench.judging.prompts import FRAMINGS, blind_messages, single_messages
 from dialogbench.judging.rubric import Rubric, blind_labels, blind_schema, verdict_schema
 from dialogbench.models.model import Model
 from dialogbench.models.types import GenerateConfig
@@ -111,6 +111,7 @@ class Judge:
         self.max_fixes = max_fixes
         self._single = verdict_schema(rubric)
         self._blind: dict[int, type[BaseModel]] = {}
+        self._correction = FRAMINGS[rubric.lang].correction
 
     def _require(self, reference: str | None, context: str | None) -> None:
         needs = self.rubric.compares_to
@@ -134,7 +135,12 @@ class Judge:
         self._require(reference, context)
         messages = single_messages(self.rubric, candidate, reference, context)
         got = await self.model.generate_structured(
-            messages, self._single, self.config, max_fixes=self.max_fixes, tag=tag
+            messages,
+            self._single,
+            self.config,
+            max_fixes=self.max_fixes,
+            tag=tag,
+            correction=self._correction,
         )
         found: dict[str, Any] = {}
         if got.value is not None:
@@ -182,7 +188,12 @@ class Judge:
         schema = self._blind.get(len(labels)) or blind_schema(self.rubric, labels)
         self._blind[len(labels)] = schema
         got = await self.model.generate_structured(
-            messages, schema, self.config, max_fixes=self.max_fixes, tag=tag
+            messages,
+            schema,
+            self.config,
+            max_fixes=self.max_fixes,
+            tag=tag,
+            correction=self._correction,
         )
         found: dict[str, Any] = {}
         if got.value is not None:

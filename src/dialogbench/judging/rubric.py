@@ -7,15 +7,21 @@ model is asked to correct itself, and what still fails is kept unscored.
 Single candidate:  {"reason": str, <dim>: int, ..., <flag>: bool, ...}
 Blinded candidates: {"candidates": [{"label": "A", "reason": str, <dim>: int, ...}, ...]}
 with exactly one entry per label. `reason` comes first so that it is written before the scores.
+The schemas' field descriptions are worded in the rubric's language (`judging.prompts`).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model, field_validator
+
+from dialogbench.judging.prompts import FRAMINGS
+
+Lang = Literal["en", "zh"]
+"""The languages a rubric (and the judge's framing around it) can be written in."""
 
 CompareTo = Literal["reference", "context", "none"]
 """What a rubric needs besides the candidate: a reference answer, the context, or nothing."""
@@ -69,10 +75,15 @@ class Rubric:
     dimensions: tuple[Dimension, ...]
     compares_to: CompareTo = "reference"
     flags: tuple[Flag, ...] = ()
+    lang: Lang = field(default="en", repr=False)
+    """The language of the instructions and criteria; the judge's framing follows it. Left
+    out of `repr`, so the prompt digests tracks take of their English rubrics stay put."""
 
     def __post_init__(self) -> None:
         if not self.name.strip():
             raise ValueError("a rubric needs a name")
+        if self.lang not in FRAMINGS:
+            raise ValueError(f"rubric {self.name!r}: lang must be one of {sorted(FRAMINGS)}")
         if not self.dimensions:
             raise ValueError(f"rubric {self.name!r} has no dimensions")
         names = [d.name for d in self.dimensions] + [f.name for f in self.flags]
@@ -89,13 +100,11 @@ class Rubric:
         raise KeyError(f"rubric {self.name!r} has no dimension {name!r} (it has: {known})")
 
 
-REASON_HELP = "Your reasoning, written before the scores: what the candidate gets right and wrong."
-
-
 def _score_fields(rubric: Rubric) -> dict[str, Any]:
-    fields: dict[str, Any] = {"reason": (str, Field(description=REASON_HELP))}
+    wording = FRAMINGS[rubric.lang]
+    fields: dict[str, Any] = {"reason": (str, Field(description=wording.reason_help))}
     for d in rubric.dimensions:
-        help_ = f"{d.criteria.strip()} Score: an integer from {d.low} to {d.high}."
+        help_ = wording.score_help.format(criteria=d.criteria.strip(), low=d.low, high=d.high)
         fields[d.name] = (int, Field(ge=d.low, le=d.high, description=help_))
     for f in rubric.flags:
         fields[f.name] = (bool, Field(description=f.question))
@@ -127,14 +136,15 @@ def blind_schema(rubric: Rubric, labels: tuple[str, ...]) -> type[BaseModel]:
     """The reply schema for scoring several candidates known only by `labels`."""
     if not labels:
         raise ValueError("blind scoring needs at least one label")
+    wording = FRAMINGS[rubric.lang]
     label_type: Any = Literal[labels]
     item: type[BaseModel] = create_model(
         "CandidateVerdict",
-        label=(label_type, Field(description="The candidate's label, exactly as shown.")),
+        label=(label_type, Field(description=wording.label_help)),
         **_score_fields(rubric),
     )
     n = len(labels)
-    described = Field(min_length=n, max_length=n, description="One entry per candidate label.")
+    described = Field(min_length=n, max_length=n, description=wording.entries_help)
     model: type[BaseModel] = create_model(
         "BlindJudgeVerdict",
         __base__=_BlindReply,

@@ -227,8 +227,12 @@ class Model:
         max_fixes: int = 2,
         sample: int = 0,
         tag: str = "",
+        correction: str = CORRECTION,
     ) -> Structured[T]:
-        """A validated object, or (after `max_fixes` corrections) the raw text and why not."""
+        """A validated object, or (after `max_fixes` corrections) the raw text and why not.
+
+        `correction` is the message sent back after an unusable reply ({error}, {schema}).
+        """
         json_schema = schema.model_json_schema()
         config = replace(
             config or GenerateConfig(), json_schema=json_schema, schema_name=schema.__name__
@@ -250,7 +254,7 @@ class Model:
                 {"role": "assistant", "content": raw},
                 {
                     "role": "user",
-                    "content": CORRECTION.format(error=error, schema=json.dumps(json_schema)),
+                    "content": correction.format(error=error, schema=json.dumps(json_schema)),
                 },
             ]
         return Structured(raw=raw, error=error, attempts=max_fixes + 1)

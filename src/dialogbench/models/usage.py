@@ -26,6 +26,16 @@ class UsageTotals:
     def tokens_processed(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
+    def since(self, before: UsageTotals) -> UsageTotals:
+        """What was added after `before` (totals read earlier from the same ledger)."""
+        return UsageTotals(
+            **{f.name: getattr(self, f.name) - getattr(before, f.name) for f in fields(self)}
+        )
+
+    def as_dict(self) -> dict[str, int]:
+        """The counts and `tokens_processed`, as result files hold them."""
+        return {**asdict(self), "tokens_processed": self.tokens_processed}
+
 
 class UsageLedger:
     """Thread-safe running totals, reported like the paper's tokens-processed figures."""
@@ -75,10 +85,6 @@ class UsageLedger:
             rows = dict(self._totals)
         out: dict[str, Any] = {}
         for (tag, model), v in sorted(rows.items()):
-            out.setdefault(tag, {})[model] = {
-                **asdict(v),
-                "tokens_processed": v.tokens_processed,
-            }
-        total = self.totals()
-        out["total"] = {**asdict(total), "tokens_processed": total.tokens_processed}
+            out.setdefault(tag, {})[model] = v.as_dict()
+        out["total"] = self.totals().as_dict()
         return out

@@ -1,7 +1,7 @@
 """Statistics: bootstrap intervals, metric definitions and inter-rater agreement."""
 
 from dialogbench.stats.agreement import krippendorff_alpha
-from dialogbench.stats.bootstrap import Estimate, bootstrap_means
+from dialogbench.stats.bootstrap import Estimate, bootstrap_means, resample_counts
 from dialogbench.stats.metrics import (
     best_rank,
     hit_at,
@@ -25,4 +25,5 @@ __all__ = [
     "random_hit_expectation",
     "recall_at",
     "reciprocal_rank",
+    "resample_counts",
 ]

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
-from dialogbench.stats.bootstrap import Estimate
+from dialogbench.stats.bootstrap import Estimate, resample_counts
 
 FloatArray = npt.NDArray[np.float64]
 _MAX_CELLS = 1 << 23  # resample x item cells drawn per block
@@ -47,13 +47,6 @@ def auroc(pos_scores: npt.ArrayLike, neg_scores: npt.ArrayLike) -> float:
     return float((lo + hi).sum() / (2.0 * len(pos) * len(neg)))
 
 
-def _counts(rng: np.random.Generator, n_boot: int, n: int) -> FloatArray:
-    """How often each of `n` items is drawn in each of `n_boot` resamples (rows sum to n)."""
-    draws = rng.integers(0, n, size=(n_boot, n))
-    flat = (draws + n * np.arange(n_boot)[:, None]).ravel()
-    return np.bincount(flat, minlength=n_boot * n).reshape(n_boot, n).astype(np.float64)
-
-
 def bootstrap_auroc(
     pos_scores: npt.ArrayLike,
     neg_scores: npt.ArrayLike,
@@ -81,10 +74,10 @@ def bootstrap_auroc(
     block = max(1, _MAX_CELLS // (m + n))
     for start in range(0, n_boot, block):  # blocks of resamples bound the memory only
         b = min(block, n_boot - start)
-        neg_counts = _counts(neg_rng, b, n)  # columns follow the sorted negatives
+        neg_counts = resample_counts(n, b, neg_rng)  # columns follow the sorted negatives
         cum = np.zeros((b, n + 1))
         np.cumsum(neg_counts, axis=1, out=cum[:, 1:])
-        pos_counts = _counts(pos_rng, b, m)
+        pos_counts = resample_counts(m, b, pos_rng)
         per_pos = cum[:, lo] + cum[:, hi]  # (b, m): twice the negatives each positive beats
         stats[start : start + b] = np.einsum("bm,bm->b", pos_counts, per_pos) / (2.0 * m * n)
     tail = (1.0 - level) / 2.0 * 100.0

@@ -31,6 +31,15 @@ class Estimate(BaseModel):
         return float("nan") if v is None else v
 
 
+def resample_counts(n_units: int, n_boot: int, rng: np.random.Generator) -> npt.NDArray[np.float64]:
+    """How often each of `n_units` is drawn in each of `n_boot` resamples with replacement:
+    the count matrix W (n_boot x n_units). Every bootstrap here draws through this."""
+    draws = rng.integers(0, n_units, size=(n_boot, n_units))
+    flat = (draws + n_units * np.arange(n_boot)[:, None]).ravel()
+    counts = np.bincount(flat, minlength=n_boot * n_units).reshape(n_boot, n_units)
+    return counts.astype(np.float64)
+
+
 def bootstrap_means(
     values: npt.ArrayLike,
     clusters: Sequence[str] | npt.NDArray[np.str_] | None = None,
@@ -64,10 +73,7 @@ def bootstrap_means(
     counts = np.zeros((n_units, n_metrics))
     np.add.at(sums, unit, filled)
     np.add.at(counts, unit, present.astype(np.float64))
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, n_units, size=(n_boot, n_units))
-    flat = (draws + n_units * np.arange(n_boot)[:, None]).ravel()
-    weights = np.bincount(flat, minlength=n_boot * n_units).reshape(n_boot, n_units).astype(float)
+    weights = resample_counts(n_units, n_boot, np.random.default_rng(seed))
     with np.errstate(invalid="ignore", divide="ignore"):
         boot = (weights @ sums) / (weights @ counts)
         point = sums.sum(0) / counts.sum(0)

@@ -14,11 +14,10 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from conftest import shared_data
 from dialogbench.data.demo.model import AwarenessItem, DemoSet
 from dialogbench.data.demo.registry import load_demo
 from dialogbench.data.errors import DataError
-from dialogbench.judging.prompts import JUDGE_SYSTEM
+from dialogbench.judging.prompts import FRAMINGS, single_messages
 from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
 from dialogbench.models.structured import parse_reply
@@ -36,6 +35,7 @@ from dialogbench.tracks.demo.awareness import (
     select_items,
 )
 
+JUDGE_SYSTEMS = {f.system for f in FRAMINGS.values()}
 SENTIMENTS = ["positive", "negative", "neutral"]
 EMOTIONS = ["happy", "sad", "angry", "neutral"]
 LEVELS = ["high", "low"]
@@ -165,6 +165,14 @@ def test_judge_rubrics_follow_appendix_f() -> None:
             assert ap.TASK_NAME[task][lang] in rubric.instructions  # type: ignore[index]
     assert "标准答案" in ap.RUBRICS["zh"]["goal"].instructions
     assert len(ap.PROMPT_SHA256) == 64
+
+
+def test_chinese_items_are_judged_in_chinese() -> None:
+    rubric = ap.RUBRICS["zh"]["scene"]
+    assert rubric.lang == "zh" and ap.RUBRICS["en"]["scene"].lang == "en"
+    system, user = (m["content"] for m in single_messages(rubric, "{}", "{}", None))
+    assert system == FRAMINGS["zh"].system and FRAMINGS["zh"].reference_intro in user
+    assert not re.search(r"Score these|Reply with|reference answer", user)
 
 
 # -- schemas and labels ---------------------------------------------------------------------
@@ -343,7 +351,7 @@ class Scripted:
 
     def __call__(self, body: dict[str, Any]) -> str:
         system, prompt = body["messages"][0]["content"], body["messages"][1]["content"]
-        if system == JUDGE_SYSTEM:
+        if system in JUDGE_SYSTEMS:
             self.verdicts += 1
             candidate = _tagged("candidate", prompt)
             if "BROKEN" in candidate:
@@ -535,7 +543,6 @@ def test_bad_configurations_fail_early(tmp_path: Path) -> None:
 
 def real_set() -> DemoSet:
     """CPED's validation split (Chinese) and CaSiNo's test split (English), in one set."""
-    shared_data("cped"), shared_data("casino")  # skip when the corpora are not here
     cped, casino = load_demo("cped:valid"), load_demo("casino:test")
     return DemoSet(
         name="cped+casino",
@@ -554,7 +561,7 @@ class GoldEcho:
 
     def __call__(self, body: dict[str, Any]) -> str:
         system, prompt = body["messages"][0]["content"], body["messages"][1]["content"]
-        if system == JUDGE_SYSTEM:
+        if system in JUDGE_SYSTEMS:
             same = json.loads(_tagged("candidate", prompt)) == json.loads(
                 _tagged("reference", prompt)
             )
@@ -565,6 +572,7 @@ class GoldEcho:
         return json.dumps(gold, ensure_ascii=False)
 
 
+@pytest.mark.usefixtures("cped_dir", "casino_dir")  # skipped when the corpora are absent
 def test_gold_answers_on_cped_and_casino_score_full_marks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -602,8 +610,9 @@ def test_gold_answers_on_cped_and_casino_score_full_marks(
 
 
 @pytest.mark.skipif(unavailable() is not None, reason=unavailable() or "")
+@pytest.mark.usefixtures("cped_dir")
 def test_embedded_model_on_a_cped_item(tmp_path: Path) -> None:
-    cped = (shared_data("cped"), load_demo("cped:valid"))[1]
+    cped = load_demo("cped:valid")
     item = min((i for i in cped.items if i.task == "scene"), key=lambda i: len(i.transcript))
     ds = DemoSet(name="cped-one", items=[item], sha256=cped.sha256, source=cped.source)
     model = Model.from_spec(ModelSpec.parse("embedded"), cache=None)

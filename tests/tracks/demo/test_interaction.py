@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import os
 import re
 from collections.abc import Callable
 from dataclasses import replace
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 
 from dialogbench.data.demo.model import DemoSet, Episode, Persona, Scene
+from dialogbench.judging.prompts import FRAMINGS, single_messages
 from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
 from dialogbench.testing import ChatServer
@@ -84,6 +84,12 @@ def _user(messages: list[Any]) -> str:
     return str(messages[1]["content"])
 
 
+def judge_prompt(e: Episode, turns: list[tuple[str, str]]) -> list[Any]:
+    """What `judge_episode`'s `Judge` sends: the transcript judged in the background's context."""
+    rubric = ip.JUDGE_RUBRICS[e.lang]
+    return single_messages(rubric, ip.transcript(e, turns), None, ip.judge_context(e))
+
+
 def test_agent_prompt_shows_own_goal_only_and_partner_background_by_familiarity() -> None:
     goals = ("GOAL-OF-ANA", "GOAL-OF-BO")
     close = episode("e", ("Ana", "Bo"), familiarity=10, goals=goals)
@@ -117,15 +123,17 @@ def test_chinese_episode_gets_chinese_prompts() -> None:
     assert "第 1 轮 - 李雷：你好" in text and "借到钱" in text and "不借钱" not in text
     assert ip.ZH.partner_unknown in text and "韩梅梅 BACKGROUND" not in text
     assert "性别：女" in text
-    judge = ip.judge_messages(e, [("李雷", "你好")])
-    assert judge[0]["content"] == ip.ZH.judge_system
+    judge = judge_prompt(e, [("李雷", "你好")])
+    assert judge[0]["content"] == FRAMINGS["zh"].system
     assert ip.JUDGE_RUBRICS["zh"].instructions in judge[1]["content"]
+    assert "第 1 轮 - 李雷：你好" in judge[1]["content"] and "不借钱" in judge[1]["content"]
+    assert not re.search(r"Score these|Reply with|The candidate", judge[1]["content"])
 
 
 def test_judge_sees_both_goals_and_profiles_and_names_the_four_criteria() -> None:
     goals = ("GOAL-OF-ANA", "GOAL-OF-BO")
     e = episode("e", ("Ana", "Bo"), familiarity=0, goals=goals)
-    text = _user(ip.judge_messages(e, [("Ana", "Hello."), ("Bo", "Hi.")]))
+    text = _user(judge_prompt(e, [("Ana", "Hello."), ("Bo", "Hi.")]))
     assert all(g in text for g in goals)
     assert "Ana BACKGROUND-ONE" in text and "Bo BACKGROUND-TWO" in text
     assert "Turn 2 - Bo: Hi." in text
@@ -181,7 +189,7 @@ def test_bad_configurations_fail_early(tmp_path: Path) -> None:
 # -- against scripted servers ---------------------------------------------------------------
 
 AGENT_SYSTEMS = {ip.EN.agent_system, ip.ZH.agent_system}
-JUDGE_SYSTEMS = {ip.EN.judge_system, ip.ZH.judge_system}
+JUDGE_SYSTEMS = {f.system for f in FRAMINGS.values()}
 
 
 def say(name: str, text: str, **extra: Any) -> str:
@@ -516,16 +524,8 @@ def test_embedded_model_short_run(tmp_path: Path) -> None:
 # -- SOTOPIA episodes -----------------------------------------------------------------------
 
 
-def _needs_sotopia() -> None:
-    root = os.environ.get("DIALOGBENCH_DATA")
-    if not root:
-        pytest.skip("DIALOGBENCH_DATA is not set; point it at the public corpora to run this test")
-    if not (Path(root) / "sotopia").is_dir():
-        pytest.skip(f"{Path(root) / 'sotopia'} is missing; DIALOGBENCH_DATA should hold sotopia/")
-
-
+@pytest.mark.usefixtures("sotopia_dir")  # skipped when the corpus is absent
 def test_sotopia_episodes_end_to_end(tmp_path: Path) -> None:
-    _needs_sotopia()
     from dialogbench.data.demo.registry import load_demo
 
     demo = load_demo("sotopia")

@@ -53,7 +53,7 @@ from dialogbench.data.demo.model import (
     UtteranceLabels,
 )
 from dialogbench.data.errors import DataError
-from dialogbench.data.io import expect_object, read_json, sha256_files
+from dialogbench.data.io import expect_object, read_json, require_fields, sha256_files
 
 SPLITS = ("train", "valid", "test")
 LICENCE = "CC BY 4.0 (github.com/kushalchawla/CaSiNo)"
@@ -148,21 +148,19 @@ def read_split(path: Path, notes: Counter[str] | None = None) -> list[DemoDialog
 
 def _dialogue(path: Path, index: int, obj: dict[str, Any], notes: Counter[str]) -> DemoDialogue:
     record = f"dialogue {index}"
-    for key in ("dialogue_id", "chat_logs", "participant_info"):
-        _need(obj, key, path, record)
+    require_fields(obj, ("dialogue_id", "chat_logs", "participant_info"), path, record)
     record = f"dialogue {index} (dialogue_id {obj['dialogue_id']})"
     info = obj["participant_info"]
+    require_fields(info, AGENTS, path, record, "participant_info.")
     for agent in AGENTS:
-        _need(info, agent, path, record, "participant_info.")
-        for key in ("value2issue", "value2reason", "outcomes", "demographics", "personality"):
-            _need(info[agent], key, path, record, f"participant_info.{agent}.")
+        keys = ("value2issue", "value2reason", "outcomes", "demographics", "personality")
+        require_fields(info[agent], keys, path, record, f"participant_info.{agent}.")
     logs = [
         expect_object(c, path, record, "chat_logs holds objects", "chat_logs")
         for c in obj["chat_logs"]
     ]
     for c in logs:
-        for key in ("text", "id"):
-            _need(c, key, path, record, "chat_logs[].")
+        require_fields(c, ("text", "id"), path, record, "chat_logs[].")
         if c["id"] not in AGENTS:
             raise DataError(
                 path,
@@ -362,14 +360,3 @@ def _outcome(
         completion_reason=f"Deal reached: {'; '.join(shares)}; together "
         f"{sum(points.values())} of the {best} points the best split could give them.",
     )
-
-
-def _need(obj: Any, key: str, path: Path, record: str, prefix: str = "") -> None:
-    if not isinstance(obj, dict) or key not in obj:
-        raise DataError(
-            path,
-            "required field is missing",
-            record=record,
-            field=f"{prefix}{key}",
-            fix=f"add '{prefix}{key}' to this dialogue",
-        )

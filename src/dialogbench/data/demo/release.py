@@ -53,7 +53,13 @@ from dialogbench.data.demo.model import (
     Task,
 )
 from dialogbench.data.errors import DataError
-from dialogbench.data.io import expect_object, read_json, read_jsonl, sha256_files
+from dialogbench.data.io import (
+    expect_object,
+    read_json,
+    read_jsonl,
+    require_fields,
+    sha256_files,
+)
 
 AWARENESS_GLOB = "element_awareness_*.json"
 INTERACTION_GLOB = "dialogue_agent_interaction_*.jsonl"
@@ -160,7 +166,7 @@ def load_awareness(path: Path, lang: str | None = None) -> tuple[list[AwarenessI
     for index, raw in enumerate(data):
         record = f"item {index}"
         obj = expect_object(raw, path, record, "each item must be a JSON object")
-        _require(obj, ITEM_FIELDS, path, record)
+        require_fields(obj, ITEM_FIELDS, path, record)
         task = obj["type"]
         if task not in TASKS:
             raise DataError(
@@ -209,7 +215,7 @@ def load_interaction(path: Path, lang: str | None = None) -> list[Episode]:
     episodes: list[Episode] = []
     for lineno, obj in read_jsonl(path):
         record = f"line {lineno}"
-        _require(obj, EPISODE_FIELDS, path, record)
+        require_fields(obj, EPISODE_FIELDS, path, record)
         record = f"line {lineno} (uuid {obj['uuid']!r})"
         goal = obj["goal"]
         if not (
@@ -221,10 +227,10 @@ def load_interaction(path: Path, lang: str | None = None) -> list[Episode]:
         people = []
         for key in ("person1", "person2"):
             person = expect_object(obj[key], path, record, "give {name, background}", key)
-            _require(person, ("name", "background"), path, record, prefix=f"{key}.")
+            require_fields(person, ("name", "background"), path, record, prefix=f"{key}.")
             people.append(Persona(name=str(person["name"]), background=str(person["background"])))
         combine = expect_object(obj["combine"], path, record, "give the scene object", "combine")
-        _require(combine, COMBINE_FIELDS, path, record, prefix="combine.")
+        require_fields(combine, COMBINE_FIELDS, path, record, prefix="combine.")
         scene = Scene(
             time=str(combine["time"]),
             location=str(combine["location"]),
@@ -512,17 +518,3 @@ def _find_target(transcript: str, gold: dict[str, Any]) -> int | None:
         if content in line:
             return index
     return None
-
-
-def _require(
-    obj: dict[str, Any], fields: tuple[str, ...], path: Path, record: str, prefix: str = ""
-) -> None:
-    for name in fields:
-        if name not in obj:
-            raise DataError(
-                path,
-                "required field is missing",
-                record=record,
-                field=f"{prefix}{name}",
-                fix=f"add '{prefix}{name}' to this record",
-            )

@@ -33,7 +33,7 @@ from typing import Any
 from dialogbench.data.demo.labels import age_band, parse_big_five
 from dialogbench.data.demo.model import DemoSet, Episode, Persona, Scene
 from dialogbench.data.errors import DataError
-from dialogbench.data.io import read_jsonl, sha256_files
+from dialogbench.data.io import read_jsonl, require_fields, sha256_files
 
 LICENCE = "CC BY-SA 4.0 (SOTOPIA, github.com/sotopia-lab)"
 FILES = {
@@ -81,8 +81,7 @@ def load_sotopia(folder: Path) -> DemoSet:
     differ: Counter[str] = Counter()
     for lineno, combo in read_jsonl(paths["combos"]):
         record = f"line {lineno}"
-        for key in ("combo_id", "env_id", "agent_ids"):
-            _need(combo, key, paths["combos"], record)
+        require_fields(combo, ("combo_id", "env_id", "agent_ids"), paths["combos"], record)
         record = f"line {lineno} (combo_id {combo['combo_id']})"
         env = environments.get(combo["env_id"])
         if env is None:
@@ -166,7 +165,7 @@ def _episode(
 
 
 def _persona(agent: dict[str, Any]) -> Persona:
-    _need(agent, "first_name", Path(FILES["agents"]), f"agent_id {agent['agent_id']}")
+    require_fields(agent, ["first_name"], Path(FILES["agents"]), f"agent_id {agent['agent_id']}")
     name = f"{agent['first_name']} {agent.get('last_name', '')}".strip()
     gender_word = str(agent.get("gender") or "").strip().lower()
     age = agent.get("age") if isinstance(agent.get("age"), int) else None
@@ -219,17 +218,6 @@ def _relationship(obj: dict[str, Any], path: Path) -> int:
 def _by_id(path: Path, key: str) -> dict[str, dict[str, Any]]:
     rows: dict[str, dict[str, Any]] = {}
     for lineno, obj in read_jsonl(path):
-        _need(obj, key, path, f"line {lineno}")
+        require_fields(obj, [key], path, f"line {lineno}")
         rows[str(obj[key])] = obj
     return rows
-
-
-def _need(obj: dict[str, Any], key: str, path: Path, record: str) -> None:
-    if key not in obj:
-        raise DataError(
-            path,
-            "required field is missing",
-            record=record,
-            field=key,
-            fix=f"add '{key}' to this record",
-        )

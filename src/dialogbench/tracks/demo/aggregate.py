@@ -35,7 +35,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, Field
 
 from dialogbench.data.demo.model import TASKS
-from dialogbench.stats.bootstrap import Estimate
+from dialogbench.stats.bootstrap import Estimate, resample_counts
 
 INTERACTION_DIMENSIONS = ("goal", "believability", "skillfulness", "realism")
 """The interaction track's dimensions, in the paper's order."""
@@ -45,15 +45,6 @@ _Z = 1.959963984540054  # the standard normal's 97.5th percentile
 
 def nan_estimate(n: int = 0) -> Estimate:
     return Estimate(value=math.nan, ci_low=math.nan, ci_high=math.nan, n=n)
-
-
-def resample_counts(n_units: int, n_boot: int, rng: np.random.Generator) -> npt.NDArray[np.float64]:
-    """How often each of `n_units` is drawn in each of `n_boot` resamples (n_boot x n_units),
-    the same draw `stats.bootstrap.bootstrap_means` makes."""
-    draws = rng.integers(0, n_units, size=(n_boot, n_units))
-    flat = (draws + n_units * np.arange(n_boot)[:, None]).ravel()
-    counts = np.bincount(flat, minlength=n_boot * n_units).reshape(n_boot, n_units)
-    return counts.astype(np.float64)
 
 
 def percentile_estimate(

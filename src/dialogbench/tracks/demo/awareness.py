@@ -50,7 +50,7 @@ import re
 import typing
 import warnings as warnings_module
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -60,14 +60,19 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from dialogbench.data.demo.model import TASKS, TRAITS, AwarenessItem, DemoSet, Lang, Task
 from dialogbench.data.errors import DataError
-from dialogbench.judging.judge import Judge, Verdict
+from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge, Verdict
 from dialogbench.models.model import Model
 from dialogbench.models.structured import Structured
 from dialogbench.models.types import GenerateConfig
-from dialogbench.models.usage import UsageTotals
 from dialogbench.report.run import DatasetInfo, Manifest, Progress, RunDir, to_json
-from dialogbench.stats.bootstrap import Estimate, bootstrap_means
-from dialogbench.tracks.common import ModelSettings, stratified_limit
+from dialogbench.stats.bootstrap import Estimate, bootstrap_means, resample_counts
+from dialogbench.tracks.common import (
+    ModelSettings,
+    spent,
+    stratified_limit,
+    usage_by_part,
+    write_usage,
+)
 from dialogbench.tracks.demo import awareness_prompts as ap
 from dialogbench.tracks.demo.aggregate import (
     AwarenessTable,
@@ -75,7 +80,6 @@ from dialogbench.tracks.demo.aggregate import (
     item_score,
     nan_estimate,
     percentile_estimate,
-    resample_counts,
 )
 
 TRACK = "demo-awareness"
@@ -459,7 +463,7 @@ class AwarenessConfig:
         )
 
     def judge_config(self) -> GenerateConfig:
-        return GenerateConfig(temperature=0.0, max_tokens=self.judge_max_tokens, seed=0)
+        return replace(DEFAULT_JUDGE_CONFIG, max_tokens=self.judge_max_tokens)
 
 
 @dataclass
@@ -548,7 +552,7 @@ def run_awareness(
     asyncio.run(_work(run, todo, names, config, (model, judge_model), progress))
     rows = {name: run.read_part(name) for name in parts}
     result = summarise(rows, config)
-    result.usage = _read_usage(run, list(parts))
+    result.usage = usage_by_part(run, list(parts))
     result.warnings = list(demo_set.warnings) + result.warnings
     run.finish(
         list(parts),
@@ -571,43 +575,30 @@ async def _work(
     progress: Progress | None,
 ) -> None:
     """Predict and judge each part not yet done; store it with its usage."""
-    model, judge_model = models
-    owned: list[Model] = []
-    try:
-        if todo and model is None:
-            model = config.models.open()
-            owned.append(model)
-        if todo and judge_model is None:
-            judge_model = config.models.open_judge()
-            if judge_model is not None:
-                owned.append(judge_model)
-        for i, (name, chunk) in enumerate(todo.items()):
-            assert model is not None
-            judger = judge_model or model
-            if progress:
-                progress(name, i, len(todo))
-            before = (model.ledger.totals(PREDICT_TAG), judger.ledger.totals(JUDGE_TAG))
-            first = chunk[0]  # a part is one task in one language: one rubric
-            judge = Judge(
-                judger,
-                ap.RUBRICS[first.lang][first.task],
-                config.judge_config(),
-                max_fixes=config.max_fixes,
-            )
-            rows = await asyncio.gather(
-                *(_one(item, names, model, judge, config) for item in chunk)
-            )
-            usage = {
-                "prediction": _spent(model, PREDICT_TAG, before[0]),
-                "judge": _spent(judger, JUDGE_TAG, before[1]),
-            }
-            (run.parts / f"{name}.usage.json").write_text(json.dumps(usage, indent=2) + "\n")
-            run.write_part(name, rows)
-        if progress:
-            progress("summary", len(todo), len(todo))
-    finally:
-        for m in owned:
-            await m.aclose()
+    if todo:
+        async with config.models.opened(*models) as (model, judger):
+            for i, (name, chunk) in enumerate(todo.items()):
+                if progress:
+                    progress(name, i, len(todo))
+                before = (model.ledger.totals(PREDICT_TAG), judger.ledger.totals(JUDGE_TAG))
+                first = chunk[0]  # a part is one task in one language: one rubric
+                judge = Judge(
+                    judger,
+                    ap.RUBRICS[first.lang][first.task],
+                    config.judge_config(),
+                    max_fixes=config.max_fixes,
+                )
+                rows = await asyncio.gather(
+                    *(_one(item, names, model, judge, config) for item in chunk)
+                )
+                usage = {
+                    "prediction": spent(model, PREDICT_TAG, before[0]),
+                    "judge": spent(judger, JUDGE_TAG, before[1]),
+                }
+                write_usage(run, name, usage)
+                run.write_part(name, rows)
+    if progress:
+        progress("summary", len(todo), len(todo))
 
 
 async def _one(
@@ -669,29 +660,6 @@ def _verdict_record(v: Verdict | None) -> dict[str, Any] | None:
     if not v.scored:
         record.update(raw=v.raw, error=v.error)
     return record
-
-
-def _spent(model: Model, tag: str, before: UsageTotals) -> dict[str, Any]:
-    after = model.ledger.totals(tag)
-    spent: dict[str, Any] = {
-        f.name: getattr(after, f.name) - getattr(before, f.name) for f in fields(after)
-    }
-    spent["tokens_processed"] = spent["prompt_tokens"] + spent["completion_tokens"]
-    return {"model": model.name, **spent}
-
-
-def _read_usage(run: RunDir, names: Sequence[str]) -> dict[str, Any]:
-    """Per part the prediction and judge usage, and the tokens processed in all."""
-    usage: dict[str, Any] = {}
-    total = 0
-    for name in names:
-        path = run.parts / f"{name}.usage.json"
-        usage[name] = json.loads(path.read_text()) if path.exists() else {"note": "not recorded"}
-        total += sum(
-            int(u.get("tokens_processed", 0)) for u in usage[name].values() if isinstance(u, dict)
-        )
-    usage["tokens_processed"] = total
-    return usage
 
 
 # -- figures --------------------------------------------------------------------------------

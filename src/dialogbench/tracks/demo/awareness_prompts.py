@@ -8,19 +8,23 @@ closed label set (`AwarenessItem.options`) lists its labels as the allowed answe
 
 The judge follows the paper's appendix F: two integer scores from 0 to 10 given the gold
 answer and the prediction, `accuracy` (semantic agreement with the gold) and `hallucination`
-(10: nothing the gold neither states nor implies). `RUBRICS[lang][task]` holds the rubric;
-its framing (system message, output instructions) is the shared one of `judging.prompts`.
+(10: nothing the gold neither states nor implies). `RUBRICS[lang][task]` holds the rubric,
+written in `lang`; its framing (system message, output instructions, corrections) is the
+shared one of `judging.prompts` in the same language.
 
-`PROMPT_SHA256` digests every constant here, so a change of wording starts a run afresh.
+`PROMPT_SHA256` digests every constant here and the judge's framing, so a change of wording
+starts a run afresh.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from typing import Literal
 
 from dialogbench.data.demo.model import AwarenessItem, Lang, Task
+from dialogbench.judging.prompts import FRAMINGS
 from dialogbench.judging.rubric import Dimension, Rubric
 from dialogbench.models.types import ChatMessage
 from dialogbench.tracks.common import digest
@@ -326,6 +330,7 @@ def _rubric(lang: Lang, task: Task) -> Rubric:
             Dimension("hallucination", 0, 10, HALLUCINATION_CRITERIA[lang]),
         ),
         compares_to="reference",
+        lang=lang,
     )
 
 
@@ -352,6 +357,7 @@ def _constants() -> dict[str, object]:
         "TRAIT_NAMES": TRAIT_NAMES,
         "PARTICIPANT_HEAD": PARTICIPANT_HEAD,
         "rubrics": {lang: [repr(r) for r in by_task.values()] for lang, by_task in RUBRICS.items()},
+        "framing": {lang: asdict(FRAMINGS[lang]) for lang in RUBRICS},
     }
 
 

@@ -20,8 +20,9 @@ up to `max_fixes` times; after that the episode fails with the reason and the ra
 at `max_turns` turns, or by failing. Episodes run concurrently; turns within one are
 sequential.
 
-Judging (temperature 0) sees the full background, both goals included, and the transcript;
-an unusable verdict is kept unscored with its raw text and counted.
+Judging (temperature 0) is a `judging.Judge` with the episode language's rubric: it sees
+the full background, both profiles and both goals, as the context and the transcript as
+the candidate; an unusable verdict is kept unscored with its raw text and counted.
 
 RUN_DIR/manifest.json   dataset (name, sha256), config, model/partner/judge settings,
                         prompt sha256, seed, package version
@@ -49,7 +50,8 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields
+from contextlib import AsyncExitStack, aclosing
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -57,12 +59,10 @@ import numpy as np
 
 from dialogbench.data.demo.model import DemoSet, Episode
 from dialogbench.data.errors import DataError
-from dialogbench.judging.judge import Verdict
-from dialogbench.judging.rubric import verdict_schema
+from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge
 from dialogbench.models.model import Model
 from dialogbench.models.structured import extract_json
 from dialogbench.models.types import ChatMessage, GenerateConfig, ModelError
-from dialogbench.models.usage import UsageTotals
 from dialogbench.report.run import DatasetInfo, Manifest, Progress, RunDir, to_json
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 from dialogbench.tracks.common import (
@@ -70,7 +70,9 @@ from dialogbench.tracks.common import (
     digest,
     model_settings,
     open_model,
+    spent,
     stratified_limit,
+    usage_total,
 )
 from dialogbench.tracks.demo import interaction_prompts as ip
 
@@ -132,7 +134,7 @@ class InteractionConfig:
         )
 
     def judge_config(self) -> GenerateConfig:
-        return GenerateConfig(temperature=0.0, max_tokens=self.judge_max_tokens, seed=0)
+        return replace(DEFAULT_JUDGE_CONFIG, max_tokens=self.judge_max_tokens)
 
 
 @dataclass
@@ -293,7 +295,7 @@ async def play(run: Run, seats: tuple[Seat, Seat], config: InteractionConfig) ->
             ending, ended_by = "end_marker", name
             break
     usage = {
-        role: _spent(seat.model, _tag(seat, run.id))
+        role: spent(seat.model, _tag(seat, run.id))
         for role, seat in {s.role: s for s in seats}.items()
     }
     return {
@@ -318,33 +320,13 @@ async def judge_episode(
 ) -> dict[str, Any]:
     """The judge's verdict on a played episode (unscored, with raw text, when unusable)."""
     rubric = ip.JUDGE_RUBRICS[episode.lang]
+    judging = Judge(judge, rubric, config.judge_config(), max_fixes=config.max_fixes)
     pairs = [(t["person"], t["content"]) for t in record["turns"]]
     tag = f"{JUDGE_TAG}:{record['id']}"
-    got = await judge.generate_structured(
-        ip.judge_messages(episode, pairs),
-        verdict_schema(rubric),
-        config.judge_config(),
-        max_fixes=config.max_fixes,
-        tag=tag,
+    verdict = await judging.score(
+        ip.transcript(episode, pairs), context=ip.judge_context(episode), tag=tag
     )
-    found: dict[str, Any] = {}
-    if got.value is not None:
-        data = got.value.model_dump()
-        found = {"scores": {d: int(data[d]) for d in ip.DIMENSIONS}, "reason": str(data["reason"])}
-    verdict = Verdict(
-        judge=judge.name,
-        rubric=rubric.name,
-        raw=got.raw,
-        error=got.error,
-        attempts=got.attempts,
-        **found,
-    )
-    return {"id": record["id"], "verdict": verdict.model_dump(), "usage": _spent(judge, tag)}
-
-
-def _spent(model: Model, tag: str) -> dict[str, Any]:
-    totals = model.ledger.totals(tag)
-    return {"model": model.name, **asdict(totals), "tokens_processed": totals.tokens_processed}
+    return {"id": record["id"], "verdict": verdict.model_dump(), "usage": spent(judge, tag)}
 
 
 # -- running --------------------------------------------------------------------------------
@@ -469,22 +451,15 @@ async def _work(
     ]
     if not todo:
         return
-    model, partner, judge = given
-    owned: list[Model] = []
-    try:
-        if model is None:
-            model = config.models.open()
-            owned.append(model)
+    given_model, partner, given_judge = given
+    async with AsyncExitStack() as stack:
+        opened = config.models.opened(given_model, given_judge)
+        model, judge = await stack.enter_async_context(opened)
         if partner is None and config.partner is not None:
             partner = open_model(
                 config.partner, config.partner_base_url, config.partner_api_key_env
             )
-            owned.append(partner)
-        if judge is None and config.models.judge_model is not None:
-            judge = config.models.open_judge()
-            assert judge is not None
-            owned.append(judge)
-        judge = judge or model
+            await stack.enter_async_context(aclosing(partner))
         me = Seat(model, "under_test")
         other = Seat(partner, "partner") if partner is not None else me
         finished = 0
@@ -506,9 +481,6 @@ async def _work(
         if progress:
             progress("episodes", 0, len(todo))
         await asyncio.gather(*(one(r) for r in todo))
-    finally:
-        for m in owned:
-            await m.aclose()
 
 
 def _item(r: Run, run_dir: RunDir) -> dict[str, Any]:
@@ -542,15 +514,12 @@ def _item(r: Run, run_dir: RunDir) -> dict[str, Any]:
 
 
 def _usage(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Calls and tokens summed over episodes, per role (agent, partner, judge)."""
-    usage: dict[str, Any] = {}
-    for row in rows:
-        for role, spent in row["usage"].items():
-            into = usage.setdefault(role, {"models": []})
-            if spent["model"] not in into["models"]:
-                into["models"].append(spent["model"])
-            for f in [*(f.name for f in fields(UsageTotals)), "tokens_processed"]:
-                into[f] = into.get(f, 0) + spent[f]
+    """Calls and tokens summed over episodes, per role (under_test, partner, judge)."""
+    roles = dict.fromkeys(role for row in rows for role in row["usage"])
+    usage: dict[str, Any] = {
+        role: usage_total(row["usage"][role] for row in rows if role in row["usage"])
+        for role in roles
+    }
     usage["tokens_processed"] = sum(u["tokens_processed"] for u in usage.values())
     return usage
 

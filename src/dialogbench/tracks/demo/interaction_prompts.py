@@ -1,5 +1,5 @@
 """Wording (our own) of DEMO's dialogue agent interaction: the agent's turn prompt and the
-judge's prompt, in English and in Chinese (chosen by `Episode.lang`).
+judge's rubric and inputs, in English and in Chinese (chosen by `Episode.lang`).
 
 Agent prompt, one call per turn (the whole state is restated each time, as in the paper's
 Markov formulation): the scene (time, place, medium, topic, relationship, familiarity on
@@ -16,15 +16,18 @@ conversation is over; `"person"` is optional there. An object carrying both `con
 `"end": true` is a last turn followed by the end. With `constrain_turns` the reply's shape
 is also sent as `TURN_SCHEMA` (person, content, end all required).
 
-Judge prompt (temperature 0, in the episode's language): the paper's four criteria
-(appendix F.1), each an integer 0-10, scored independently, over the full background
-(both profiles and both goals, whatever the familiarity) and the transcript. The reply is
+Judging (temperature 0, in the episode's language) goes through `judging.Judge` with
+`JUDGE_RUBRICS[lang]`: the paper's four criteria (appendix F.1), each an integer 0-10,
+scored independently. The judge sees the full background (`judge_context`: the scene, both
+profiles and both goals, whatever the familiarity) as the context and the transcript
+(`transcript`) as the candidate. The reply is
 `{"reason": ..., "goal": n, "believability": n, "skillfulness": n, "realism": n}`. The
 paper's published output format names the last three keys naturalness, coherence and
 smoothness; its criteria (and the authors' code) are believability, skillful and
 realistic, which is what we score.
 
-`PROMPT_SHA256` digests every constant here, so a change of wording starts a run afresh.
+`PROMPT_SHA256` digests every constant here and the judge's framing
+(`judging.prompts.FRAMINGS`), so a change of wording starts a run afresh.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from dialogbench.data.demo.model import Episode, Lang, Persona, Scene
+from dialogbench.judging.prompts import FRAMINGS
 from dialogbench.judging.rubric import Dimension, Rubric
 from dialogbench.models.types import ChatMessage
 from dialogbench.tracks.common import digest
@@ -70,7 +74,7 @@ def knows_partner(scene: Scene) -> bool:
 
 @dataclass(frozen=True)
 class Wording:
-    """Every phrase of the agent and judge prompts in one language."""
+    """Every phrase of the agent prompt and of the judge's inputs in one language."""
 
     agent_system: str
     colon: str
@@ -95,12 +99,9 @@ class Wording:
     task: str
     content_placeholder: str
     correction: str
-    judge_system: str
     judge_participants_head: str
     judge_goals_head: str
     judge_goal_line: str
-    judge_transcript_head: str
-    judge_task: str
 
 
 EN = Wording(
@@ -171,22 +172,9 @@ EN = Wording(
         "Your reply could not be used: {error}. Reply again with one JSON object only, "
         "either\n{say}\nor, to end the conversation,\n{end}"
     ),
-    judge_system=(
-        "You judge conversations between two people, each played by an AI agent, "
-        "impartially and strictly. Judge only what is on the page, against the criteria "
-        "you are given, and score each criterion on its own: one score must not pull "
-        "another up or down. Give the top of a scale only when a criterion is met in full."
-    ),
     judge_participants_head="## The participants",
     judge_goals_head="## Their goals",
     judge_goal_line="{name}'s goal: {goal}",
-    judge_transcript_head="## The conversation",
-    judge_task=(
-        "Read the situation, the participants, their goals and the conversation; then weigh "
-        "the conversation against each criterion separately. Reply with one JSON object and "
-        'nothing else: your reasoning first, in a few sentences, under "reason"; then one '
-        "integer from 0 to 10 under each of {fields}."
-    ),
 )
 
 ZH = Wording(
@@ -252,37 +240,32 @@ ZH = Wording(
         "你的回复无法使用：{error}。请重新回复，只写一个 JSON 对象，格式为\n{say}\n"
         "或者，如要结束对话：\n{end}"
     ),
-    judge_system=(
-        "你负责评判两个人之间的对话，对话双方各由一个 AI 智能体扮演。请公正、严格地评判，"
-        "只依据页面上的内容和给定的标准。每一项标准单独打分，不要让某一项的分数影响另一项。"
-        "只有完全满足某项标准时才给满分。"
-    ),
     judge_participants_head="## 对话双方",
     judge_goals_head="## 双方的目标",
     judge_goal_line="{name}的目标：{goal}",
-    judge_transcript_head="## 对话内容",
-    judge_task=(
-        "请先通读情境、双方资料、双方目标和对话，再逐项、分别对照每一条标准衡量这段对话。"
-        '只回复一个 JSON 对象，不要写其他内容：先在 "reason" 下用几句话写出你的分析，'
-        "然后在 {fields} 下各给出一个 0 到 10 的整数。"
-    ),
 )
 
 WORDING: dict[Lang, Wording] = {"en": EN, "zh": ZH}
 
 
-def _rubric(name: str, instructions: str, criteria: Sequence[str]) -> Rubric:
+def _rubric(name: str, lang: Lang, instructions: str, criteria: Sequence[str]) -> Rubric:
     dims = tuple(
         Dimension(name=d, low=0, high=10, criteria=c)
         for d, c in zip(DIMENSIONS, criteria, strict=True)
     )
-    return Rubric(name=name, instructions=instructions, dimensions=dims, compares_to="context")
+    return Rubric(
+        name=name, instructions=instructions, dimensions=dims, compares_to="context", lang=lang
+    )
 
 
 JUDGE_RUBRICS: dict[Lang, Rubric] = {
     "en": _rubric(
         "demo-interaction",
-        "Rate the conversation below on these four criteria, each an integer from 0 to 10:",
+        "en",
+        "The candidate is a conversation between two people, each played by an AI agent. "
+        "The context gives the situation it took place in: the scene, both participants' "
+        "profiles and both of their goals. Read all of it, then weigh the conversation "
+        "against each of the four criteria below separately.",
         (
             "Goal achievement: how far both participants get toward their own goals. Take "
             "each participant's goal from the information below and follow the progress the "
@@ -313,7 +296,10 @@ JUDGE_RUBRICS: dict[Lang, Rubric] = {
     ),
     "zh": _rubric(
         "demo-interaction-zh",
-        "请按以下四项标准为下面的对话打分，每项为 0 到 10 的整数：",
+        "zh",
+        "候选回复是两个人之间的一段对话，对话双方各由一个 AI 智能体扮演。上下文给出了对话"
+        "发生的背景：情境、双方的资料和双方各自的目标。请全部读完，再对照下面四项标准，"
+        "逐项分别衡量这段对话。",
         (
             "目标达成：双方各自在多大程度上实现了自己的目标。根据下面给出的信息确定每一方的"
             "目标，并跟踪对话朝这些目标推进了多少。0：双方都没有朝自己的目标取得任何进展。"
@@ -343,6 +329,7 @@ def _constants() -> dict[str, object]:
         "TURN_SCHEMA": TURN_SCHEMA,
         "wording": {lang: asdict(w) for lang, w in WORDING.items()},
         "rubrics": {lang: repr(r) for lang, r in JUDGE_RUBRICS.items()},
+        "framing": {lang: asdict(FRAMINGS[lang]) for lang in JUDGE_RUBRICS},
     }
 
 
@@ -439,12 +426,9 @@ def correction_message(episode: Episode, side: int, error: str) -> ChatMessage:
     return {"role": "user", "content": text}
 
 
-def judge_messages(episode: Episode, turns: Sequence[tuple[str, str]]) -> list[ChatMessage]:
-    """The judge's prompt: criteria, full background (both profiles and goals), transcript."""
+def judge_context(episode: Episode) -> str:
+    """What the judge sees besides the transcript: the scene, both profiles, both goals."""
     w = WORDING[episode.lang]
-    rubric = JUDGE_RUBRICS[episode.lang]
-    criteria = [rubric.instructions]
-    criteria += [f"- {d.name}{w.colon}{d.criteria}" for d in rubric.dimensions]
     people = [w.judge_participants_head]
     for p in episode.participants:
         people += [f"### {p.name}", *profile_lines(p, w)]
@@ -452,17 +436,10 @@ def judge_messages(episode: Episode, turns: Sequence[tuple[str, str]]) -> list[C
         w.judge_goal_line.format(name=p.name, goal=g.strip())
         for p, g in zip(episode.participants, episode.goals, strict=True)
     ]
-    transcript = history_lines(turns, w) or ["-"]
-    fields = ", ".join(f'"{d}"' for d in DIMENSIONS)
-    blocks = [
-        criteria,
-        [w.scene_head, *scene_lines(episode.scene, w)],
-        people,
-        goals,
-        [w.judge_transcript_head, *transcript],
-        [w.judge_task.format(fields=fields)],
-    ]
-    return [
-        {"role": "system", "content": w.judge_system},
-        {"role": "user", "content": "\n\n".join("\n".join(b) for b in blocks)},
-    ]
+    blocks = [[w.scene_head, *scene_lines(episode.scene, w)], people, goals]
+    return "\n\n".join("\n".join(b) for b in blocks)
+
+
+def transcript(episode: Episode, turns: Sequence[tuple[str, str]]) -> str:
+    """The conversation as the judge reads it, numbered from turn 1 ("-" when empty)."""
+    return "\n".join(history_lines(turns, WORDING[episode.lang])) or "-"

@@ -41,24 +41,28 @@ RUN_DIR/parts/          replies, then judged rows; a rerun of the same run keeps
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from dialogbench.data.model import ChatItem, Dataset, Message, Subject
-from dialogbench.judging.judge import BlindVerdict, Judge
+from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, BlindVerdict, Judge
 from dialogbench.models.model import Call, Model
 from dialogbench.models.types import GenerateConfig, ModelError
-from dialogbench.models.usage import UsageTotals
 from dialogbench.report.run import Manifest, Progress, RunDir, dataset_info, to_json
 from dialogbench.retrieval.base import build_probes
 from dialogbench.retrieval.bm25 import BM25Retriever
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
-from dialogbench.tracks.common import ModelSettings, stratified_limit
+from dialogbench.tracks.common import (
+    ModelSettings,
+    read_usage,
+    spent,
+    stratified_limit,
+    write_usage,
+)
 from dialogbench.tracks.realcompanion import chat_prompts as cp
 
 TRACK = "chat"
@@ -93,7 +97,7 @@ class ChatConfig:
         )
 
     def judge_config(self) -> GenerateConfig:
-        return GenerateConfig(temperature=0.0, max_tokens=self.judge_max_tokens, seed=0)
+        return replace(DEFAULT_JUDGE_CONFIG, max_tokens=self.judge_max_tokens)
 
 
 @dataclass(frozen=True)
@@ -228,7 +232,7 @@ def run_chat(
     done = run.begin(manifest)
     asyncio.run(_work(run, done, probes, config, model, judge_model, progress))
     result = summarise(run.read_part("judged"), config)
-    result.usage = _read_usage(run)
+    result.usage = {part: read_usage(run, part) for part in ("replies", "judged")}
     result.warnings = warnings + result.warnings
     files: dict[str, Any] = {
         "summary.json": to_json(result.summary()),
@@ -249,22 +253,13 @@ async def _work(
     progress: Progress | None,
 ) -> None:
     """Write the parts not yet done: replies, then judged rows (with their usage)."""
-    owned: list[Model] = []
-    try:
-        if model is None:
-            model = config.models.open()
-            owned.append(model)
-        if judge_model is None:
-            judge_model = config.models.open_judge()
-            if judge_model is not None:
-                owned.append(judge_model)
-        judge_model = judge_model or model
+    async with config.models.opened(model, judge_model) as (model, judge_model):
         if "replies" not in done:
             if progress:
                 progress("replies", 0, 2)
             before = model.ledger.totals(REPLY_TAG)
             rows = await _reply(probes, model, config)
-            _write_usage(run, "replies", model, REPLY_TAG, before)
+            write_usage(run, "replies", spent(model, REPLY_TAG, before))
             run.write_part("replies", rows)
         if "judged" not in done:
             if progress:
@@ -274,13 +269,10 @@ async def _work(
                 judge_model, cp.CHAT_RUBRIC, config.judge_config(), max_fixes=config.max_fixes
             )
             judged = await _judge(probes, run.read_part("replies"), judge)
-            _write_usage(run, "judged", judge_model, JUDGE_TAG, before)
+            write_usage(run, "judged", spent(judge_model, JUDGE_TAG, before))
             run.write_part("judged", judged)
         if progress:
             progress("summary", 2, 2)
-    finally:
-        for m in owned:
-            await m.aclose()
 
 
 def _ids(messages: Sequence[Message]) -> list[str]:
@@ -368,22 +360,6 @@ def _verdict_fields(condition: str, v: BlindVerdict | None) -> dict[str, Any]:
     if not v.scored:
         row.update(judge_raw=v.raw, judge_error=v.error)
     return row
-
-
-def _write_usage(run: RunDir, part: str, model: Model, tag: str, before: UsageTotals) -> None:
-    after = model.ledger.totals(tag)
-    spent = {f.name: getattr(after, f.name) - getattr(before, f.name) for f in fields(after)}
-    spent["tokens_processed"] = spent["prompt_tokens"] + spent["completion_tokens"]
-    report = {"model": model.name, **spent}
-    (run.parts / f"{part}.usage.json").write_text(json.dumps(report, indent=2) + "\n")
-
-
-def _read_usage(run: RunDir) -> dict[str, Any]:
-    usage: dict[str, Any] = {}
-    for part in ("replies", "judged"):
-        path = run.parts / f"{part}.usage.json"
-        usage[part] = json.loads(path.read_text()) if path.exists() else {"note": "not recorded"}
-    return usage
 
 
 # -- figures --------------------------------------------------------------------------------

@@ -45,9 +45,8 @@ RUN_DIR/parts/            finished detectors; a rerun of the same run keeps them
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +61,13 @@ from dialogbench.report.run import Manifest, Progress, RunDir, dataset_info, to_
 from dialogbench.retrieval.base import Probe, build_probes
 from dialogbench.stats.auroc import OperatingPoint, bootstrap_auroc, operating_point
 from dialogbench.stats.bootstrap import Estimate
-from dialogbench.tracks.common import ModelSettings, stratified_limit
+from dialogbench.tracks.common import (
+    ModelSettings,
+    read_usage,
+    spent,
+    stratified_limit,
+    write_usage,
+)
 from dialogbench.tracks.realcompanion import detectors as det
 from dialogbench.tracks.realcompanion.detection_prompts import PROMPT_SHA256
 
@@ -259,7 +264,7 @@ def run_detection(
     if progress:
         progress("summary", 1, 1)
     result = summarise(run, units, config)
-    result.usage = {d: _read_usage(run, d) for d in config.detectors if d in MODEL_DETECTORS}
+    result.usage = {d: read_usage(run, d) for d in config.detectors if d in MODEL_DETECTORS}
     result.warnings = list(dataset.warnings) + result.warnings
     files: dict[str, Any] = {
         "summary.json": to_json(result.summary),
@@ -308,28 +313,11 @@ async def _score_all(
             if name in MODEL_DETECTORS:
                 assert model is not None
                 await _ask_model(name, scored, model, config)
-                _write_usage(run, name, model, before)
+                write_usage(run, name, spent(model, f"detection:{name}", before))
             run.write_part(name, [_row(name, u, s) for u, s in zip(units, scored, strict=True)])
     finally:
         if owned is not None:
             await owned.aclose()
-
-
-def _read_usage(run: RunDir, name: str) -> dict[str, Any]:
-    path = run.parts / f"{name}.usage.json"
-    if not path.exists():
-        return {"note": "not recorded for this part"}
-    usage: dict[str, Any] = json.loads(path.read_text())
-    return usage
-
-
-def _write_usage(run: RunDir, name: str, model: Model, before: UsageTotals) -> None:
-    """What detector `name` added to the model's ledger, next to its part."""
-    after = model.ledger.totals(f"detection:{name}")
-    spent = {f.name: getattr(after, f.name) - getattr(before, f.name) for f in fields(after)}
-    spent["tokens_processed"] = spent["prompt_tokens"] + spent["completion_tokens"]
-    report = {"model": model.name, **spent}
-    (run.parts / f"{name}.usage.json").write_text(json.dumps(report, indent=2) + "\n")
 
 
 def _detect(

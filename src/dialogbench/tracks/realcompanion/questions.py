@@ -42,30 +42,34 @@ RUN_DIR/parts/          one per system; a rerun of the same run keeps them
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import warnings as warnings_module
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from dialogbench.data.model import Dataset, Question, Subject
-from dialogbench.judging.judge import Judge, Verdict
+from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge, Verdict
 from dialogbench.judging.rubric import Rubric
 from dialogbench.models.model import Call, Model
 from dialogbench.models.tokenizer import GGUFTokenizer, TokenCounter
 from dialogbench.models.types import GenerateConfig, ModelError
-from dialogbench.models.usage import UsageTotals
 from dialogbench.report.run import Manifest, Progress, RunDir, dataset_info, to_json
 from dialogbench.retrieval.base import build_probes
 from dialogbench.retrieval.bm25 import BM25Retriever
 from dialogbench.scoring.locomo import ADVERSARIAL, CATEGORY_NAMES, is_abstention, locomo_score
 from dialogbench.scoring.locomo import set_f1 as set_f1_score
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
-from dialogbench.tracks.common import ModelSettings, stratified_limit
+from dialogbench.tracks.common import (
+    ModelSettings,
+    spent,
+    stratified_limit,
+    usage_by_part,
+    write_usage,
+)
 from dialogbench.tracks.realcompanion import questions_prompts as qp
 
 TRACK = "questions"
@@ -111,7 +115,7 @@ class QuestionsConfig:
         )
 
     def judge_config(self) -> GenerateConfig:
-        return GenerateConfig(temperature=0.0, max_tokens=self.judge_max_tokens, seed=0)
+        return replace(DEFAULT_JUDGE_CONFIG, max_tokens=self.judge_max_tokens)
 
 
 @dataclass(frozen=True)
@@ -272,7 +276,7 @@ def run_questions(
     subjects = {s.id: s for s in dataset.subjects}
     asyncio.run(_work(run, todo, asked, subjects, official, config, (model, judge_model), progress))
     result = summarise({s: run.read_part(s) for s in config.systems}, official, config)
-    result.usage = _read_usage(run, config.systems)
+    result.usage = usage_by_part(run, config.systems)
     result.warnings = list(dataset.warnings) + result.warnings
     files: dict[str, Any] = {
         "summary.json": to_json(result.summary),
@@ -295,37 +299,24 @@ async def _work(
     progress: Progress | None,
 ) -> None:
     """Answer, judge and score each system not yet done; one part (and its usage) each."""
-    model, judge_model = models
-    owned: list[Model] = []
-    try:
-        if model is None and todo:
-            model = config.models.open()
-            owned.append(model)
-        if judge_model is None and todo:
-            judge_model = config.models.open_judge()
-            if judge_model is not None:
-                owned.append(judge_model)
-        for i, system in enumerate(todo):
-            assert model is not None
-            judger = judge_model or model
-            if progress:
-                progress(system, i, len(todo))
-            before = (model.ledger.totals(ANSWER_TAG), judger.ledger.totals(JUDGE_TAG))
-            rows = await _answer(system, asked, subjects, model, config)
-            await _judge(rows, judger, config)
-            for row in rows:
-                row.update(score_row(row, official))
-            usage = {
-                "answer": _spent(model, ANSWER_TAG, before[0]),
-                "judge": _spent(judger, JUDGE_TAG, before[1]),
-            }
-            (run.parts / f"{system}.usage.json").write_text(json.dumps(usage, indent=2) + "\n")
-            run.write_part(system, rows)
-        if progress:
-            progress("summary", len(todo), len(todo))
-    finally:
-        for m in owned:
-            await m.aclose()
+    if todo:
+        async with config.models.opened(*models) as (model, judger):
+            for i, system in enumerate(todo):
+                if progress:
+                    progress(system, i, len(todo))
+                before = (model.ledger.totals(ANSWER_TAG), judger.ledger.totals(JUDGE_TAG))
+                rows = await _answer(system, asked, subjects, model, config)
+                await _judge(rows, judger, config)
+                for row in rows:
+                    row.update(score_row(row, official))
+                usage = {
+                    "answer": spent(model, ANSWER_TAG, before[0]),
+                    "judge": spent(judger, JUDGE_TAG, before[1]),
+                }
+                write_usage(run, system, usage)
+                run.write_part(system, rows)
+    if progress:
+        progress("summary", len(todo), len(todo))
 
 
 async def _answer(
@@ -438,29 +429,6 @@ def score_row(row: dict[str, Any], official: bool) -> dict[str, float | None]:
         if q.category != ADVERSARIAL and q.answer is not None:
             scores["set_f1"] = set_f1_score(answer, q.answer)
     return scores
-
-
-def _spent(model: Model, tag: str, before: UsageTotals) -> dict[str, Any]:
-    after = model.ledger.totals(tag)
-    spent: dict[str, Any] = {
-        f.name: getattr(after, f.name) - getattr(before, f.name) for f in fields(after)
-    }
-    spent["tokens_processed"] = spent["prompt_tokens"] + spent["completion_tokens"]
-    return {"model": model.name, **spent}
-
-
-def _read_usage(run: RunDir, systems: Sequence[str]) -> dict[str, Any]:
-    """Per system the answer and judge usage, and the tokens processed in all."""
-    usage: dict[str, Any] = {}
-    total = 0
-    for s in systems:
-        path = run.parts / f"{s}.usage.json"
-        usage[s] = json.loads(path.read_text()) if path.exists() else {"note": "not recorded"}
-        total += sum(
-            int(u.get("tokens_processed", 0)) for u in usage[s].values() if isinstance(u, dict)
-        )
-    usage["tokens_processed"] = total
-    return usage
 
 
 # -- figures --------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ import asyncio
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -64,7 +64,7 @@ from dialogbench.models.types import ChatMessage, GenerateConfig, ModelError
 from dialogbench.models.usage import UsageTotals
 from dialogbench.report.run import Manifest, Progress, RunDir, dataset_info, to_json
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
-from dialogbench.tracks.common import ModelSettings
+from dialogbench.tracks.common import ModelSettings, read_usage, spent, usage_total, write_usage
 from dialogbench.tracks.realcompanion import reconstruction_match as rm
 from dialogbench.tracks.realcompanion.reconstruction_prompts import (
     PROMPT_SHA256,
@@ -551,37 +551,17 @@ async def ask(
 
 
 def _write_usage(run: RunDir, name: str, model: Model, tag: str, before: UsageTotals) -> None:
-    after = model.ledger.totals(tag)
-    spent: dict[str, Any] = {
-        f.name: getattr(after, f.name) - getattr(before, f.name) for f in fields(after)
-    }
-    spent["tokens_processed"] = spent["prompt_tokens"] + spent["completion_tokens"]
-    spent["tokens_with_cached"] = (
-        spent["tokens_processed"]
-        + spent["cached_prompt_tokens"]
-        + spent["cached_completion_tokens"]
-    )
-    report = {"model": model.name, **spent}
-    (run.parts / f"{name}.usage.json").write_text(json.dumps(report, indent=2) + "\n")
+    """What run `name` spent, with the tokens that cached replies stood for."""
+    record = spent(model, tag, before)
+    cached = record["cached_prompt_tokens"] + record["cached_completion_tokens"]
+    record["tokens_with_cached"] = record["tokens_processed"] + cached
+    write_usage(run, name, record)
 
 
 def _usage(run: RunDir, names: Sequence[str]) -> dict[str, Any]:
     """Per run usage as recorded with its part, and the sum over runs."""
-    per: dict[str, Any] = {}
-    total: dict[str, Any] = {}
-    for name in names:
-        path = run.parts / f"{name}.usage.json"
-        if not path.exists():
-            per[name] = {"note": "not recorded for this part"}
-            continue
-        got = json.loads(path.read_text())
-        per[name] = got
-        for k, v in got.items():
-            if isinstance(v, int):
-                total[k] = total.get(k, 0) + v
-            else:
-                total.setdefault(k, v)
-    return {"runs": per, "total": total}
+    per = {name: read_usage(run, name) for name in names}
+    return {"runs": per, "total": usage_total(per.values())}
 
 
 # -- figures ---------------------------------------------------------------------------------
