@@ -199,10 +199,13 @@ def paper_table(
     rows: dict[str, TableRow] = {}
     for lang in sorted(set(awareness) | set(interaction)):
         table = awareness.get(lang)
+        figures = dict(interaction.get(lang, {}))
+        average = figures.pop("average", None)  # the track's own, bootstrapped over episodes
         rows[lang] = combine(
             table.tasks if table is not None else {},
-            interaction.get(lang, {}),
+            figures,
             awareness_average=table.average if table is not None else None,
+            interaction_average=average,
         )
         if table is not None and table.missing:
             rows[lang].notes.append(f"awareness average without {table.missing}")
