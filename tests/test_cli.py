@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from dialogbench.cli import app
+from dialogbench.tracks.demo import interaction_prompts as ip
 
 runner = CliRunner()
 
@@ -320,3 +323,90 @@ def test_model_tracks_say_what_the_corpus_lacks(
     for args, says in cases:
         result = runner.invoke(app, ["run", *args, "--out", str(tmp_path)])
         assert result.exit_code == 2 and says in result.output, result.output
+
+
+DEMO_FIXTURES = Path(__file__).parent / "data" / "demo" / "fixtures"
+
+
+def _demo_reply(body: dict[str, Any]) -> str:
+    """Agents say one line each, then end; the judge scores every dimension 7."""
+    system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
+    if system in {ip.EN.agent_system, ip.ZH.agent_system}:
+        speaker = re.search(r"^## (?:You are |你是)(.+)$", user, re.MULTILINE)
+        assert speaker is not None
+        if re.search(r"^(?:Turn \d+ - |第 \d+ 轮 - )", user, re.MULTILINE):
+            return json.dumps({"end": True})
+        return json.dumps({"person": speaker.group(1), "content": "Hello there."})
+    return json.dumps({"reason": "fine", **dict.fromkeys(ip.DIMENSIONS, 7)})
+
+
+def test_demo_runs_and_report_against_a_loopback_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dialogbench.testing import ChatServer
+
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    aware, inter = tmp_path / "aware", tmp_path / "inter"
+    with ChatServer() as srv:  # a minimal valid instance of each answer and verdict schema
+        result = runner.invoke(
+            app,
+            [
+                "run",
+                "demo-awareness",
+                "--dataset",
+                str(DEMO_FIXTURES / "element_awareness_en.json"),
+                "--model",
+                "openai-compatible/t",
+                "--base-url",
+                srv.base_url,
+                "--out",
+                str(aware),
+                "--n-boot",
+                "100",
+            ],
+        )
+    assert result.exit_code == 0, result.output
+    assert "Element awareness on" in result.output and "awareness average" in result.output
+    assert "counts (en)" in result.output
+    for name in ("manifest.json", "summary.json", "items.jsonl", "counts.json"):
+        assert (aware / name).exists(), name
+
+    with ChatServer(reply=_demo_reply) as srv:
+        result = runner.invoke(
+            app,
+            [
+                "run",
+                "demo-interaction",
+                "--dataset",
+                str(DEMO_FIXTURES),
+                "--model",
+                "openai-compatible/t",
+                "--base-url",
+                srv.base_url,
+                "--max-turns",
+                "4",
+                "--out",
+                str(inter),
+                "--n-boot",
+                "100",
+            ],
+        )
+    assert result.exit_code == 0, result.output
+    assert "Dialogue agent interaction on" in result.output
+    summary = json.loads((inter / "summary.json").read_text())
+    assert set(summary) == {"en", "zh"}
+    assert summary["en"]["goal"]["value"] == 7 and summary["en"]["goal"]["n"] == 3
+    assert summary["zh"]["realism"]["n"] == 2
+
+    report = runner.invoke(
+        app, ["report", "demo", "--awareness", str(aware), "--interaction", str(inter)]
+    )
+    assert report.exit_code == 0, report.output
+    assert "DEMO (en)" in report.output and "DEMO (zh)" in report.output
+    # en has both parts, so an overall; zh has no awareness run, which the table says
+    assert report.output.count("note:") == 1 and "no awareness score" in report.output
+
+    swapped = runner.invoke(app, ["report", "demo", "--awareness", str(inter)])
+    assert swapped.exit_code == 2 and "demo-interaction" in swapped.output, swapped.output
+    nothing = runner.invoke(app, ["report", "demo"])
+    assert nothing.exit_code == 2 and "--awareness" in nothing.output
