@@ -30,6 +30,7 @@ from dialogbench.tracks.demo.awareness import (
     label_metrics,
     macro_f1,
     match_label,
+    number_metrics,
     objective_outcomes,
     run_awareness,
     select_items,
@@ -319,6 +320,27 @@ def test_label_metrics_by_hand() -> None:
     # male: tp 1, fp 1, fn 1 -> 1/2; female: tp 1, fp 0, fn 1 -> 2/3
     assert got["macro_f1"].value == pytest.approx((1 / 2 + 2 / 3) / 2)
     assert got["macro_f1"].ci_low <= got["macro_f1"].value <= got["macro_f1"].ci_high
+    # scored golds: male, female, male, female -> a tie, broken by the label order
+    assert got["majority_label"] == "female" and got["majority_accuracy"].value == 0.5
+
+
+def test_number_metrics_and_the_median_baseline_by_hand() -> None:
+    def outcome(gold: float, pred: float | None) -> dict[str, Any]:
+        error = None if pred is None else abs(gold - pred)
+        return {"kind": "number", "gold": gold, "pred": pred, "abs_error": error}
+
+    outcomes = [
+        ("a", outcome(10, 9)),
+        ("b", outcome(9, 9)),
+        ("c", outcome(4, 10)),
+        ("d", outcome(7, None)),  # unparsed: in neither mean
+    ]
+    got = number_metrics(outcomes, n_boot=300, seed=0)
+    assert (got["n"], got["unparsed"], got["median"]) == (3, 1, 9.0)
+    assert got["mae"].value == pytest.approx((1 + 0 + 6) / 3)
+    assert got["median_mae"].value == pytest.approx((1 + 0 + 5) / 3)
+    empty = number_metrics([("d", outcome(7, None))], n_boot=300, seed=0)
+    assert empty["n"] == 0 and math.isnan(empty["mae"].value)
 
 
 # -- a full run against a scripted server ----------------------------------------------------

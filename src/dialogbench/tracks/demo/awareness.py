@@ -24,7 +24,9 @@ counted as a wrong answer (and `out_of_set`) by the objective metrics; the judge
 Objective metrics, per language and field (persona fields pool both participants, e.g.
 `gender`, `big_five.openness`): accuracy and macro-F1 (the mean over the labels that occur
 in the gold of the per-label F1; a predicted label that no gold has counts only as a miss),
-with intervals from resampling items; mean absolute error for the numeric fields.
+with intervals from resampling items; mean absolute error for the numeric fields. Beside
+each, the baseline of a model that ignores the dialogue: `majority_accuracy` (always the
+most frequent gold label) and `median_mae` (always the gold's median).
 
 RUN_DIR/manifest.json   dataset name and sha256, config, model and judge settings, prompt
                         sha256, seed, package version
@@ -695,7 +697,14 @@ def label_metrics(
         return result
     ids = [i for i, _ in scored]
     correct = np.array([float(o["correct"]) for _, o in scored])
-    result["accuracy"] = bootstrap_means(correct, ids, n_boot=n_boot, seed=seed)[0]
+    golds = [o["gold"] for _, o in scored]
+    majority = max(sorted(set(golds)), key=golds.count)
+    constant = np.array([float(g == majority) for g in golds])
+    both = np.column_stack([correct, constant])
+    result["accuracy"], result["majority_accuracy"] = bootstrap_means(
+        both, ids, n_boot=n_boot, seed=seed
+    )
+    result["majority_label"] = majority
     labels = sorted({o["gold"] for _, o in scored})
     index = {label: k for k, label in enumerate(labels)}
     gold = np.array([index[o["gold"]] for _, o in scored], dtype=np.int64)
@@ -710,12 +719,19 @@ def label_metrics(
 def number_metrics(
     outcomes: Sequence[tuple[str, dict[str, Any]]], n_boot: int, seed: int
 ) -> dict[str, Any]:
-    """Mean absolute error of one numeric field."""
-    errors = np.array([o["abs_error"] for _, o in outcomes if o["abs_error"] is not None])
+    """Mean absolute error of one numeric field, and that of always answering the gold's
+    median (how far a model that ignores the dialogue would get)."""
+    scored = [o for _, o in outcomes if o["abs_error"] is not None]
+    golds = np.array([float(o["gold"]) for o in scored])
+    median = float(np.median(golds)) if len(golds) else math.nan
+    errors = np.column_stack([[o["abs_error"] for o in scored], np.abs(golds - median)])
+    mae, median_mae = bootstrap_means(errors.reshape(len(scored), 2), n_boot=n_boot, seed=seed)
     return {
-        "n": len(errors),
-        "unparsed": len(outcomes) - len(errors),
-        "mae": bootstrap_means(errors, n_boot=n_boot, seed=seed)[0],
+        "n": len(scored),
+        "unparsed": len(outcomes) - len(scored),
+        "mae": mae,
+        "median_mae": median_mae,
+        "median": median,
     }
 
 
