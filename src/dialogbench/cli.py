@@ -562,8 +562,13 @@ def run_demo_interaction_cmd(
     temperature: Annotated[float, typer.Option(help="the agents' temperature")] = 1.0,
     max_tokens: Annotated[int, typer.Option(help="tokens per turn")] = 256,
     constrain_turns: Annotated[
-        bool, typer.Option(help="also send each turn's JSON shape as a schema")
-    ] = False,
+        bool | None,
+        typer.Option(
+            "--constrain-turns/--free-turns",
+            help="send each turn's JSON shape as a schema, or ask for it in the prompt only "
+            "(default: constrained only for the embedded model)",
+        ),
+    ] = None,
     limit: LimitOpt = None,
     seed: SeedOpt = 0,
     n_boot: BootOpt = 2000,

@@ -163,6 +163,18 @@ def test_parse_turn() -> None:
             parse_turn(bad, "Bo")
 
 
+def test_turns_are_constrained_by_default_only_for_the_embedded_model() -> None:
+    def constrained(**kw: Any) -> bool | None:
+        return InteractionConfig(**kw).constrain_turns
+
+    served = ModelSettings(model="openai-compatible/x")
+    assert constrained(models=ModelSettings(model="embedded")) is True
+    assert constrained(models=served, partner="embedded") is True
+    assert constrained(models=served) is False
+    assert constrained(models=ModelSettings(model="embedded"), constrain_turns=False) is False
+    assert constrained(models=served, constrain_turns=True) is True
+
+
 def test_runs_and_part_names() -> None:
     es = [episode("a", ("Ana", "Bo")), episode("b/1", ("Cy", "Di"))]
     assert [r.under_test for r in plan_runs(es, False, "both")] == ["both", "both"]

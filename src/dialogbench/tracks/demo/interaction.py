@@ -106,10 +106,11 @@ class InteractionConfig:
     """The agents' temperature (the paper's 1.0); the seed is recorded and sent."""
     max_tokens: int = 256
     """Per turn."""
-    constrain_turns: bool = False
+    constrain_turns: bool | None = None
     """Also send the turn's JSON shape as a schema (`interaction_prompts.TURN_SCHEMA`):
     grammar-constrained on local models, `response_format` on servers. Off, as in the
-    paper, the format is asked for in the prompt only."""
+    paper, the format is asked for in the prompt only. None: on only when the embedded
+    smoke-test model plays a side (it cannot keep the format unaided)."""
     judge_max_tokens: int = 1024
     max_fixes: int = 2
     """Corrections asked for a malformed turn (and for an unusable verdict)."""
@@ -123,6 +124,9 @@ class InteractionConfig:
             raise ValueError(f"sides must be one of {', '.join(SIDES)}, not {self.sides!r}")
         if self.limit is not None and self.limit < 1:
             raise ValueError("limit must be positive")
+        if self.constrain_turns is None:
+            embedded = "embedded" in (self.models.model, self.partner)
+            object.__setattr__(self, "constrain_turns", embedded)
 
     def agent_config(self) -> GenerateConfig:
         return GenerateConfig(
