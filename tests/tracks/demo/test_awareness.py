@@ -517,6 +517,9 @@ def test_scripted_run_resumes_and_counts(tmp_path: Path, monkeypatch: pytest.Mon
     assert any("utterance (en): 1 of 3 predictions never gave valid JSON" in w for w in warnings)
     assert any("goal (en): 1 verdicts unscored" in w for w in warnings)
     assert any("emotion (en): 1 predicted labels outside" in w for w in warnings)
+    # zh holds utterance and persona items only: goal and scene are absent, not unscored
+    zh = "zh: the awareness average leaves out goal, scene (no item in this run), so"
+    assert any(zh in w for w in warnings), warnings
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["config"]["prompt_sha256"] == ap.PROMPT_SHA256
     assert manifest["config"]["model_settings"]["model"] == "openai-compatible/scripted"

@@ -809,9 +809,14 @@ def summarise(
                     "label set, counted as wrong"
                 )
         if tables[lang].missing:
+            why: dict[str, list[str]] = {
+                "no item in this run": [t for t in tables[lang].missing if t not in by_task],
+                "no scored item": [t for t in tables[lang].missing if t in by_task],
+            }
+            said = "; ".join(f"{', '.join(ts)} ({w})" for w, ts in why.items() if ts)
             notes.append(
-                f"{lang}: the awareness average leaves out {tables[lang].missing} (no scored "
-                "item), so it is not DEMO's four-task average"
+                f"{lang}: the awareness average leaves out {said}, so it is not DEMO's "
+                "four-task average"
             )
     summary = {"judge": judge, "awareness": tables, "objective": objective}
     return AwarenessResult(summary=summary, tables=tables, counts=counts, warnings=notes)
