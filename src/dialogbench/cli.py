@@ -665,12 +665,16 @@ def _summary(run: Path, track: str) -> dict[str, Any]:
 
 
 def _row_table(row: TableRow) -> dict[str, dict[str, Estimate]]:
+    """One line per figure (the two halves share names such as `goal`, so not columns)."""
     table: dict[str, dict[str, Estimate]] = {}
-    if row.awareness:
-        table["element awareness"] = {**row.awareness, "average": row.awareness_average}
-    if row.interaction:
-        table["interaction"] = {**row.interaction, "average": row.interaction_average}
-    table["overall"] = {"overall": row.overall}
+    for part, figures, average in (
+        ("element awareness", row.awareness, row.awareness_average),
+        ("interaction", row.interaction, row.interaction_average),
+    ):
+        if figures:
+            for name, e in {**figures, "average": average}.items():
+                table[f"{part}: {name}"] = {"score 0-10": e}
+    table["overall"] = {"score 0-10": row.overall}
     return table
 
 
