@@ -346,6 +346,7 @@ def test_demo_runs_and_report_against_a_loopback_server(
     from dialogbench.testing import ChatServer
 
     monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    monkeypatch.setenv("MY_JUDGE_KEY", "sk-judge-secret-123")
     aware, inter = tmp_path / "aware", tmp_path / "inter"
     with ChatServer() as srv:  # a minimal valid instance of each answer and verdict schema
         result = runner.invoke(
@@ -359,6 +360,12 @@ def test_demo_runs_and_report_against_a_loopback_server(
                 "openai-compatible/t",
                 "--base-url",
                 srv.base_url,
+                "--judge-model",
+                "openai-compatible/j",
+                "--judge-base-url",
+                srv.base_url,
+                "--judge-api-key-env",
+                "MY_JUDGE_KEY",
                 "--out",
                 str(aware),
                 "--n-boot",
@@ -370,6 +377,9 @@ def test_demo_runs_and_report_against_a_loopback_server(
     assert "counts (en)" in result.output
     for name in ("manifest.json", "summary.json", "items.jsonl", "counts.json"):
         assert (aware / name).exists(), name
+    judge = json.loads((aware / "manifest.json").read_text())["config"]["judge_settings"]
+    assert judge["model"] == "openai-compatible/j" and judge["api_key_env"] == "MY_JUDGE_KEY"
+    assert not any("sk-judge-secret" in f.read_text() for f in aware.rglob("*.json*"))
 
     with ChatServer(reply=_demo_reply) as srv:
         result = runner.invoke(

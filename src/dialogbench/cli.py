@@ -98,6 +98,9 @@ JudgeOpt = Annotated[
     str | None, typer.Option(help="judge provider/model (default: the model under test)")
 ]
 JudgeUrlOpt = Annotated[str | None, typer.Option(help="the judge's server URL")]
+JudgeKeyOpt = Annotated[
+    str | None, typer.Option(help="environment variable holding the judge's API key")
+]
 
 
 def with_progress(label: str, work: Callable[[TrackProgress], T]) -> T:
@@ -326,6 +329,7 @@ def run_chat_cmd(
     api_key_env: KeyEnvOpt = None,
     judge_model: JudgeOpt = None,
     judge_base_url: JudgeUrlOpt = None,
+    judge_api_key_env: JudgeKeyOpt = None,
     framing: Annotated[
         str, typer.Option(help="label supplied messages as 'turns' or 'memories'")
     ] = "turns",
@@ -344,6 +348,7 @@ def run_chat_cmd(
             api_key_env=api_key_env,
             judge_model=judge_model,
             judge_base_url=judge_base_url,
+            judge_api_key_env=judge_api_key_env,
         )
         config = ChatConfig(
             framing="memories" if framing == "memories" else "turns",
@@ -379,6 +384,7 @@ def run_questions_cmd(
     api_key_env: KeyEnvOpt = None,
     judge_model: JudgeOpt = None,
     judge_base_url: JudgeUrlOpt = None,
+    judge_api_key_env: JudgeKeyOpt = None,
     systems: Annotated[
         str, typer.Option(help="contexts: full (whole history if it fits), retrieval")
     ] = "full,retrieval",
@@ -400,6 +406,7 @@ def run_questions_cmd(
             api_key_env=api_key_env,
             judge_model=judge_model,
             judge_base_url=judge_base_url,
+            judge_api_key_env=judge_api_key_env,
         )
         config = QuestionsConfig(
             systems=tuple(_csv(systems)),
@@ -488,6 +495,7 @@ def run_demo_awareness_cmd(
     api_key_env: KeyEnvOpt = None,
     judge_model: JudgeOpt = None,
     judge_base_url: JudgeUrlOpt = None,
+    judge_api_key_env: JudgeKeyOpt = None,
     tasks: Annotated[str, typer.Option(help="goal, persona, scene, utterance")] = (
         "goal,persona,scene,utterance"
     ),
@@ -505,6 +513,7 @@ def run_demo_awareness_cmd(
             api_key_env=api_key_env,
             judge_model=judge_model,
             judge_base_url=judge_base_url,
+            judge_api_key_env=judge_api_key_env,
         )
         config = AwarenessConfig(
             tasks=tuple(_csv(tasks)),  # type: ignore[arg-type]  # checked by the config
@@ -548,6 +557,7 @@ def run_demo_interaction_cmd(
     api_key_env: KeyEnvOpt = None,
     judge_model: JudgeOpt = None,
     judge_base_url: JudgeUrlOpt = None,
+    judge_api_key_env: JudgeKeyOpt = None,
     partner: Annotated[
         str | None, typer.Option(help="a fixed partner model (default: self-play)")
     ] = None,
@@ -584,6 +594,7 @@ def run_demo_interaction_cmd(
             api_key_env=api_key_env,
             judge_model=judge_model,
             judge_base_url=judge_base_url,
+            judge_api_key_env=judge_api_key_env,
         )
         config = InteractionConfig(
             max_turns=max_turns,
