@@ -13,7 +13,8 @@ import os
 import platform
 import subprocess
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,26 @@ class RunDir:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.parts = self.path / "parts"
+
+    def start(
+        self,
+        track: str,
+        dataset: DatasetInfo,
+        config: Any,
+        warnings: Iterable[str] = (),
+        resolved: Mapping[str, Any] | None = None,
+    ) -> set[str]:
+        """Begin a track's run: its config (a dataclass with a `seed`) and what the run
+        resolved from it (`resolved`: model settings, prompt digests, ...) go into the
+        manifest; return the names of the parts a previous run of the same kind finished."""
+        manifest = Manifest(
+            track=track,
+            dataset=dataset,
+            config={**asdict(config), **(resolved or {})},
+            seed=config.seed,
+            warnings=list(warnings),
+        )
+        return self.begin(manifest)
 
     def begin(self, manifest: Manifest) -> set[str]:
         """Write the manifest; return the names of parts that a previous run finished."""

@@ -52,7 +52,7 @@ import re
 import typing
 import warnings as warnings_module
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -66,7 +66,7 @@ from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge, Verdict
 from dialogbench.models.model import Model
 from dialogbench.models.structured import Structured
 from dialogbench.models.types import GenerateConfig
-from dialogbench.report.run import DatasetInfo, Manifest, Progress, RunDir, to_json
+from dialogbench.report.run import DatasetInfo, Progress, RunDir, to_json
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means, resample_counts
 from dialogbench.tracks.common import (
     ModelSettings,
@@ -531,24 +531,22 @@ def run_awareness(
     }
     parts = {name: chunk for name, chunk in parts.items() if chunk}
     run = RunDir(out)
-    manifest = Manifest(
-        track=TRACK,
-        dataset=DatasetInfo(
+    done = run.start(
+        TRACK,
+        DatasetInfo(
             name=demo_set.name,
             source=demo_set.source,
             sha256=demo_set.sha256,
             subjects=len({i.dialogue_id for i in items}),
         ),
-        config={
-            **asdict(config),
+        config,
+        demo_set.warnings,
+        {
             **config.models.recorded(model, judge_model),
             "prompt_sha256": ap.PROMPT_SHA256,
             "items": len(items),
         },
-        seed=config.seed,
-        warnings=list(demo_set.warnings),
     )
-    done = run.begin(manifest)
     todo = {name: chunk for name, chunk in parts.items() if name not in done}
     names = participant_names(demo_set)
     asyncio.run(_work(run, todo, names, config, (model, judge_model), progress))

@@ -51,7 +51,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from contextlib import AsyncExitStack, aclosing
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -63,7 +63,7 @@ from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge
 from dialogbench.models.model import Model
 from dialogbench.models.structured import extract_json
 from dialogbench.models.types import ChatMessage, GenerateConfig, ModelError
-from dialogbench.report.run import DatasetInfo, Manifest, Progress, RunDir, to_json
+from dialogbench.report.run import DatasetInfo, Progress, RunDir, to_json
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 from dialogbench.tracks.common import (
     ModelSettings,
@@ -397,22 +397,20 @@ def run_interaction(
         )
     else:
         partner_settings = {"same_as": "model under test"}
-    manifest = Manifest(
-        track=TRACK,
-        dataset=info,
-        config={
-            **asdict(config),
+    run_dir = RunDir(out)
+    done = run_dir.start(
+        TRACK,
+        info,
+        config,
+        warnings,
+        {
             **config.models.recorded(model, judge_model),
             "partner_settings": partner_settings,
             "prompt_sha256": ip.PROMPT_SHA256,
             "episodes": len(episodes),
             "runs": len(runs),
         },
-        seed=config.seed,
-        warnings=warnings,
     )
-    run_dir = RunDir(out)
-    done = run_dir.begin(manifest)
     asyncio.run(_work(run_dir, done, runs, config, (model, partner_model, judge_model), progress))
     rows = [_item(r, run_dir) for r in runs]
     result = summarise(rows, config)

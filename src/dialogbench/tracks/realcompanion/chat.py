@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +52,7 @@ from dialogbench.data.model import ChatItem, Dataset, Message, Subject
 from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, BlindVerdict, Judge
 from dialogbench.models.model import Call, Model
 from dialogbench.models.types import GenerateConfig, ModelError
-from dialogbench.report.run import Manifest, Progress, RunDir, dataset_info, to_json
+from dialogbench.report.run import Progress, RunDir, dataset_info, to_json
 from dialogbench.retrieval.base import build_probes
 from dialogbench.retrieval.bm25 import BM25Retriever
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
@@ -218,18 +218,16 @@ def run_chat(
         )
     probes = limit_probes(probes, config.limit, config.seed)
     run = RunDir(out)
-    manifest = Manifest(
-        track=TRACK,
-        dataset=dataset_info(dataset),
-        config={
-            **asdict(config),
+    done = run.start(
+        TRACK,
+        dataset_info(dataset),
+        config,
+        warnings,
+        {
             **config.models.recorded(model, judge_model),
             "prompt_sha256": cp.PROMPT_SHA256,
         },
-        seed=config.seed,
-        warnings=warnings,
     )
-    done = run.begin(manifest)
     asyncio.run(_work(run, done, probes, config, model, judge_model, progress))
     result = summarise(run.read_part("judged"), config)
     result.usage = {part: read_usage(run, part) for part in ("replies", "judged")}

@@ -18,7 +18,7 @@ from __future__ import annotations
 import csv
 import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from dialogbench.data.model import Dataset, Subject
 from dialogbench.models.tokenizer import GGUFTokenizer, TokenCounter
-from dialogbench.report.run import Manifest, Progress, RunDir, dataset_info, to_json
+from dialogbench.report.run import Progress, RunDir, dataset_info, to_json
 from dialogbench.retrieval.base import Probe, build_probes
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 
@@ -153,14 +153,13 @@ def run_coverage(
             counter.close()  # ours to free
     tokenizer_info: dict[str, Any] = {"name": counter.name, "overhead per message": overhead}
     run = RunDir(out)
-    manifest = Manifest(
-        track=TRACK,
-        dataset=dataset_info(dataset),
-        config={**asdict(config), "tokenizer name": counter.name, "overhead": overhead},
-        seed=config.seed,
-        warnings=list(dataset.warnings),
+    done = run.start(
+        TRACK,
+        dataset_info(dataset),
+        config,
+        dataset.warnings,
+        {"tokenizer name": counter.name, "overhead": overhead},
     )
-    done = run.begin(manifest)
     history: dict[str, dict[str, int]] = {}
     parts: list[str] = []
     for index, subject in enumerate(dataset.subjects):

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,7 @@ from dialogbench.data.model import Dataset, Subject
 from dialogbench.models.model import Model
 from dialogbench.models.types import GenerateConfig
 from dialogbench.models.usage import UsageTotals
-from dialogbench.report.run import Manifest, Progress, RunDir, dataset_info, to_json
+from dialogbench.report.run import Progress, RunDir, dataset_info, to_json
 from dialogbench.retrieval.base import Probe, build_probes
 from dialogbench.stats.auroc import OperatingPoint, bootstrap_auroc, operating_point
 from dialogbench.stats.bootstrap import Estimate
@@ -245,19 +245,17 @@ def run_detection(
     units = limit_units(build_units(dataset, config.window), config.limit, config.seed)
     run = RunDir(out)
     settings = config.models.recorded(model)["model_settings"] if wants_model else {}
-    manifest = Manifest(
-        track=TRACK,
-        dataset=dataset_info(dataset),
-        config={
-            **asdict(config),
+    done = run.start(
+        TRACK,
+        dataset_info(dataset),
+        config,
+        dataset.warnings,
+        {
             "model_settings": settings,
             "prompt_sha256": PROMPT_SHA256,
             "cues_sha256": det.CUES_SHA256,
         },
-        seed=config.seed,
-        warnings=list(dataset.warnings),
     )
-    done = run.begin(manifest)
     subjects = {s.id: s for s in dataset.subjects}
     todo = [d for d in config.detectors if d not in done]
     asyncio.run(_score_all(run, todo, units, subjects, config, model, progress))

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,7 +42,7 @@ import numpy.typing as npt
 from scipy import sparse
 
 from dialogbench.data.model import Dataset
-from dialogbench.report.run import Manifest, Progress, RunDir, dataset_info, to_json
+from dialogbench.report.run import Progress, RunDir, dataset_info, to_json
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 from dialogbench.tracks.realcompanion.style import StyleCounts, count_style, style_features
 
@@ -202,14 +202,7 @@ def run_privacy(
             "more (lower min_messages, or check the messages' roles)"
         )
     run = RunDir(out)
-    manifest = Manifest(
-        track=TRACK,
-        dataset=dataset_info(dataset),
-        config=asdict(config),
-        seed=config.seed,
-        warnings=list(dataset.warnings),
-    )
-    done = run.begin(manifest)
+    done = run.start(TRACK, dataset_info(dataset), config, dataset.warnings)
     counts: StyleCounts | None = None
     systems = SYSTEMS if config.control else SYSTEMS[:1]
     parts: list[str] = []

@@ -45,7 +45,7 @@ import asyncio
 import math
 import warnings as warnings_module
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,7 @@ from dialogbench.judging.rubric import Rubric
 from dialogbench.models.model import Call, Model
 from dialogbench.models.tokenizer import GGUFTokenizer, TokenCounter
 from dialogbench.models.types import GenerateConfig, ModelError
-from dialogbench.report.run import Manifest, Progress, RunDir, dataset_info, to_json
+from dialogbench.report.run import Progress, RunDir, dataset_info, to_json
 from dialogbench.retrieval.base import build_probes
 from dialogbench.retrieval.bm25 import BM25Retriever
 from dialogbench.scoring.locomo import ADVERSARIAL, CATEGORY_NAMES, is_abstention, locomo_score
@@ -258,20 +258,18 @@ def run_questions(
     asked = limit_asked(asked, config.limit, config.seed)
     official = uses_official(dataset, config)
     run = RunDir(out)
-    manifest = Manifest(
-        track=TRACK,
-        dataset=dataset_info(dataset),
-        config={
-            **asdict(config),
+    done = run.start(
+        TRACK,
+        dataset_info(dataset),
+        config,
+        dataset.warnings,
+        {
             **config.models.recorded(model, judge_model),
             "prompt_sha256": qp.PROMPT_SHA256,
             "tokenizer name": counter.name if counter is not None else None,
             "official scorer": official,
         },
-        seed=config.seed,
-        warnings=list(dataset.warnings),
     )
-    done = run.begin(manifest)
     todo = [s for s in config.systems if s not in done]
     subjects = {s.id: s for s in dataset.subjects}
     asyncio.run(_work(run, todo, asked, subjects, official, config, (model, judge_model), progress))

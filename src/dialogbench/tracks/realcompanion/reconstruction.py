@@ -62,7 +62,7 @@ from dialogbench.models.structured import CORRECTION, Structured, parse_reply
 from dialogbench.models.tokenizer import IntArray, TokenCounter
 from dialogbench.models.types import ChatMessage, GenerateConfig, ModelError
 from dialogbench.models.usage import UsageTotals
-from dialogbench.report.run import Manifest, Progress, RunDir, dataset_info, to_json
+from dialogbench.report.run import Progress, RunDir, dataset_info, to_json
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 from dialogbench.tracks.common import ModelSettings, read_usage, spent, usage_total, write_usage
 from dialogbench.tracks.realcompanion import reconstruction_match as rm
@@ -398,21 +398,19 @@ def run_reconstruction(
         if h.cut:
             warnings.append(f"{sid}: {len(h.cut)} message(s) cut to fit the context budget")
     run = RunDir(out)
-    manifest = Manifest(
-        track=TRACK,
-        dataset=dataset_info(dataset),
-        config={
-            **asdict(config),
+    done = run.start(
+        TRACK,
+        dataset_info(dataset),
+        config,
+        dataset.warnings,
+        {
             "model_settings": config.models.recorded(model)["model_settings"],
             "prompt_sha256": PROMPT_SHA256,
             "matcher_sha256": rm.MATCHER_SHA256,
             "dedupe_threshold": DEDUPE_THRESHOLD,
             "counter": counter.name,
         },
-        seed=config.seed,
-        warnings=list(dataset.warnings),
     )
-    done = run.begin(manifest)
     names = [f"run-{r}" for r in range(config.runs)]
     todo = [r for r, n in enumerate(names) if n not in done]
     asyncio.run(_run_all(run, todo, subjects, histories, config, model, progress))

@@ -9,14 +9,14 @@ oracle control must score 0: the track says so loudly when it does not.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
 from dialogbench.data.model import Dataset
-from dialogbench.report.run import Manifest, Progress, RunDir, dataset_info, to_json
+from dialogbench.report.run import Progress, RunDir, dataset_info, to_json
 from dialogbench.retrieval.base import Probe, build_probes
 from dialogbench.retrieval.registry import DEFAULT_RETRIEVERS, resolve
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
@@ -84,14 +84,7 @@ def run_retrieval(
             "needs chat items with reference_ids or questions with evidence_ids"
         )
     run = RunDir(out)
-    manifest = Manifest(
-        track=TRACK,
-        dataset=dataset_info(dataset),
-        config=asdict(config),
-        seed=config.seed,
-        warnings=list(dataset.warnings),
-    )
-    done = run.begin(manifest)
+    done = run.start(TRACK, dataset_info(dataset), config, dataset.warnings)
     by_subject: dict[str, list[Probe]] = {}
     for p in probes:
         by_subject.setdefault(p.subject_id, []).append(p)
