@@ -11,6 +11,7 @@ from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from dialogbench.data.model import Message
 from dialogbench.models.cache import ResponseCache
 from dialogbench.models.model import Model
 from dialogbench.models.spec import ModelSpec
@@ -45,6 +46,20 @@ def stratified_limit(
             if pool and len(chosen) < limit:
                 chosen.append(pool.pop())
     return [items[i] for i in sorted(chosen)]
+
+
+def render_message(
+    message: Message, max_chars: int, *, with_id: bool = False, text: str | None = None
+) -> str:
+    """One message as a prompt shows it: `date speaker: text` (`[id] date speaker: text`
+    with `with_id`), the date only when known, the text cut to `max_chars` with " [...]".
+    `text` stands in for the message's own (e.g. an already shortened one)."""
+    body = (message.text if text is None else text).strip()
+    if len(body) > max_chars:
+        body = body[:max_chars].rstrip() + " [...]"
+    when = f"{message.timestamp:%Y-%m-%d} " if message.timestamp is not None else ""
+    prefix = f"[{message.id}] " if with_id else ""
+    return f"{prefix}{when}{message.speaker}: {body}"
 
 
 def digest(value: object) -> str:

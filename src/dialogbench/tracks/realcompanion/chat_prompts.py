@@ -22,7 +22,7 @@ from typing import Literal
 from dialogbench.data.model import Message
 from dialogbench.judging.rubric import Dimension, Flag, Rubric
 from dialogbench.models.types import ChatMessage
-from dialogbench.tracks.common import digest
+from dialogbench.tracks.common import digest, render_message
 
 Framing = Literal["turns", "memories"]
 
@@ -97,11 +97,7 @@ PROMPT_SHA256 = digest(_constants())
 
 def render(message: Message) -> str:
     """One message as shown: date (when known), speaker and text, cut to `MESSAGE_CHARS`."""
-    text = message.text.strip()
-    if len(text) > MESSAGE_CHARS:
-        text = text[:MESSAGE_CHARS].rstrip() + " [...]"
-    when = f"{message.timestamp:%Y-%m-%d} " if message.timestamp is not None else ""
-    return f"{when}{message.speaker}: {text}"
+    return render_message(message, MESSAGE_CHARS)
 
 
 def context_block(messages: Sequence[Message], framing: Framing) -> str:

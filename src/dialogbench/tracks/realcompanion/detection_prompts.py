@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from dialogbench.data.model import Message
 from dialogbench.models.types import ChatMessage
-from dialogbench.tracks.common import digest
+from dialogbench.tracks.common import digest, render_message
 
 MESSAGE_CHARS = 800
 
@@ -79,12 +79,8 @@ PROMPT_SHA256 = digest(_constants())
 
 
 def render(message: Message) -> str:
-    """One message as shown to the model: date (when known), speaker and text."""
-    text = message.text.strip()
-    if len(text) > MESSAGE_CHARS:
-        text = text[:MESSAGE_CHARS].rstrip() + " [...]"
-    when = f"{message.timestamp:%Y-%m-%d} " if message.timestamp is not None else ""
-    return f"{when}{message.speaker}: {text}"
+    """One message as shown: date (when known), speaker and text, cut to `MESSAGE_CHARS`."""
+    return render_message(message, MESSAGE_CHARS)
 
 
 def _block(tag: str, messages: Sequence[Message]) -> str:

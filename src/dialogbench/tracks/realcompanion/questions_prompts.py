@@ -26,7 +26,7 @@ from datetime import datetime
 from dialogbench.data.model import Message
 from dialogbench.judging.rubric import Dimension, Rubric
 from dialogbench.models.types import ChatMessage
-from dialogbench.tracks.common import digest
+from dialogbench.tracks.common import digest, render_message
 
 MESSAGE_CHARS = 800
 
@@ -117,11 +117,7 @@ PROMPT_SHA256 = digest(_constants())
 
 def render(message: Message) -> str:
     """One message as shown: date (when known), speaker and text, cut to `MESSAGE_CHARS`."""
-    text = message.text.strip()
-    if len(text) > MESSAGE_CHARS:
-        text = text[:MESSAGE_CHARS].rstrip() + " [...]"
-    when = f"{message.timestamp:%Y-%m-%d} " if message.timestamp is not None else ""
-    return f"{when}{message.speaker}: {text}"
+    return render_message(message, MESSAGE_CHARS)
 
 
 def question_block(question: str, asked_at: datetime | None) -> str:

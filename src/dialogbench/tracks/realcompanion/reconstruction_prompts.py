@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field, create_model
 
 from dialogbench.data.model import Message
 from dialogbench.models.types import ChatMessage
-from dialogbench.tracks.common import digest
+from dialogbench.tracks.common import digest, render_message
 
 RECON_SYSTEM = (
     "You read long conversations between a person and an AI companion and write down who "
@@ -135,11 +135,7 @@ PROMPT_SHA256 = digest(_constants())
 
 def render(message: Message, text: str | None = None) -> str:
     """One message as shown: `[id] date speaker: text` (`text` overrides a cut message)."""
-    body = (message.text if text is None else text).strip()
-    if len(body) > MESSAGE_CHARS:
-        body = body[:MESSAGE_CHARS].rstrip() + " [...]"
-    when = f" {message.timestamp:%Y-%m-%d}" if message.timestamp is not None else ""
-    return f"[{message.id}]{when} {message.speaker}: {body}"
+    return render_message(message, MESSAGE_CHARS, with_id=True, text=text)
 
 
 def task_text(person: str, part: int, parts: int) -> str:
