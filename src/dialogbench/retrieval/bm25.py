@@ -67,6 +67,16 @@ def _find_words(text: str) -> list[str]:
     return (_ASCII_TOKEN if text.isascii() else _TOKEN).findall(text)
 
 
+def _term_ids(docs: Sequence[Sequence[str]]) -> tuple[dict[str, int], IntArray, IntArray]:
+    """The vocabulary (ids in order of first occurrence), every token's id (documents in
+    order) and each document's length."""
+    flat = list(chain.from_iterable(docs))
+    vocab: dict[str, int] = dict(zip(dict.fromkeys(flat), count()))
+    terms = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
+    lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
+    return vocab, terms, lengths
+
+
 @dataclass(frozen=True)
 class BM25Params:
     """BM25's free parameters."""
@@ -80,11 +90,7 @@ class BM25Index:
     """Postings of one document collection, sorted by (term, document)."""
 
     def __init__(self, docs: Sequence[Sequence[str]], params: BM25Params = BM25Params()) -> None:
-        flat = list(chain.from_iterable(docs))
-        # term ids in order of first occurrence
-        vocab: dict[str, int] = dict(zip(dict.fromkeys(flat), count()))
-        terms = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
-        lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
+        vocab, terms, lengths = _term_ids(docs)
         self._build(vocab, len(vocab), terms, lengths, params)
 
     @classmethod
@@ -97,10 +103,7 @@ class BM25Index:
         """The index of `[tokenize(t) for t in texts]`, built faster: stop words are dropped
         by term id after one vocabulary pass instead of word by word."""
         words = _words(texts)
-        flat = list(chain.from_iterable(words))
-        vocab: dict[str, int] = dict(zip(dict.fromkeys(flat), count()))
-        terms = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
-        lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+        vocab, terms, lengths = _term_ids(words)
         n_ids = len(vocab)
         stop_ids = [vocab.pop(w) for w in stopwords.intersection(vocab)]
         if stop_ids:
