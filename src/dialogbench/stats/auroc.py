@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
-from dialogbench.stats.bootstrap import Estimate, resample_counts
+from dialogbench.stats.bootstrap import Estimate, percentile_estimate, resample_counts
 
 FloatArray = npt.NDArray[np.float64]
 _MAX_CELLS = 1 << 23  # resample x item cells drawn per block
@@ -80,9 +80,7 @@ def bootstrap_auroc(
         pos_counts = resample_counts(m, b, pos_rng)
         per_pos = cum[:, lo] + cum[:, hi]  # (b, m): twice the negatives each positive beats
         stats[start : start + b] = np.einsum("bm,bm->b", pos_counts, per_pos) / (2.0 * m * n)
-    tail = (1.0 - level) / 2.0 * 100.0
-    ci_low, ci_high = np.percentile(stats, [tail, 100.0 - tail])
-    return Estimate(value=point, ci_low=float(ci_low), ci_high=float(ci_high), n=m + n)
+    return percentile_estimate(point, stats, m + n, level)
 
 
 class OperatingPoint(BaseModel):

@@ -31,6 +31,31 @@ class Estimate(BaseModel):
         return float("nan") if v is None else v
 
 
+def nan_estimate(n: int = 0) -> Estimate:
+    """An estimate over nothing (or of nothing estimable): NaN with a NaN interval."""
+    return Estimate(value=float("nan"), ci_low=float("nan"), ci_high=float("nan"), n=n)
+
+
+def percentile_interval(
+    replicates: npt.ArrayLike, level: float = 0.95, axis: int | None = None
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """The (low, high) percentile interval of bootstrap `replicates` along `axis`, NaNs left
+    out; all-NaN replicates give a NaN interval, without a warning."""
+    tail = (1.0 - level) / 2.0 * 100.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lo, hi = np.nanpercentile(np.asarray(replicates, np.float64), [tail, 100 - tail], axis)
+    return lo, hi
+
+
+def percentile_estimate(
+    value: float, replicates: npt.ArrayLike, n: int, level: float = 0.95
+) -> Estimate:
+    """`value` with the percentile interval of its bootstrap `replicates`."""
+    lo, hi = percentile_interval(replicates, level)
+    return Estimate(value=float(value), ci_low=float(lo), ci_high=float(hi), n=n)
+
+
 def resample_counts(n_units: int, n_boot: int, rng: np.random.Generator) -> npt.NDArray[np.float64]:
     """How often each of `n_units` is drawn in each of `n_boot` resamples with replacement:
     the count matrix W (n_boot x n_units). Every bootstrap here draws through this."""
@@ -58,10 +83,7 @@ def bootstrap_means(
         v = v[:, None]
     n_items, n_metrics = v.shape
     if n_items == 0:
-        return [
-            Estimate(value=float("nan"), ci_low=float("nan"), ci_high=float("nan"), n=0)
-            for _ in range(n_metrics)
-        ]
+        return [nan_estimate() for _ in range(n_metrics)]
     present = ~np.isnan(v)
     filled = np.where(present, v, 0.0)
     if clusters is None:
@@ -77,10 +99,7 @@ def bootstrap_means(
     with np.errstate(invalid="ignore", divide="ignore"):
         boot = (weights @ sums) / (weights @ counts)
         point = sums.sum(0) / counts.sum(0)
-    tail = (1.0 - level) / 2.0 * 100.0
-    with warnings.catch_warnings():  # an all-NaN column (nothing to estimate) stays NaN
-        warnings.simplefilter("ignore", RuntimeWarning)
-        lo, hi = np.nanpercentile(boot, [tail, 100.0 - tail], axis=0)
+    lo, hi = percentile_interval(boot, level, axis=0)  # an all-NaN column stays NaN
     n = counts.sum(0).astype(int)
     return [
         Estimate(value=float(point[j]), ci_low=float(lo[j]), ci_high=float(hi[j]), n=int(n[j]))

@@ -27,7 +27,6 @@ task weighs the same.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -35,27 +34,15 @@ import numpy.typing as npt
 from pydantic import BaseModel, Field
 
 from dialogbench.data.demo.model import TASKS
-from dialogbench.stats.bootstrap import Estimate, resample_counts
+from dialogbench.stats.bootstrap import (
+    Estimate,
+    nan_estimate,
+    percentile_estimate,
+    resample_counts,
+)
+from dialogbench.tracks.demo.interaction_prompts import DIMENSIONS as INTERACTION_DIMENSIONS
 
-INTERACTION_DIMENSIONS = ("goal", "believability", "skillfulness", "realism")
-"""The interaction track's dimensions, in the paper's order."""
-LEVEL = 0.95
 _Z = 1.959963984540054  # the standard normal's 97.5th percentile
-
-
-def nan_estimate(n: int = 0) -> Estimate:
-    return Estimate(value=math.nan, ci_low=math.nan, ci_high=math.nan, n=n)
-
-
-def percentile_estimate(
-    value: float, replicates: npt.NDArray[np.float64], n: int, level: float = LEVEL
-) -> Estimate:
-    """`value` with the percentile interval of its bootstrap `replicates` (NaNs left out)."""
-    tail = (1.0 - level) / 2.0 * 100.0
-    with warnings.catch_warnings():  # nothing to estimate: the interval stays NaN
-        warnings.simplefilter("ignore", RuntimeWarning)
-        lo, hi = np.nanpercentile(replicates, [tail, 100.0 - tail])
-    return Estimate(value=float(value), ci_low=float(lo), ci_high=float(hi), n=n)
 
 
 def item_score(scores: Mapping[str, int] | None) -> float | None:

@@ -49,7 +49,6 @@ import functools
 import json
 import math
 import re
-import typing
 import warnings as warnings_module
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -60,6 +59,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from dialogbench.data.demo.items import PARTICIPANTS
 from dialogbench.data.demo.model import TASKS, TRAITS, AwarenessItem, DemoSet, Lang, Task
 from dialogbench.data.errors import DataError
 from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge, Verdict
@@ -67,7 +67,13 @@ from dialogbench.models.model import Model
 from dialogbench.models.structured import Structured
 from dialogbench.models.types import GenerateConfig
 from dialogbench.report.run import DatasetInfo, Progress, RunDir, to_json
-from dialogbench.stats.bootstrap import Estimate, bootstrap_means, resample_counts
+from dialogbench.stats.bootstrap import (
+    Estimate,
+    bootstrap_means,
+    nan_estimate,
+    percentile_estimate,
+    resample_counts,
+)
 from dialogbench.tracks.common import (
     ModelSettings,
     spent,
@@ -76,18 +82,12 @@ from dialogbench.tracks.common import (
     write_usage,
 )
 from dialogbench.tracks.demo import awareness_prompts as ap
-from dialogbench.tracks.demo.aggregate import (
-    AwarenessTable,
-    awareness_table,
-    item_score,
-    nan_estimate,
-    percentile_estimate,
-)
+from dialogbench.tracks.demo.aggregate import AwarenessTable, awareness_table, item_score
 
 TRACK = "demo-awareness"
 LANGS: tuple[Lang, ...] = ("en", "zh")
-NUMERIC = ("goal_completion", "familiarity")
-"""Numeric gold fields scored by absolute error."""
+NUMERIC = tuple(n for fields in ap.TASK_FIELDS.values() for n, k in fields.items() if k == "score")
+"""Numeric gold fields (`goal_completion`, `familiarity`), scored by absolute error."""
 PREDICT_TAG, JUDGE_TAG = "awareness:predict", "awareness:judge"
 
 # -- answer schemas -------------------------------------------------------------------------
@@ -97,55 +97,6 @@ Score = Annotated[int, Field(ge=0, le=10)]
 
 class _Answer(BaseModel):
     model_config = ConfigDict(extra="ignore")
-
-
-class GoalAnswer(_Answer):
-    """Goal recognition (every field the task can ask; an item requires the gold's)."""
-
-    goal1: str | None = None
-    goal2: str | None = None
-    goal_completion: Score | None = None
-    reason: str | None = None
-
-
-class BigFiveAnswer(_Answer):
-    openness: str | None = None
-    conscientiousness: str | None = None
-    extraversion: str | None = None
-    agreeableness: str | None = None
-    neuroticism: str | None = None
-
-
-class ParticipantAnswer(_Answer):
-    name: str | None = None
-    gender: str | None = None
-    age: str | None = None
-    big_five: BigFiveAnswer | None = None
-    education: str | None = None
-    occupation: str | None = None
-    culture: str | None = None
-    speaking_style: str | None = None
-    hobby: str | None = None
-
-
-class PersonaAnswer(_Answer):
-    """Persona modelling."""
-
-    participant1: ParticipantAnswer | None = None
-    participant2: ParticipantAnswer | None = None
-
-
-class SceneAnswer(_Answer):
-    """Scene reconstruction."""
-
-    topic: str | None = None
-    relationship: str | None = None
-    familiarity: Score | None = None
-    talkway: str | None = None
-    location: str | None = None
-    time: str | None = None
-    workflow: list[str] | None = None
-    summary: Annotated[list[str], Field(min_length=2, max_length=2)] | None = None
 
 
 class StanceAnswer(_Answer):
@@ -163,26 +114,16 @@ class StrategyWithTypeAnswer(_Answer):
     type: str
 
 
-class UtteranceAnswer(_Answer):
-    """Utterance mining."""
-
-    person: str | None = None
-    content: str | None = None
-    intent: str | None = None
-    sentiment: str | None = None
-    emotion: str | None = None
-    dialogue_act: str | None = None
-    stance: list[StanceAnswer] | None = None
-    strategy: StrategyAnswer | None = None
-
-
-ANSWER_MODELS: dict[Task, type[_Answer]] = {
-    "goal": GoalAnswer,
-    "persona": PersonaAnswer,
-    "scene": SceneAnswer,
-    "utterance": UtteranceAnswer,
+KIND_TYPES: dict[ap.Kind, Any] = {
+    "text": str,
+    "label": str,
+    "score": Score,
+    "lines": list[str],
+    "two_lines": Annotated[list[str], Field(min_length=2, max_length=2)],
+    "stance": list[StanceAnswer],
+    "strategy": StrategyAnswer,
 }
-"""One model per task, every field optional; `answer_schema` requires the item's own."""
+"""The reply type of each field kind (`traits` and participants are nested models)."""
 
 Shape = dict[str, Any]
 """The fields an item asks: name -> None (a leaf), "typed" (a strategy with its type) or
@@ -195,11 +136,6 @@ def _where(item: AwarenessItem, source: str) -> dict[str, str]:
 
 def asked_shape(item: AwarenessItem, source: str = "dataset") -> Shape:
     """The fields `item.gold` holds, checked against the task's fields (DataError if not)."""
-    known = {
-        "goal": ap.GOAL_FIELDS,
-        "scene": ap.SCENE_FIELDS,
-        "utterance": ap.UTTERANCE_FIELDS,
-    }
 
     def leaves(gold: Mapping[str, Any], allowed: Mapping[str, str], prefix: str) -> Shape:
         unknown = sorted(set(gold) - set(allowed))
@@ -233,7 +169,7 @@ def asked_shape(item: AwarenessItem, source: str = "dataset") -> Shape:
         return shape
 
     if item.task != "persona":
-        shape = leaves(item.gold, known[item.task], "")
+        shape = leaves(item.gold, ap.TASK_FIELDS[item.task], "")
         if item.task == "utterance" and not {"person", "content"} <= set(shape):
             raise DataError(
                 **_where(item, source),
@@ -242,11 +178,11 @@ def asked_shape(item: AwarenessItem, source: str = "dataset") -> Shape:
                 fix="set gold.person and gold.content to the target utterance's",
             )
     else:
-        unknown = sorted(set(item.gold) - set(ap.PARTICIPANTS))
+        unknown = sorted(set(item.gold) - set(PARTICIPANTS))
         if unknown or not item.gold or not all(isinstance(p, dict) for p in item.gold.values()):
             raise DataError(
                 **_where(item, source),
-                problem=f"a persona gold holds objects under {list(ap.PARTICIPANTS)} only",
+                problem=f"a persona gold holds objects under {list(PARTICIPANTS)} only",
                 field="gold",
                 fix="put each participant's fields under participant1 / participant2",
             )
@@ -263,25 +199,20 @@ def asked_shape(item: AwarenessItem, source: str = "dataset") -> Shape:
     return shape
 
 
-def _plain(annotation: Any) -> Any:
-    """`X | None` -> X (constraints in `Annotated` kept)."""
-    args = typing.get_args(annotation)
-    if type(None) not in args:
-        return annotation
-    rest = [a for a in args if a is not type(None)]
-    return rest[0]
-
-
-def _required(base: type[BaseModel], shape: Shape, name: str) -> type[BaseModel]:
-    """A model `name` with exactly the fields of `shape`, each required, typed as in `base`."""
+def _required(fields: Mapping[str, ap.Kind], shape: Shape, name: str) -> type[BaseModel]:
+    """A model `name` with exactly the fields of `shape`, each required, typed by its kind
+    in `fields` (a nested shape: the Big Five's traits, or a participant's fields)."""
     defs: dict[str, Any] = {}
     for key, sub in shape.items():
-        annotation = _plain(base.model_fields[key].annotation)
-        if isinstance(sub, dict):
-            nested = name.removesuffix("Answer") + key.title().replace("_", "")
-            annotation = _required(annotation, sub, f"{nested}Answer")
+        nested = name.removesuffix("Answer") + key.title().replace("_", "") + "Answer"
+        if key in PARTICIPANTS:
+            annotation: Any = _required(ap.PERSON_FIELDS, sub, nested)
+        elif isinstance(sub, dict):  # the Big Five: each trait a label
+            annotation = _required(dict.fromkeys(sub, "label"), sub, nested)
         elif sub == "typed":
             annotation = StrategyWithTypeAnswer
+        else:
+            annotation = KIND_TYPES[fields[key]]
         defs[key] = (annotation, ...)
     model: type[BaseModel] = create_model(name, __base__=_Answer, **defs)
     return model
@@ -289,8 +220,8 @@ def _required(base: type[BaseModel], shape: Shape, name: str) -> type[BaseModel]
 
 @functools.lru_cache(maxsize=256)
 def _schema_for(task: Task, shape_json: str) -> type[BaseModel]:
-    base = ANSWER_MODELS[task]
-    return _required(base, json.loads(shape_json), base.__name__)
+    fields = ap.TASK_FIELDS.get(task, {})  # persona: participants, typed in `_required`
+    return _required(fields, json.loads(shape_json), f"{task.title()}Answer")
 
 
 def answer_schema(item: AwarenessItem) -> type[BaseModel]:
@@ -359,7 +290,7 @@ def field_name(path: str) -> str:
     """The pooled field of an option path: `participant2.big_five.openness` ->
     `big_five.openness`."""
     head, _, rest = path.partition(".")
-    return rest if head in ap.PARTICIPANTS and rest else path
+    return rest if head in PARTICIPANTS and rest else path
 
 
 def objective_outcomes(
@@ -473,11 +404,15 @@ class AwarenessResult:
     """The track's figures as written to the run folder."""
 
     summary: dict[str, Any]
-    tables: dict[str, AwarenessTable]
-    """Language -> the paper's element-awareness half (task means and their average)."""
     counts: dict[str, dict[str, dict[str, int]]]
     usage: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def tables(self) -> dict[str, AwarenessTable]:
+        """Language -> the paper's element-awareness half (task means and their average)."""
+        tables: dict[str, AwarenessTable] = self.summary["awareness"]
+        return tables
 
 
 def part_name(task: str, lang: str) -> str:
@@ -499,7 +434,7 @@ def participant_names(demo_set: DemoSet) -> dict[str, tuple[str, str]]:
 def _names(item: AwarenessItem, known: Mapping[str, tuple[str, str]]) -> tuple[str, str] | None:
     if item.dialogue_id in known:
         return known[item.dialogue_id]
-    first, second = (get_path(item.gold, f"{p}.name") for p in ap.PARTICIPANTS)
+    first, second = (get_path(item.gold, f"{p}.name") for p in PARTICIPANTS)
     return (first, second) if isinstance(first, str) and isinstance(second, str) else None
 
 
@@ -525,11 +460,12 @@ def run_awareness(
     for item in items:  # bad gold fails here, before anything is written or asked
         asked_shape(item, demo_set.source)
         objective_outcomes(item, None, demo_set.source)
-    parts = {
-        name: [i for i in items if part_name(i.task, i.lang) == name]
-        for name in (part_name(t, lang) for t in config.tasks for lang in LANGS)
+    grouped: dict[str, list[AwarenessItem]] = {
+        part_name(t, lang): [] for t in config.tasks for lang in LANGS
     }
-    parts = {name: chunk for name, chunk in parts.items() if chunk}
+    for i in items:
+        grouped[part_name(i.task, i.lang)].append(i)
+    parts = {name: chunk for name, chunk in grouped.items() if chunk}
     run = RunDir(out)
     done = run.start(
         TRACK,
@@ -723,7 +659,7 @@ def number_metrics(
     golds = np.array([float(o["gold"]) for o in scored])
     median = float(np.median(golds)) if len(golds) else math.nan
     errors = np.column_stack([[o["abs_error"] for o in scored], np.abs(golds - median)])
-    mae, median_mae = bootstrap_means(errors.reshape(len(scored), 2), n_boot=n_boot, seed=seed)
+    mae, median_mae = bootstrap_means(errors, n_boot=n_boot, seed=seed)
     return {
         "n": len(scored),
         "unparsed": len(outcomes) - len(scored),
@@ -817,4 +753,4 @@ def summarise(
                 "four-task average"
             )
     summary = {"judge": judge, "awareness": tables, "objective": objective}
-    return AwarenessResult(summary=summary, tables=tables, counts=counts, warnings=notes)
+    return AwarenessResult(summary=summary, counts=counts, warnings=notes)

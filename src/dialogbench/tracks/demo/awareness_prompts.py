@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Literal
 
+from dialogbench.data.demo.items import PARTICIPANTS
 from dialogbench.data.demo.model import AwarenessItem, Lang, Task
 from dialogbench.judging.prompts import FRAMINGS
 from dialogbench.judging.rubric import Dimension, Rubric
@@ -68,8 +69,12 @@ UTTERANCE_FIELDS: dict[str, Kind] = {
     "stance": "stance",
     "strategy": "strategy",
 }
-PARTICIPANTS = ("participant1", "participant2")
-"""The persona task's gold keys, one object per participant."""
+TASK_FIELDS: dict[Task, dict[str, Kind]] = {
+    "goal": GOAL_FIELDS,
+    "scene": SCENE_FIELDS,
+    "utterance": UTTERANCE_FIELDS,
+}
+"""The fields each task can ask; persona asks `PERSON_FIELDS` per participant instead."""
 
 SYSTEM: dict[Lang, str] = {
     "en": (
@@ -411,12 +416,8 @@ def _mapping(value: object) -> Mapping[str, object]:
 def answer_fields(item: AwarenessItem) -> list[str]:
     """The bullet lines that ask for exactly the fields of `item.gold`."""
     lang, gold = item.lang, item.gold
-    if item.task == "goal":
-        return _fields_block(GOAL_FIELDS, gold, item.options, lang)
-    if item.task == "scene":
-        return _fields_block(SCENE_FIELDS, gold, item.options, lang)
-    if item.task == "utterance":
-        return _fields_block(UTTERANCE_FIELDS, gold, item.options, lang)
+    if item.task != "persona":
+        return _fields_block(TASK_FIELDS[item.task], gold, item.options, lang)
     lines: list[str] = []
     for i, key in enumerate(PARTICIPANTS, start=1):
         person = gold.get(key)
