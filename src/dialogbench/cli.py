@@ -44,7 +44,7 @@ from dialogbench.stats.bootstrap import Estimate
 from dialogbench.tracks.common import ModelSettings
 from dialogbench.tracks.demo.aggregate import AwarenessTable, TableRow, paper_table
 from dialogbench.tracks.demo.awareness import AwarenessConfig, run_awareness
-from dialogbench.tracks.demo.interaction import SIDES, InteractionConfig, run_interaction
+from dialogbench.tracks.demo.interaction import InteractionConfig, run_interaction
 from dialogbench.tracks.realcompanion.chat import ChatConfig, run_chat
 from dialogbench.tracks.realcompanion.coverage import CoverageConfig, run_coverage
 from dialogbench.tracks.realcompanion.detection import (
@@ -586,8 +586,6 @@ def run_demo_interaction_cmd(
     """DEMO dialogue agent interaction: two agents play out each episode, each knowing only
     its own goal; a judge scores goal, believability, skillfulness and realism (0-10)."""
     with friendly_errors():
-        if sides not in SIDES:
-            raise ValueError(f"--sides must be one of {', '.join(SIDES)}")
         models = ModelSettings(
             model=model,
             base_url=base_url,
@@ -605,7 +603,7 @@ def run_demo_interaction_cmd(
             partner=partner,
             partner_base_url=partner_base_url,
             partner_api_key_env=partner_api_key_env,
-            sides=sides,
+            sides=sides,  # type: ignore[arg-type]  # checked by the config
             temperature=temperature,
             max_tokens=max_tokens,
             constrain_turns=constrain_turns,

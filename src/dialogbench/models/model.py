@@ -18,6 +18,7 @@ import asyncio
 import json
 import random
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
@@ -25,11 +26,12 @@ from pydantic import BaseModel
 
 from dialogbench.models.cache import CallKey, ResponseCache
 from dialogbench.models.spec import ModelSpec, make_provider
-from dialogbench.models.structured import CORRECTION, Structured, parse_reply
+from dialogbench.models.structured import CALL_FAILED, CORRECTION, Structured, parse_reply
 from dialogbench.models.types import ChatMessage, GenerateConfig, ModelError, ModelOutput, Provider
 from dialogbench.models.usage import UsageLedger
 
 T = TypeVar("T", bound=BaseModel)
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -237,26 +239,43 @@ class Model:
         config = replace(
             config or GenerateConfig(), json_schema=json_schema, schema_name=schema.__name__
         )
+        shown = json.dumps(json_schema)
+        return await self.generate_parsed(
+            messages,
+            lambda raw: parse_reply(raw, schema),
+            lambda error: {"role": "user", "content": correction.format(error=error, schema=shown)},
+            config,
+            max_fixes=max_fixes,
+            sample=sample,
+            tag=tag,
+        )
+
+    async def generate_parsed(
+        self,
+        messages: list[ChatMessage],
+        parse: Callable[[str], V],
+        correct: Callable[[str], ChatMessage],
+        config: GenerateConfig | None = None,
+        *,
+        max_fixes: int = 2,
+        sample: int = 0,
+        tag: str = "",
+    ) -> Structured[V]:
+        """`parse(reply)`, sending an unusable reply back with `correct(why)` up to
+        `max_fixes` times; then the raw text and why not (`parse` raises `ValueError`)."""
         convo = list(messages)
         raw, error = "", "no attempt"
         for attempt in range(1, max_fixes + 2):
             try:
                 out = await self.generate(convo, config, sample=sample, tag=tag)
             except ModelError as e:
-                return Structured(raw=raw, error=f"call failed: {e}", attempts=attempt)
+                return Structured(raw=raw, error=f"{CALL_FAILED}: {e}", attempts=attempt)
             raw = out.text
             try:
-                return Structured(value=parse_reply(raw, schema), raw=raw, attempts=attempt)
+                return Structured(value=parse(raw), raw=raw, attempts=attempt)
             except ValueError as e:
                 error = str(e)
-            convo = [
-                *convo,
-                {"role": "assistant", "content": raw},
-                {
-                    "role": "user",
-                    "content": correction.format(error=error, schema=json.dumps(json_schema)),
-                },
-            ]
+            convo = [*convo, {"role": "assistant", "content": raw}, correct(error)]
         return Structured(raw=raw, error=error, attempts=max_fixes + 1)
 
     async def aclose(self) -> None:

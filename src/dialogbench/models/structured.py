@@ -16,6 +16,10 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 T = TypeVar("T", bound=BaseModel)
+V = TypeVar("V")
+
+CALL_FAILED = "call failed"
+"""How a `Structured` error starts when the model call itself failed (no reply to fix)."""
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 
@@ -68,10 +72,10 @@ def _last_balanced_object(text: str) -> Any:
     return found
 
 
-class Structured(BaseModel, Generic[T]):
+class Structured(BaseModel, Generic[V]):
     """A validated value, or the raw text and the reason it could not be used."""
 
-    value: T | None = None
+    value: V | None = None
     raw: str = ""
     error: str | None = None
     attempts: int = 0
@@ -79,6 +83,11 @@ class Structured(BaseModel, Generic[T]):
     @property
     def ok(self) -> bool:
         return self.value is not None
+
+    @property
+    def call_failed(self) -> bool:
+        """No value because the call failed, not because a reply was unusable."""
+        return self.error is not None and self.error.startswith(CALL_FAILED)
 
 
 def parse_reply(text: str, schema: type[T]) -> T:

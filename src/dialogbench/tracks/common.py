@@ -136,9 +136,8 @@ class ModelSettings:
         async with AsyncExitStack() as stack:
             if model is None:
                 model = await stack.enter_async_context(aclosing(self.open()))
-            if judge is None and self.judge_model is not None:
-                opened = open_model(self.judge_model, self.judge_base_url, self.judge_api_key_env)
-                judge = await stack.enter_async_context(aclosing(opened))
+            if judge is None and (apart := self.open_judge()) is not None:
+                judge = await stack.enter_async_context(aclosing(apart))
             yield model, judge or model
 
 

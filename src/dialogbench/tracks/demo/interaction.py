@@ -46,11 +46,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import math
 import re
 from collections import Counter
 from collections.abc import Sequence
-from contextlib import AsyncExitStack, aclosing
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -61,15 +60,13 @@ from dialogbench.data.demo.model import DemoSet, Episode
 from dialogbench.data.errors import DataError
 from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge
 from dialogbench.models.model import Model
-from dialogbench.models.structured import extract_json
-from dialogbench.models.types import ChatMessage, GenerateConfig, ModelError
+from dialogbench.models.structured import Structured, extract_json
+from dialogbench.models.types import GenerateConfig
 from dialogbench.report.run import DatasetInfo, Progress, RunDir, to_json
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 from dialogbench.tracks.common import (
     ModelSettings,
     digest,
-    model_settings,
-    open_model,
     spent,
     stratified_limit,
     usage_total,
@@ -81,7 +78,6 @@ Sides = Literal["p1", "p2", "both"]
 SIDES: tuple[Sides, ...] = ("p1", "p2", "both")
 FIGURES = (*ip.DIMENSIONS, "average")
 AGENT_TAG, PARTNER_TAG, JUDGE_TAG = "interaction:agent", "interaction:partner", "interaction:judge"
-ENDINGS = ("end_marker", "max_turns", "failed")
 
 
 @dataclass(frozen=True)
@@ -127,6 +123,15 @@ class InteractionConfig:
         if self.constrain_turns is None:
             embedded = "embedded" in (self.models.model, self.partner)
             object.__setattr__(self, "constrain_turns", embedded)
+
+    @property
+    def partner_models(self) -> ModelSettings:
+        """The fixed partner as model settings (its `model` None: self-play)."""
+        return ModelSettings(
+            model=self.partner,
+            base_url=self.partner_base_url,
+            api_key_env=self.partner_api_key_env,
+        )
 
     def agent_config(self) -> GenerateConfig:
         return GenerateConfig(
@@ -210,7 +215,7 @@ class Run:
 
     id: str
     episode: Episode
-    under_test: Literal["both", "p1", "p2"]
+    under_test: Sides
 
 
 def plan_runs(episodes: Sequence[Episode], fixed_partner: bool, sides: Sides) -> list[Run]:
@@ -226,38 +231,20 @@ def _tag(seat: Seat, run_id: str) -> str:
     return f"{AGENT_TAG if seat.role == 'under_test' else PARTNER_TAG}:{run_id}"
 
 
-@dataclass(frozen=True)
-class Attempt:
-    """One turn's outcome: the parsed reply, or why there is none (with the raw reply)."""
-
-    parsed: ParsedTurn | None
-    attempts: int
-    error: str = ""
-    raw: str = ""
-    call_failed: bool = False
-
-
 async def take_turn(
     run: Run, side: int, seat: Seat, pairs: Sequence[tuple[str, str]], config: InteractionConfig
-) -> Attempt:
+) -> Structured[ParsedTurn]:
     """Ask participant `side` for the next turn; send a malformed reply back with a
     correction up to `config.max_fixes` times."""
     episode, name = run.episode, run.episode.participants[side].name
-    convo: list[ChatMessage] = ip.agent_messages(episode, side, pairs)
-    error, raw = "", ""
-    for attempt in range(1, config.max_fixes + 2):
-        try:
-            out = await seat.model.generate(convo, config.agent_config(), tag=_tag(seat, run.id))
-        except ModelError as e:
-            return Attempt(None, attempt, f"call failed: {e}", raw, call_failed=True)
-        raw = out.text
-        try:
-            return Attempt(parse_turn(raw, name), attempt)
-        except ValueError as e:
-            error = str(e)
-        correction = ip.correction_message(episode, side, error)
-        convo = [*convo, {"role": "assistant", "content": raw}, correction]
-    return Attempt(None, config.max_fixes + 1, error, raw)
+    return await seat.model.generate_parsed(
+        ip.agent_messages(episode, side, pairs),
+        lambda raw: parse_turn(raw, name),
+        lambda error: ip.correction_message(episode, side, error),
+        config.agent_config(),
+        max_fixes=config.max_fixes,
+        tag=_tag(seat, run.id),
+    )
 
 
 async def play(run: Run, seats: tuple[Seat, Seat], config: InteractionConfig) -> dict[str, Any]:
@@ -271,7 +258,7 @@ async def play(run: Run, seats: tuple[Seat, Seat], config: InteractionConfig) ->
         side = index % 2
         seat, name = seats[side], episode.participants[side].name
         got = await take_turn(run, side, seat, pairs, config)
-        if got.parsed is None:
+        if got.value is None:
             ending = "failed"
             failure = {
                 "kind": "call" if got.call_failed else "malformed",
@@ -284,18 +271,18 @@ async def play(run: Run, seats: tuple[Seat, Seat], config: InteractionConfig) ->
             break
         if got.attempts > 1:
             fixed += 1
-        if got.parsed.content is not None:
+        if got.value.content is not None:
             turns.append(
                 {
                     "turn": len(turns) + 1,
                     "person": name,
-                    "content": got.parsed.content,
+                    "content": got.value.content,
                     "played_by": seat.role,
                     "attempts": got.attempts,
                 }
             )
-            pairs.append((name, got.parsed.content))
-        if got.parsed.end:
+            pairs.append((name, got.value.content))
+        if got.value.end:
             ending, ended_by = "end_marker", name
             break
     usage = {
@@ -319,18 +306,14 @@ async def play(run: Run, seats: tuple[Seat, Seat], config: InteractionConfig) ->
     }
 
 
-async def judge_episode(
-    episode: Episode, record: dict[str, Any], judge: Model, config: InteractionConfig
-) -> dict[str, Any]:
+async def judge_episode(episode: Episode, record: dict[str, Any], judge: Judge) -> dict[str, Any]:
     """The judge's verdict on a played episode (unscored, with raw text, when unusable)."""
-    rubric = ip.JUDGE_RUBRICS[episode.lang]
-    judging = Judge(judge, rubric, config.judge_config(), max_fixes=config.max_fixes)
     pairs = [(t["person"], t["content"]) for t in record["turns"]]
     tag = f"{JUDGE_TAG}:{record['id']}"
-    verdict = await judging.score(
+    verdict = await judge.score(
         ip.transcript(episode, pairs), context=ip.judge_context(episode), tag=tag
     )
-    return {"id": record["id"], "verdict": verdict.model_dump(), "usage": spent(judge, tag)}
+    return {"id": record["id"], "verdict": verdict.model_dump(), "usage": spent(judge.model, tag)}
 
 
 # -- running --------------------------------------------------------------------------------
@@ -392,9 +375,7 @@ def run_interaction(
     fixed_partner = partner_model is not None or config.partner is not None
     runs = plan_runs(episodes, fixed_partner, config.sides)
     if fixed_partner:
-        partner_settings = model_settings(
-            config.partner, config.partner_base_url, config.partner_api_key_env, partner_model
-        )
+        partner_settings = config.partner_models.recorded(partner_model)["model_settings"]
     else:
         partner_settings = {"same_as": "model under test"}
     run_dir = RunDir(out)
@@ -411,8 +392,9 @@ def run_interaction(
             "runs": len(runs),
         },
     )
-    asyncio.run(_work(run_dir, done, runs, config, (model, partner_model, judge_model), progress))
-    rows = [_item(r, run_dir) for r in runs]
+    given = (model, partner_model, judge_model)
+    records, verdicts = asyncio.run(_work(run_dir, done, runs, config, given, progress))
+    rows = [_item(records[r.id], verdicts[r.id]) for r in runs]
     result = summarise(rows, config)
     result.usage = _usage(rows)
     result.warnings = warnings + result.warnings
@@ -439,8 +421,9 @@ async def _work(
     config: InteractionConfig,
     given: tuple[Model | None, Model | None, Model | None],
     progress: Progress | None,
-) -> None:
-    """Play and judge, concurrently over runs, whatever the run folder does not hold yet."""
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any] | None]]:
+    """Play and judge, concurrently over runs, whatever the run folder does not hold yet;
+    return every run's episode record and verdict (None: not judged)."""
     records = {r.id: _stored(run_dir, done, "episode", r.id) for r in runs}
     for rid, rec in records.items():
         if rec is not None and (rec["failure"] or {}).get("kind") == "call":
@@ -452,16 +435,17 @@ async def _work(
         if (rec := records[r.id]) is None or (rec["ending"] != "failed" and verdicts[r.id] is None)
     ]
     if not todo:
-        return
+        return _complete(records), verdicts
     given_model, partner, given_judge = given
     async with AsyncExitStack() as stack:
         opened = config.models.opened(given_model, given_judge)
         model, judge = await stack.enter_async_context(opened)
-        if partner is None and config.partner is not None:
-            partner = open_model(
-                config.partner, config.partner_base_url, config.partner_api_key_env
-            )
-            await stack.enter_async_context(aclosing(partner))
+        if partner is not None or config.partner is not None:
+            partner, _ = await stack.enter_async_context(config.partner_models.opened(partner))
+        judges = {
+            lang: Judge(judge, rubric, config.judge_config(), max_fixes=config.max_fixes)
+            for lang, rubric in ip.JUDGE_RUBRICS.items()
+        }
         me = Seat(model, "under_test")
         other = Seat(partner, "partner") if partner is not None else me
         finished = 0
@@ -471,10 +455,11 @@ async def _work(
             record = records[r.id]
             if record is None:
                 seats = (other, me) if r.under_test == "p2" else (me, other)
-                record = await play(r, seats, config)
+                record = records[r.id] = await play(r, seats, config)
                 run_dir.write_part(part_name("episode", r.id), [record])
             if record["ending"] != "failed" and verdicts[r.id] is None:
-                verdict = await judge_episode(r.episode, record, judge, config)
+                verdict = await judge_episode(r.episode, record, judges[r.episode.lang])
+                verdicts[r.id] = verdict
                 run_dir.write_part(part_name("judge", r.id), [verdict])
             finished += 1
             if progress:
@@ -483,13 +468,18 @@ async def _work(
         if progress:
             progress("episodes", 0, len(todo))
         await asyncio.gather(*(one(r) for r in todo))
+    return _complete(records), verdicts
 
 
-def _item(r: Run, run_dir: RunDir) -> dict[str, Any]:
+def _complete(records: dict[str, dict[str, Any] | None]) -> dict[str, dict[str, Any]]:
+    """Every run's record, now that each has been played."""
+    missing = [rid for rid, rec in records.items() if rec is None]
+    assert not missing, f"runs never played: {missing[:3]}"
+    return {rid: rec for rid, rec in records.items() if rec is not None}
+
+
+def _item(record: dict[str, Any], judged: dict[str, Any] | None) -> dict[str, Any]:
     """One items.jsonl row: the episode record with its verdict and scores."""
-    (record,) = run_dir.read_part(part_name("episode", r.id))
-    judged_path = run_dir.parts / f"{part_name('judge', r.id)}.jsonl"
-    judged = run_dir.read_part(part_name("judge", r.id))[0] if judged_path.exists() else None
     row: dict[str, Any] = {k: v for k, v in record.items() if k not in ("turns", "usage")}
     row["n_turns"] = len(record["turns"])
     scores: dict[str, float | None] = dict.fromkeys(FIGURES)
@@ -552,9 +542,7 @@ def summarise(rows: Sequence[dict[str, Any]], config: InteractionConfig) -> Inte
     counts: dict[str, dict[str, int]] = {"all": _counts(rows)}
     for lang in sorted({r["lang"] for r in rows}):
         mine = [r for r in rows if r["lang"] == lang]
-        values = np.array(
-            [[math.nan if r[f] is None else r[f] for f in FIGURES] for r in mine], float
-        )
+        values = np.array([[r[f] for f in FIGURES] for r in mine], float)  # None -> NaN
         clusters = np.array([r["episode"] for r in mine], dtype=str)
         ests = bootstrap_means(values, clusters, n_boot=config.n_boot, seed=config.seed)
         summary[lang] = dict(zip(FIGURES, ests, strict=True))
