@@ -112,11 +112,16 @@ def data_home() -> Path:
     return Path(os.environ.get("DIALOGBENCH_HOME", Path.home() / ".cache" / "dialogbench"))
 
 
+def data_roots() -> list[Path]:
+    """Where datasets are looked for, in order: `$DIALOGBENCH_DATA` (when set), then
+    `data_home()`."""
+    roots = [Path(os.environ["DIALOGBENCH_DATA"])] if os.environ.get("DIALOGBENCH_DATA") else []
+    return [*roots, data_home()]
+
+
 def locate(spec: DatasetSpec) -> Path | None:
     """The folder holding a dataset's files, or None if it is not on this machine."""
-    roots = [Path(os.environ["DIALOGBENCH_DATA"])] if os.environ.get("DIALOGBENCH_DATA") else []
-    roots.append(data_home())
-    for root in roots:
+    for root in data_roots():
         folder = root / spec.folder
         if spec.files and all((folder / f.filename).exists() for f in spec.files[:1]):
             return folder

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from dialogbench.data.demo.items import awareness_items, persona_options
-from dialogbench.data.demo.labels import age_band
+from dialogbench.data.demo.labels import GENDERS, LEVELS, age_band
 from dialogbench.data.demo.model import (
     AGE_BANDS,
     DemoDialogue,
@@ -105,7 +105,7 @@ EDUCATION = (
 """The education answers found in CaSiNo's splits."""
 
 OPTIONS: dict[str, list[str]] = persona_options(
-    gender=("male", "female"), age=AGE_BANDS, big_five=("high", "low"), education=EDUCATION
+    gender=GENDERS, age=AGE_BANDS, big_five=LEVELS, education=EDUCATION
 )
 """CaSiNo's closed label sets, keyed by dotted gold path."""
 
@@ -254,7 +254,7 @@ def _persona(name: str, info: dict[str, Any], notes: Counter[str]) -> Persona:
         big_five[trait] = "high" if high else "low"
     return Persona(
         name=name,
-        gender=gender if gender in ("male", "female") else None,
+        gender=gender if gender in GENDERS else None,
         age=band,
         education=education,
         big_five=big_five,  # type: ignore[arg-type]

@@ -28,6 +28,7 @@ from functools import cache
 from pathlib import Path
 
 from dialogbench.data.demo.items import awareness_items, persona_options
+from dialogbench.data.demo.labels import GENDERS, LEVELS
 from dialogbench.data.demo.model import (
     TRAITS,
     DemoDialogue,
@@ -120,8 +121,6 @@ AGE_MAP = {
 CPED has five groups and DEMO seven: "young" (everyone between teenager and middle-aged)
 maps to youth, so DEMO's adulthood and advanced age are never gold here, and the options
 offered for CPED ages are exactly the five mapped bands."""
-GENDERS = ("male", "female")
-LEVELS = ("high", "low")
 UNKNOWN = "unknown"
 
 OPTIONS: dict[str, list[str]] = {
@@ -134,7 +133,11 @@ OPTIONS: dict[str, list[str]] = {
 """CPED's closed label sets, keyed by dotted gold path."""
 
 
-def load_cped(folder: Path, splits: Sequence[str] = ("test", "valid"), seed: int = 0) -> DemoSet:
+DEFAULT_SPLITS = ("test", "valid")
+"""The splits `load_cped` reads unless told otherwise."""
+
+
+def load_cped(folder: Path, splits: Sequence[str] = DEFAULT_SPLITS, seed: int = 0) -> DemoSet:
     """CPED's splits in `folder` as dialogues and awareness items (see module docstring)."""
     dialogues: list[DemoDialogue] = []
     warnings: list[str] = []

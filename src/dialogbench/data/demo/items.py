@@ -73,7 +73,6 @@ def awareness_items(
     options: Mapping[str, Sequence[str]] | None = None,
 ) -> list[AwarenessItem]:
     """The element-awareness items of `dialogues` for `tasks` (see the module docstring)."""
-    paths = [(tuple(path.split(".")), list(labels)) for path, labels in (options or {}).items()]
     items: list[AwarenessItem] = []
     for dialogue in dialogues:
         transcript = render_transcript(dialogue)
@@ -91,7 +90,7 @@ def awareness_items(
                     transcript=transcript,
                     target=target,
                     gold=gold,
-                    options=_options_for(gold, paths),
+                    options=_options_for(gold, options or {}),
                 )
             )
     return items
@@ -193,14 +192,17 @@ def _label_gold(labels: UtteranceLabels) -> dict[str, Any]:
 
 
 def _options_for(
-    gold: Mapping[str, Any], paths: list[tuple[tuple[str, ...], list[str]]]
+    gold: Mapping[str, Any], options: Mapping[str, Sequence[str]]
 ) -> dict[str, list[str]]:
     """The option sets whose dotted path leads to a value in `gold`."""
-    kept: dict[str, list[str]] = {}
-    for parts, labels in paths:
-        node: Any = gold
-        for part in parts:
-            node = node.get(part) if isinstance(node, dict) else None
-        if node is not None:
-            kept[".".join(parts)] = labels
-    return kept
+    return {p: list(labels) for p, labels in options.items() if get_path(gold, p) is not None}
+
+
+def get_path(tree: Mapping[str, Any] | None, path: str) -> Any:
+    """`tree["a"]["b"]` for "a.b"; None where a step is missing."""
+    node: Any = tree
+    for step in path.split("."):
+        if not isinstance(node, Mapping) or step not in node:
+            return None
+        node = node[step]
+    return node

@@ -10,12 +10,13 @@ not recognised (callers decide whether that is an error).
 from __future__ import annotations
 
 import re
+from typing import get_args
 
-from dialogbench.data.demo.model import AGE_BANDS, TRAITS
+from dialogbench.data.demo.model import AGE_BANDS, TRAITS, Gender, Level
 
 SENTIMENTS = ("positive", "negative", "neutral")
-GENDERS = ("male", "female")
-LEVELS = ("high", "low")
+GENDERS: tuple[Gender, ...] = get_args(Gender)
+LEVELS: tuple[Level, ...] = get_args(Level)
 
 UNKNOWN_WORDS = frozenset({"", "unknown", "n/a", "na", "none", "null", "未知", "不详", "无"})
 """Values that mean "not known": such a field is left out of the gold."""
@@ -52,7 +53,6 @@ _TRAIT = {
     "openness": "openness",
     "openness to experience": "openness",
     "openness to experiences": "openness",
-    "openness-to-experiences": "openness",
     "开放性": "openness",
     "conscientiousness": "conscientiousness",
     "尽责性": "conscientiousness",
@@ -126,7 +126,7 @@ def normalise_age(value: str) -> str | None:
 
 def normalise_trait(value: str) -> str | None:
     """`"Openness"`, `"Openness to Experience"`, `"开放性"` -> `"openness"`; None otherwise."""
-    return _TRAIT.get(_key(value).replace("-", " ")) or _TRAIT.get(_key(value))
+    return _TRAIT.get(_key(value).replace("-", " "))
 
 
 def normalise_level(value: str) -> str | None:
@@ -172,6 +172,16 @@ def parse_big_five(value: object) -> tuple[dict[str, str], list[str]]:
 
 
 _INT = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def as_number(value: object) -> float | None:
+    """A number given as one (`7`, `7.5`) or in text (`"8分"`, via `first_number`); None
+    for anything else, booleans included."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    return first_number(value) if isinstance(value, str) else None
 
 
 def first_number(text: str) -> float | None:

@@ -17,13 +17,13 @@ on one dialogue, with the gold in the paper's JSON shape for that task.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Lang = Literal["en", "zh"]
 Task = Literal["goal", "persona", "scene", "utterance"]
-TASKS: tuple[Task, ...] = ("goal", "persona", "scene", "utterance")
+TASKS: tuple[Task, ...] = get_args(Task)
 TRAITS = ("openness", "conscientiousness", "extraversion", "agreeableness", "neuroticism")
 """Big Five traits, in the order DEMO lists them; levels are `high` or `low`."""
 Level = Literal["high", "low"]

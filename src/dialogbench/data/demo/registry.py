@@ -7,7 +7,6 @@ Any other argument is a path to DEMO's released files: one file or a folder hold
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +15,7 @@ from dialogbench.data.demo import casino, cped, sotopia
 from dialogbench.data.demo.model import DemoSet
 from dialogbench.data.demo.release import load_release
 from dialogbench.data.errors import DataError
-from dialogbench.data.registry import data_home
+from dialogbench.data.registry import data_roots
 
 
 @dataclass(frozen=True)
@@ -35,7 +34,7 @@ class DemoDatasetSpec:
 
 
 def _cped(folder: Path, splits: tuple[str, ...] | None, seed: int) -> DemoSet:
-    return cped.load_cped(folder, splits or ("test", "valid"), seed=seed)
+    return cped.load_cped(folder, splits or cped.DEFAULT_SPLITS, seed=seed)
 
 
 def _casino(folder: Path, splits: tuple[str, ...] | None, seed: int) -> DemoSet:
@@ -87,9 +86,7 @@ DEMO_DATASETS: dict[str, DemoDatasetSpec] = {
 
 def locate_demo(spec: DemoDatasetSpec) -> Path | None:
     """The folder holding a corpus, or None if it is not on this machine."""
-    roots = [Path(os.environ["DIALOGBENCH_DATA"])] if os.environ.get("DIALOGBENCH_DATA") else []
-    roots.append(data_home())
-    for root in roots:
+    for root in data_roots():
         folder = root / spec.folder
         if (folder / spec.marker).exists():
             return folder

@@ -29,11 +29,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, cast, get_args
 
+from dialogbench.data.demo.items import PARTICIPANTS
 from dialogbench.data.demo.labels import (
     GENDERS,
     LEVELS,
     SENTIMENTS,
-    first_number,
+    as_number,
     is_unknown,
     normalise_age,
     normalise_gender,
@@ -81,6 +82,7 @@ PERSON_KEYS = (
     "speaking_style",
     "hobby",
 )
+PERSON_TEXTS = tuple(k for k in PERSON_KEYS if k != "big_five")
 SCENE_KEYS = (
     "topic",
     "relationship",
@@ -112,15 +114,7 @@ def parse_familiarity(
     fraction or a value outside 0-10 raises `DataError` naming `path` and `record`.
     """
     fix = "give familiarity as a whole number from 0 (strangers) to 10 (very close)"
-    number: float | None
-    if isinstance(value, bool):
-        number = None
-    elif isinstance(value, int | float):
-        number = float(value)
-    elif isinstance(value, str):
-        number = first_number(value)
-    else:
-        number = None
+    number = as_number(value)
     if number is None:
         raise DataError(
             path, f"no number in {value!r}", record=record, field="familiarity", fix=fix
@@ -167,18 +161,18 @@ def load_awareness(path: Path, lang: str | None = None) -> tuple[list[AwarenessI
         record = f"item {index}"
         obj = expect_object(raw, path, record, "each item must be a JSON object")
         require_fields(obj, ITEM_FIELDS, path, record)
-        task = obj["type"]
-        if task not in TASKS:
+        record = f"{record} (dataset_id {obj['dataset_id']!r})"
+        if obj["type"] not in TASKS:
             raise DataError(
                 path,
-                f"unknown task type {task!r}",
-                record=f"{record} (dataset_id {obj['dataset_id']!r})",
+                f"unknown task type {obj['type']!r}",
+                record=record,
                 field="type",
                 fix=f"use one of {list(TASKS)}",
             )
-        record = f"{record} (dataset_id {obj['dataset_id']!r})"
+        task = cast(Task, obj["type"])
         answer = _answer_object(obj["answer"], path, record)
-        gold = normalise_gold(cast(Task, task), answer, path, record, notes)
+        gold = normalise_gold(task, answer, path, record, notes)
         if not gold:
             notes["item whose answer holds no gold field, left out"] += 1
             continue
@@ -195,7 +189,7 @@ def load_awareness(path: Path, lang: str | None = None) -> tuple[list[AwarenessI
         items.append(
             AwarenessItem(
                 id=item_id,
-                task=cast(Task, task),
+                task=task,
                 lang=language,
                 dialogue_id=dataset_id,
                 transcript=transcript,
@@ -322,11 +316,10 @@ def normalise_gold(
             gold["goal_completion"] = _score(gold["goal_completion"], path, record)
         return gold
     if task == "persona":
-        for key in sorted(set(answer) - {"participant1", "participant2"}):
-            notes[f"persona answer key {key!r} not in the gold shape, dropped"] += 1
+        _count_unknown(answer, PARTICIPANTS, notes, task)
         return {
             key: _person(_snake(answer[key]), notes)
-            for key in ("participant1", "participant2")
+            for key in PARTICIPANTS
             if isinstance(answer.get(key), dict)
         }
     if task == "scene":
@@ -380,7 +373,7 @@ def gold_options(gold: dict[str, Any]) -> dict[str, list[str]]:
     options: dict[str, list[str]] = {}
     if "sentiment" in gold:
         options["sentiment"] = list(SENTIMENTS)
-    for key in ("participant1", "participant2"):
+    for key in PARTICIPANTS:
         person = gold.get(key)
         if not isinstance(person, dict):
             continue
@@ -395,7 +388,7 @@ def gold_options(gold: dict[str, Any]) -> dict[str, list[str]]:
 
 def _person(raw: dict[str, Any], notes: Counter[str]) -> dict[str, Any]:
     person = _pick(raw, PERSON_KEYS, notes, "persona")
-    person = _texts(person, tuple(k for k in PERSON_KEYS if k not in ("big_five",)))
+    person = _texts(person, PERSON_TEXTS)
     if "gender" in person:
         gender = normalise_gender(person["gender"])
         if gender is None:
@@ -420,9 +413,15 @@ def _pick(
     answer: dict[str, Any], keys: tuple[str, ...], notes: Counter[str], task: str
 ) -> dict[str, Any]:
     """The known keys of `answer` whose value says something; counts the unknown keys."""
+    _count_unknown(answer, keys, notes, task)
+    return {k: answer[k] for k in keys if k in answer and not _empty(answer[k])}
+
+
+def _count_unknown(
+    answer: dict[str, Any], keys: tuple[str, ...], notes: Counter[str], task: str
+) -> None:
     for key in sorted(set(answer) - set(keys)):
         notes[f"{task} answer key {key!r} not in the gold shape, dropped"] += 1
-    return {k: answer[k] for k in keys if k in answer and not _empty(answer[k])}
 
 
 def _texts(gold: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
@@ -448,9 +447,7 @@ def _snake(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def _score(value: object, path: Path, record: str) -> int:
-    number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
-    if isinstance(value, str):
-        number = first_number(value)
+    number = as_number(value)
     if number is None or not 0 <= number <= 10:
         raise DataError(
             path,

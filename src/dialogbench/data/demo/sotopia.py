@@ -30,6 +30,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from dialogbench.data.demo import labels
 from dialogbench.data.demo.labels import age_band, parse_big_five
 from dialogbench.data.demo.model import DemoSet, Episode, Persona, Scene
 from dialogbench.data.errors import DataError
@@ -57,9 +58,10 @@ RELATIONSHIPS: dict[int, tuple[str, str, int]] = {
 slightly familiar"; 6 "know each other's background"; 8 "stay together"; 10 "close, for
 many years" (DEMO's scale)."""
 
-GENDERS = {"man": "male", "woman": "female"}
 GENDER_WORDS = {"man": "male", "woman": "female", "nonbinary": "nonbinary"}
 """How the background describes each SOTOPIA gender (as SOTOPIA's own bios do)."""
+GENDERS = {word: g for word, g in GENDER_WORDS.items() if g in labels.GENDERS}
+"""The SOTOPIA genders that have a DEMO gender label."""
 _TAG = re.compile(r"</?[a-z_]+>")
 
 
@@ -180,7 +182,7 @@ def _persona(agent: dict[str, Any]) -> Persona:
         sentences.append(str(agent["public_info"]))
     return Persona(
         name=name,
-        gender=GENDERS.get(gender_word),  # type: ignore[arg-type]
+        gender=GENDERS.get(gender_word),
         age=age_band(age) if age is not None else None,
         occupation=occupation,
         big_five=traits,  # type: ignore[arg-type]

@@ -59,7 +59,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from dialogbench.data.demo.items import PARTICIPANTS
+from dialogbench.data.demo.items import PARTICIPANTS, get_path
 from dialogbench.data.demo.model import TASKS, TRAITS, AwarenessItem, DemoSet, Lang, Task
 from dialogbench.data.errors import DataError
 from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge, Verdict
@@ -274,16 +274,6 @@ def match_label(value: object, labels: Sequence[str]) -> str | None:
         return by_norm[key]
     synonym = SYNONYMS.get(key)
     return by_norm.get(normalise(synonym)) if synonym else None
-
-
-def get_path(tree: Mapping[str, Any] | None, path: str) -> Any:
-    """`tree["a"]["b"]` for "a.b"; None where a step is missing."""
-    node: Any = tree
-    for step in path.split("."):
-        if not isinstance(node, Mapping) or step not in node:
-            return None
-        node = node[step]
-    return node
 
 
 def field_name(path: str) -> str:
