@@ -639,7 +639,7 @@ def report_demo_cmd(
     ] = None,
 ) -> None:
     """DEMO's table: the task means, the element-awareness average, the interaction
-    dimensions and average, and overall (their mean), per language, never pooled."""
+    dimensions and average, and DEMO's overall, per language, never pooled."""
     with friendly_errors():
         if awareness is None and interaction is None:
             raise ValueError("give --awareness RUN and/or --interaction RUN")
@@ -683,7 +683,8 @@ def _row_table(row: TableRow) -> dict[str, dict[str, Estimate]]:
         if figures:
             for name, e in {**figures, "average": average}.items():
                 table[f"{part}: {name}"] = {"score 0-10": e}
-    table["overall"] = {"score 0-10": row.overall}
+    table["overall (DEMO's: (2 x awareness + interaction) / 3)"] = {"score 0-10": row.overall}
+    table["mean of the two averages (not DEMO's)"] = {"score 0-10": row.mean_of_averages}
     return table
 
 

@@ -74,6 +74,43 @@ def test_mean_of_independent_estimates() -> None:
     assert mean_of({"a": est(4.0), "b": est(math.nan)}).value == 4.0  # NaN parts left out
 
 
+# Table 3 of the DEMO paper: awareness tasks, awareness average, interaction dimensions,
+# interaction average, Overall (each printed to three decimals).
+TABLE_3 = {
+    "GPT-4o": ((5.975, 4.051, 6.167, 7.308), 5.875, (8.190, 9.181, 8.614, 8.537), 8.631, 6.793),
+    "Claude-3.5-Sonnet": (
+        (5.979, 4.145, 6.221, 6.243),
+        5.647,
+        (7.571, 9.174, 8.432, 8.840),
+        8.504,
+        6.599,
+    ),
+    "Qwen2-72B-Instruct": (
+        (5.357, 4.406, 5.702, 6.921),
+        5.596,
+        (8.447, 9.204, 8.699, 8.175),
+        8.631,
+        6.608,
+    ),
+}
+
+
+@pytest.mark.parametrize("model", sorted(TABLE_3))
+def test_overall_reproduces_the_papers_table_3(model: str) -> None:
+    tasks, aw_avg, dims, int_avg, overall = TABLE_3[model]
+    awareness = dict(zip(("goal", "persona", "scene", "utterance"), map(est, tasks), strict=True))
+    interaction = dict(zip(INTERACTION_DIMENSIONS, map(est, dims), strict=True))
+    row = combine(
+        awareness, interaction, awareness_average=est(aw_avg), interaction_average=est(int_avg)
+    )
+    # the inputs are printed rounded to 0.001, so the result agrees to within that
+    assert row.overall.value == pytest.approx(overall, abs=1e-3)
+    assert abs(row.mean_of_averages.value - overall) > 0.2  # the plain mean is not the paper's
+    # the halves themselves are the plain means of their parts, as printed
+    assert round(sum(tasks) / 4, 3) == pytest.approx(aw_avg, abs=0.0015)
+    assert round(sum(dims) / 4, 3) == pytest.approx(int_avg, abs=0.0015)
+
+
 def test_combined_row_by_hand() -> None:
     awareness = {"goal": est(6.0, 1.0), "persona": est(4.0, 1.0)}
     interaction = {
@@ -82,8 +119,9 @@ def test_combined_row_by_hand() -> None:
     row = combine(awareness, interaction, awareness_average=est(5.0, 0.7, 20))
     assert row.awareness_average == est(5.0, 0.7, 20)  # handed over, kept as it is
     assert row.interaction_average.value == 8.0
-    assert row.overall.value == 6.5  # (5 + 8) / 2
-    assert row.overall.ci_low < 6.5 < row.overall.ci_high
+    assert row.overall.value == pytest.approx(6.0)  # DEMO's: (2 x 5 + 8) / 3
+    assert row.overall.ci_low < 6.0 < row.overall.ci_high
+    assert row.mean_of_averages.value == 6.5  # ours, under its own name: (5 + 8) / 2
     assert any("too narrow" in note for note in row.notes)  # the dimensions' approximation
     without = combine(awareness, {})
     assert without.awareness_average.value == 5.0
@@ -103,7 +141,8 @@ def test_languages_stay_apart() -> None:
     rows = paper_table(tables, interaction)
     assert set(rows) == {"en", "zh"}
     assert rows["en"].awareness_average.value == 5.5  # (7 + 4) / 2
-    assert rows["en"].overall.value == pytest.approx((5.5 + 9.0) / 2)
+    assert rows["en"].overall.value == pytest.approx((2 * 5.5 + 9.0) / 3)
+    assert rows["en"].mean_of_averages.value == pytest.approx((5.5 + 9.0) / 2)
     assert rows["zh"].awareness_average.value == 2.0  # never pooled with English
     assert math.isnan(rows["zh"].overall.value)  # no Chinese interaction score
     assert any("without ['persona', 'scene', 'utterance']" in n for n in rows["zh"].notes)

@@ -12,7 +12,16 @@ percentiles of those averages taken; the task intervals come from the same resam
 Dialogue agent interaction: the interaction track reports one `Estimate` per dimension
 (goal, believability, skillfulness, realism). `combine` takes plain dicts of name ->
 `Estimate` for both halves, so it does not depend on any file layout, and gives the
-interaction average and `overall`, the mean of the two averages. An average handed over
+interaction average, `overall` and `mean_of_averages`.
+
+`overall` is DEMO's Overall as the paper's Table 3 computes it: (2 x the element-awareness
+average + the interaction average) / 3. Every row of Table 3 satisfies this (GPT-4o:
+(2 x 5.875 + 8.631) / 3 = 6.793), because DEMO's script pools the sub-scores rather than
+averaging the two halves, although the caption calls it "the average score of two tasks".
+`mean_of_averages` is that plain average, (awareness + interaction) / 2, kept under its
+own name; it is not comparable with the paper.
+
+An average handed over
 ready-made (the awareness average above; an interaction average its track bootstrapped over
 episodes) is used as it is; otherwise it is the mean of its parts, with a normal
 approximation from their intervals that treats the parts as independent. That holds for
@@ -102,17 +111,24 @@ def awareness_table(
     )
 
 
-def mean_of(parts: Mapping[str, Estimate]) -> Estimate:
-    """The mean of estimates of independent quantities, with a normal-approximation
-    interval: each part's standard error is read off its interval's width. Parts with
-    nothing estimated (NaN) are left out; n adds up the parts' n."""
-    present = [e for e in parts.values() if not math.isnan(e.value)]
+PAPER_OVERALL_WEIGHTS = {"awareness": 2.0, "interaction": 1.0}
+"""DEMO's Overall: the element-awareness average counts twice (module docstring)."""
+
+
+def mean_of(parts: Mapping[str, Estimate], weights: Mapping[str, float] | None = None) -> Estimate:
+    """The (weighted) mean of estimates of independent quantities, with a
+    normal-approximation interval: each part's standard error is read off its interval's
+    width. Parts with nothing estimated (NaN) are left out; n adds up the parts' n.
+    `weights` (name -> weight) defaults to equal weights."""
+    present = {k: e for k, e in parts.items() if not math.isnan(e.value)}
     if not present:
         return nan_estimate()
-    value = float(np.mean([e.value for e in present]))
-    se = [(e.ci_high - e.ci_low) / (2 * _Z) for e in present]
-    half = _Z * math.sqrt(sum(s * s for s in se)) / len(present)
-    n = sum(e.n for e in present)
+    w = {k: 1.0 if weights is None else weights[k] for k in present}
+    total = sum(w.values())
+    value = sum(w[k] * e.value for k, e in present.items()) / total
+    se = {k: (e.ci_high - e.ci_low) / (2 * _Z) for k, e in present.items()}
+    half = _Z * math.sqrt(sum((w[k] * se[k]) ** 2 for k in present)) / total
+    n = sum(e.n for e in present.values())
     return Estimate(value=value, ci_low=value - half, ci_high=value + half, n=n)
 
 
@@ -124,7 +140,10 @@ class TableRow(BaseModel):
     interaction: dict[str, Estimate] = Field(default_factory=dict)
     interaction_average: Estimate = Field(default_factory=nan_estimate)
     overall: Estimate = Field(default_factory=nan_estimate)
-    """Mean of the two averages; NaN unless both halves are there."""
+    """DEMO's Overall, (2 x awareness average + interaction average) / 3; NaN unless both
+    halves are there."""
+    mean_of_averages: Estimate = Field(default_factory=nan_estimate)
+    """(awareness average + interaction average) / 2: ours, not the paper's Overall."""
     notes: list[str] = Field(default_factory=list)
 
 
@@ -163,17 +182,19 @@ def combine(
         notes.append(f"interaction average without {missing}")
     halves = {"awareness": awareness_average, "interaction": interaction_average}
     absent = [name for name, e in halves.items() if math.isnan(e.value)]
+    overall = mean_of_averages = nan_estimate()
     if absent:
-        overall = nan_estimate()
         notes.append(f"no overall: no {' and no '.join(absent)} score")
     else:
-        overall = mean_of(halves)
+        overall = mean_of(halves, PAPER_OVERALL_WEIGHTS)
+        mean_of_averages = mean_of(halves)
     return TableRow(
         awareness=dict(awareness),
         awareness_average=awareness_average,
         interaction=dict(interaction),
         interaction_average=interaction_average,
         overall=overall,
+        mean_of_averages=mean_of_averages,
         notes=notes,
     )
 
