@@ -541,7 +541,12 @@ def run_demo_awareness_cmd(
             }
             if objective:
                 shown.append(
-                    table_of(f"Objective metrics against the labels ({lang})", objective, "field")
+                    table_of(
+                        f"Objective metrics against the labels ({lang}); macro_f1 averages "
+                        "every label seen in the gold or the predictions",
+                        objective,
+                        "field",
+                    )
                 )
             shown.append(f"counts ({lang}): {result.counts.get(lang, {})}")
         wrote = f"{out}/summary.json, counts.json, items.jsonl, usage.json"

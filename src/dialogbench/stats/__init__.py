@@ -1,6 +1,7 @@
 """Statistics: bootstrap intervals, metric definitions and inter-rater agreement."""
 
 from dialogbench.stats.agreement import krippendorff_alpha
+from dialogbench.stats.auroc import OperatingPoint, auroc, bootstrap_auroc, operating_point
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means, resample_counts
 from dialogbench.stats.metrics import (
     best_rank,

@@ -261,12 +261,12 @@ def test_objective_outcomes_by_hand() -> None:
 
 def brute_macro_f1(gold: list[int], pred: list[int]) -> float:
     scores = []
-    for label in sorted(set(gold)):
+    for label in sorted(set(gold) | set(pred)):
         tp = sum(1 for g, p in zip(gold, pred, strict=True) if g == p == label)
         fp = sum(1 for g, p in zip(gold, pred, strict=True) if p == label and g != label)
         fn = sum(1 for g, p in zip(gold, pred, strict=True) if g == label and p != label)
         precision = tp / (tp + fp) if tp + fp else 0.0
-        recall = tp / (tp + fn)
+        recall = tp / (tp + fn) if tp + fn else 0.0
         scores.append(2 * precision * recall / (precision + recall) if tp else 0.0)
     return sum(scores) / len(scores)
 
@@ -276,29 +276,39 @@ def test_macro_f1_by_hand() -> None:
     assert macro_f1(one, one)[0] == 1.0
     # label 0: tp 1, fp 1, fn 1 -> 0.5; label 1: tp 1, fp 1, fn 1 -> 0.5
     assert macro_f1(one, np.array([0, 1, 0, 1]))[0] == 0.5
-    # an out-of-set answer (-1) is only a miss: label 0 F1 2/3, label 1 F1 1
-    assert macro_f1(one, np.array([0, -1, 1, 1]))[0] == pytest.approx((2 / 3 + 1) / 2)
-    # label 2 is predicted but never gold: it is not averaged, its prediction is a miss
-    assert macro_f1(np.array([0, 1]), np.array([0, 2]))[0] == pytest.approx(1 / 2)
+    # label 2 is predicted but never gold: a label of its own with F1 0, so averaged in
+    assert macro_f1(np.array([0, 1]), np.array([0, 2]))[0] == pytest.approx((1 + 0 + 0) / 3)
     assert math.isnan(macro_f1(np.array([], dtype=np.int64), np.array([], dtype=np.int64))[0])
 
 
-def test_macro_f1_matches_brute_force_and_weights_repeat_rows() -> None:
+def test_macro_f1_never_exceeds_accuracy_on_a_skewed_sample() -> None:
+    # the old definition (gold labels only) gave 1.0 here against an accuracy of 0.75
+    gold, pred = np.array([0, 0, 0, 0]), np.array([0, 0, 0, 1])
+    assert macro_f1(gold, pred)[0] == pytest.approx((6 / 7 + 0) / 2)
+
+
+def test_macro_f1_matches_brute_force_sklearn_and_weights_repeat_rows() -> None:
+    metrics = pytest.importorskip("sklearn.metrics")
     rng = np.random.default_rng(7)
     for _ in range(200):
         n = int(rng.integers(1, 30))
-        gold = rng.integers(0, 4, n)
-        _, gold = np.unique(gold, return_inverse=True)  # labels 0..K-1, each present
-        pred = rng.integers(-1, 5, n)
-        assert macro_f1(gold, pred)[0] == pytest.approx(brute_macro_f1(list(gold), list(pred)))
+        raw_gold, raw_pred = rng.integers(0, 4, n), rng.integers(0, 6, n)
+        _, both = np.unique(np.concatenate([raw_gold, raw_pred]), return_inverse=True)
+        gold, pred = both[:n], both[n:]  # labels 0..K-1, each seen in gold or prediction
+        got = macro_f1(gold, pred)[0]
+        assert got == pytest.approx(brute_macro_f1(list(gold), list(pred)))
+        assert got == pytest.approx(metrics.f1_score(gold, pred, average="macro"))
         counts = rng.integers(0, 3, (2, n)).astype(float)
-        got = macro_f1(gold, pred, counts)
-        for row, weights in zip(got, counts, strict=True):
+        rows = macro_f1(gold, pred, counts)
+        for row, weights in zip(rows, counts, strict=True):
             idx = np.repeat(np.arange(n), weights.astype(int))
             if len(idx) == 0:
                 assert math.isnan(row)
                 continue
             assert row == pytest.approx(brute_macro_f1(list(gold[idx]), list(pred[idx])))
+            assert row == pytest.approx(
+                metrics.f1_score(gold[idx], pred[idx], average="macro", zero_division=0)
+            )
 
 
 def test_label_metrics_by_hand() -> None:
@@ -317,8 +327,13 @@ def test_label_metrics_by_hand() -> None:
     assert (got["n"], got["unparsed"], got["out_of_set"]) == (4, 1, 1)
     assert got["labels"] == ["female", "male"]
     assert got["accuracy"].value == 0.5 and got["accuracy"].n == 4
-    # male: tp 1, fp 1, fn 1 -> 1/2; female: tp 1, fp 0, fn 1 -> 2/3
-    assert got["macro_f1"].value == pytest.approx((1 / 2 + 2 / 3) / 2)
+    # male: tp 1, fp 1, fn 1 -> 1/2; female: tp 1, fp 0, fn 1 -> 2/3; the out-of-set
+    # answer is a label of its own (never gold): F1 0, as scikit-learn counts it
+    assert got["macro_f1"].value == pytest.approx((1 / 2 + 2 / 3 + 0) / 3)
+    metrics = pytest.importorskip("sklearn.metrics")
+    gold = ["male", "female", "male", "female"]
+    pred = ["male", "female", "<outside>", "male"]
+    assert got["macro_f1"].value == pytest.approx(metrics.f1_score(gold, pred, average="macro"))
     assert got["macro_f1"].ci_low <= got["macro_f1"].value <= got["macro_f1"].ci_high
     # scored golds: male, female, male, female -> a tie, broken by the label order
     assert got["majority_label"] == "female" and got["majority_accuracy"].value == 0.5
@@ -497,6 +512,9 @@ def test_scripted_run_resumes_and_counts(tmp_path: Path, monkeypatch: pytest.Mon
     assert en.tasks["utterance"].value == 7.5 and en.unscored["utterance"] == 1
     assert en.average.value == pytest.approx((10.0 + 10.0 + 7.5) / 3)
     assert en.missing == ["persona"] and result.tables["zh"].missing == ["goal", "scene"]
+    for lang, by_task in judge.items():  # one figure, one interval: bootstrapped once
+        for task, figures in by_task.items():
+            assert figures["score"] == result.tables[lang].tasks[task]
 
     objective = result.summary["objective"]
     sentiment = objective["en"]["sentiment"]

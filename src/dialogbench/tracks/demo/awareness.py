@@ -22,9 +22,10 @@ label still outside the set is valid JSON, not a schema error: it is kept as giv
 counted as a wrong answer (and `out_of_set`) by the objective metrics; the judge sees it.
 
 Objective metrics, per language and field (persona fields pool both participants, e.g.
-`gender`, `big_five.openness`): accuracy and macro-F1 (the mean over the labels that occur
-in the gold of the per-label F1; a predicted label that no gold has counts only as a miss),
-with intervals from resampling items; mean absolute error for the numeric fields. Beside
+`gender`, `big_five.openness`): accuracy and macro-F1 (the standard definition, as
+scikit-learn's `f1_score(average="macro")`: the mean of the per-label F1 over every label
+seen in the gold or the predictions; a label outside the set is a label of its own, with
+F1 0), with intervals from resampling items; mean absolute error for the numeric fields. Beside
 each, the baseline of a model that ignores the dialogue: `majority_accuracy` (always the
 most frequent gold label) and `median_mae` (always the gold's median).
 
@@ -334,22 +335,23 @@ IntArray = npt.NDArray[np.int64]
 
 
 def macro_f1(gold: IntArray, pred: IntArray, weights: FloatArray | None = None) -> FloatArray:
-    """Macro-F1 over the labels present in the gold, for each row of `weights`.
+    """Macro-F1 over every label seen in the gold or the predictions, for each row of
+    `weights` (scikit-learn's `f1_score(average="macro")`).
 
-    `gold` holds label indices 0..K-1 per prediction, `pred` the predicted index or -1 for a
-    label outside the gold's set. `weights` (resamples x predictions) counts how often each
-    prediction is drawn; None scores the sample once. A label whose weighted gold count is
-    0 is left out of the mean; NaN when no label is left.
+    `gold` and `pred` hold label indices 0..K-1. `weights` (resamples x predictions) counts
+    how often each prediction is drawn; None scores the sample once. A label's F1 is
+    2 tp / (gold count + predicted count); a label neither in the drawn gold nor in the
+    drawn predictions is left out of the mean; NaN when nothing is drawn.
     """
     g = np.asarray(gold, dtype=np.int64)
     p = np.asarray(pred, dtype=np.int64)
-    labels = np.arange(int(g.max()) + 1 if len(g) else 0)
+    labels = np.arange(int(max(g.max(), p.max())) + 1 if len(g) else 0)
     is_gold = (g[:, None] == labels).astype(np.float64)
     is_pred = (p[:, None] == labels).astype(np.float64)
     w = np.ones((1, len(g))) if weights is None else np.asarray(weights, dtype=np.float64)
-    tp, gold_n, pred_n = w @ (is_gold * is_pred), w @ is_gold, w @ is_pred
+    tp, seen = w @ (is_gold * is_pred), w @ is_gold + w @ is_pred
     with np.errstate(invalid="ignore", divide="ignore"):
-        f1 = np.where(gold_n > 0, 2.0 * tp / (gold_n + pred_n), np.nan)
+        f1 = np.where(seen > 0, 2.0 * tp / seen, np.nan)
     with warnings_module.catch_warnings():
         warnings_module.simplefilter("ignore", RuntimeWarning)
         return np.asarray(np.nanmean(f1, axis=1) if labels.size else np.full(len(w), np.nan))
@@ -596,12 +598,14 @@ def _column(rows: Sequence[Mapping[str, Any]], key: str) -> FloatArray:
     return np.array([math.nan if v is None else v for v in values], dtype=np.float64)
 
 
-def judge_summary(rows: Sequence[Mapping[str, Any]], n_boot: int, seed: int) -> dict[str, Estimate]:
-    """Accuracy, hallucination and their per-item mean over the scored items."""
-    score = np.array([math.nan if r["score"] is None else r["score"] for r in rows])
-    cols = np.column_stack([_column(rows, "accuracy"), _column(rows, "hallucination"), score])
-    acc, hal, mean = bootstrap_means(cols, n_boot=n_boot, seed=seed)
-    return {"accuracy": acc, "hallucination": hal, "score": mean}
+def judge_summary(
+    rows: Sequence[Mapping[str, Any]], score: Estimate, n_boot: int, seed: int
+) -> dict[str, Estimate]:
+    """Accuracy and hallucination over the scored items, and `score`, their per-item mean,
+    as the paper table bootstrapped it (one figure, one interval)."""
+    cols = np.column_stack([_column(rows, "accuracy"), _column(rows, "hallucination")])
+    acc, hal = bootstrap_means(cols, n_boot=n_boot, seed=seed)
+    return {"accuracy": acc, "hallucination": hal, "score": score}
 
 
 def label_metrics(
@@ -629,15 +633,24 @@ def label_metrics(
         both, ids, n_boot=n_boot, seed=seed
     )
     result["majority_label"] = majority
-    labels = sorted({o["gold"] for _, o in scored})
-    index = {label: k for k, label in enumerate(labels)}
-    gold = np.array([index[o["gold"]] for _, o in scored], dtype=np.int64)
-    pred = np.array([index.get(o["label"], -1) for _, o in scored], dtype=np.int64)
+    predicted = [predicted_label(o) for _, o in scored]
+    index = {label: k for k, label in enumerate(sorted(set(golds) | set(predicted)))}
+    gold = np.array([index[g] for g in golds], dtype=np.int64)
+    pred = np.array([index[p] for p in predicted], dtype=np.int64)
     units, unit = np.unique(np.asarray(ids), return_inverse=True)
     counts = resample_counts(len(units), n_boot, np.random.default_rng(seed))[:, unit]
     point = float(macro_f1(gold, pred)[0])
     result["macro_f1"] = percentile_estimate(point, macro_f1(gold, pred, counts), len(scored))
     return result
+
+
+def predicted_label(outcome: Mapping[str, Any]) -> str:
+    """The label a prediction counts as: the matched label, or, outside the set, the answer
+    as given (each distinct one a label of its own, as scikit-learn would see it)."""
+    if outcome["label"] is not None:
+        return str(outcome["label"])
+    pred = outcome["pred"]
+    return f"<outside the set: {pred if isinstance(pred, str) else json.dumps(pred)}>"
 
 
 def number_metrics(
@@ -692,12 +705,15 @@ def summarise(
         by_task = {t: rows for t, rows in by_task.items() if rows}
         if not by_task:
             continue
-        judge[lang] = {t: judge_summary(rows, n_boot, seed) for t, rows in by_task.items()}
         tables[lang] = awareness_table(
             {t: [r["score"] for r in rows] for t, rows in by_task.items()},
             n_boot=n_boot,
             seed=seed,
         )
+        judge[lang] = {
+            t: judge_summary(rows, tables[lang].tasks[t], n_boot, seed)
+            for t, rows in by_task.items()
+        }
         objective[lang] = objective_summary(
             [r for rows in by_task.values() for r in rows], n_boot, seed
         )
