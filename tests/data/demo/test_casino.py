@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from dialogbench.data.demo.casino import DEAL_ACTIONS, STRATEGIES, load_casino, read_split
+from dialogbench.data.demo.items import whole_score
 from dialogbench.data.demo.model import DemoSet
 from dialogbench.data.errors import DataError
 
@@ -24,7 +25,7 @@ def test_deal_outcome_and_goals(fixture_set: DemoSet) -> None:
     deal = fixture_set.dialogues[0]
     assert deal.id == "casino-9001"
     assert [p.name for p in deal.participants] == ["Participant 1", "Participant 2"]
-    assert deal.epilogue.goal_completion == 9.8  # 10 x (19 + 22) / 42
+    assert deal.epilogue.goal_completion == pytest.approx(10 * 41 / 42)  # exact, not rounded
     reason = deal.epilogue.completion_reason or ""
     assert "Participant 1 gets 3 Food, 1 Water, 0 Firewood (19 points)" in reason
     assert "41 of the 42 points" in reason
@@ -32,6 +33,29 @@ def test_deal_outcome_and_goals(fixture_set: DemoSet) -> None:
     assert "My kids are always hungry outdoors." in (deal.goals[0] or "")
     assert not any(u.text in DEAL_ACTIONS for u in deal.utterances)
     assert len(deal.utterances) == 6
+
+
+def test_goal_completion_gold_is_rounded_once(tmp_path: Path) -> None:
+    """37 of 39 points is 9.487: the gold is 9 (rounding to 0.1 first gave 9.5, then 10)."""
+    dialogues = json.loads((FIXTURES / "casino" / "casino_test.json").read_text())
+    info = dialogues[0]["participant_info"]
+    # the best split now gives 39 points: Food 5 + Water 5 + Firewood 3, three packages each
+    info["mturk_agent_2"]["value2issue"] = {"High": "Water", "Medium": "Food", "Low": "Firewood"}
+    info["mturk_agent_1"]["outcomes"]["points_scored"] = 18
+    info["mturk_agent_2"]["outcomes"]["points_scored"] = 19
+    (tmp_path / "casino_test.json").write_text(json.dumps(dialogues))
+    loaded = load_casino(tmp_path, splits=("test",))
+    assert loaded.dialogues[0].epilogue.goal_completion == pytest.approx(370 / 39)
+    goal = next(i for i in loaded.items if i.task == "goal" and i.dialogue_id == "casino-9001")
+    assert goal.gold["goal_completion"] == 9
+    assert "37 of the 39 points" in goal.gold["reason"]
+
+
+@pytest.mark.parametrize(
+    ("value", "whole"), [(9.487, 9), (8.5, 9), (9.5, 10), (0.5, 1), (0.0, 0), (10.0, 10)]
+)
+def test_whole_score_rounds_halves_up(value: float, whole: int) -> None:
+    assert whole_score(value) == whole
 
 
 def test_walk_away_scores_zero_and_first_speaker_is_participant_1(fixture_set: DemoSet) -> None:
@@ -119,3 +143,28 @@ def test_real_label_sets_and_actions(casino_dir: Path) -> None:
         "Reject-Deal": 167,
         "Walk-Away": 25,
     }
+
+
+def test_real_goal_completion_gold_is_the_exact_ratio_rounded_once(
+    casino_dir: Path, casino: DemoSet
+) -> None:
+    """Recomputed by hand from the raw files, in integers: 10 x points / best, halves up."""
+    points = {"High": 5, "Medium": 4, "Low": 3}
+    expected: dict[str, int] = {}
+    for split in ("train", "valid", "test"):
+        for d in json.loads((casino_dir / f"casino_{split}.json").read_text("utf-8")):
+            info = d["participant_info"]
+            if any(c["text"] == "Walk-Away" for c in d["chat_logs"]):
+                expected[f"casino-{d['dialogue_id']}"] = 0
+                continue
+            worth = [
+                {item: points[level] for level, item in info[a]["value2issue"].items()}
+                for a in ("mturk_agent_1", "mturk_agent_2")
+            ]
+            best = sum(3 * max(w[item] for w in worth) for item in ("Food", "Water", "Firewood"))
+            total = sum(int(info[a]["outcomes"]["points_scored"]) for a in info)
+            expected[f"casino-{d['dialogue_id']}"] = (20 * total + best) // (2 * best)
+    gold = {i.dialogue_id: i.gold["goal_completion"] for i in casino.items if i.task == "goal"}
+    assert gold == expected
+    # rounding to 0.1 first, then to a whole number, had put 113 of these at 10
+    assert Counter(gold.values()) == {10: 681, 9: 313, 0: 25, 8: 11}

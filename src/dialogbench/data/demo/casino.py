@@ -16,7 +16,9 @@ Mapping to a `DemoDialogue` (lang "en"):
   reasons they wrote for them.
 - goal completion (0-10): with a deal, 10 x (points both scored) / (the most points any
   split of the 9 packages could give the pair, each item going to the side that values it
-  more); items are worth 5/4/3 points per package at High/Medium/Low. A walk-away scores
+  more); items are worth 5/4/3 points per package at High/Medium/Low. The epilogue keeps
+  the exact ratio; the awareness gold rounds it once to a whole number, halves up
+  (`items.whole_score`: 37/39 of the best is 9.487, gold 9; 8.5 is 9). A walk-away scores
   0 (no one gets any package; CaSiNo's consolation of 5 points each is not counted). When
   both sides rank the items alike every complete split scores 10: the pair's total cannot
   be improved, and the reason says who got what. The reason states the deal and points.
@@ -349,7 +351,7 @@ def _outcome(
         )
     points = {a: int(info[a]["outcomes"].get("points_scored", 0)) for a in AGENTS}
     best = sum(PACKAGES * max(values[a][i] for a in AGENTS) for i in ISSUES)
-    completion = round(10 * sum(points.values()) / best, 1)
+    completion = 10 * sum(points.values()) / best  # exact; the gold rounds it once
     shares = []
     for agent in order:
         split = gets[agent] or {}

@@ -4,7 +4,7 @@ Each `DemoDialogue` gives at most one item per task, and only when the task has 
 beyond names and utterance text:
 
 - goal: `goal1`, `goal2` (the participants' goals), `goal_completion` (the epilogue's
-  0-10 score, rounded to an integer) and `reason`, whichever are known;
+  0-10 score, rounded once to a whole number, halves up) and `reason`, whichever are known;
 - persona: `participant1` / `participant2` with `name` and the labelled attributes
   (gender, age, big_five, education, occupation, culture, speaking_style, hobby);
 - scene: topic, relationship, familiarity, talkway (the scene's medium), location, time,
@@ -20,6 +20,7 @@ item's gold holds.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -120,13 +121,19 @@ def _some(gold: dict[str, Any]) -> tuple[dict[str, Any], None] | None:
     return (gold, None) if gold else None
 
 
+def whole_score(value: float) -> int:
+    """A 0-10 score as DEMO's whole-number gold: rounded once, halves up (8.5 -> 9), never
+    Python's round-half-to-even (8.5 -> 8)."""
+    return math.floor(value + 0.5)
+
+
 def _goal_gold(dialogue: DemoDialogue) -> dict[str, Any]:
     gold: dict[str, Any] = {}
     for key, goal in zip(("goal1", "goal2"), dialogue.goals, strict=True):
         if goal:
             gold[key] = goal
     if dialogue.epilogue.goal_completion is not None:
-        gold["goal_completion"] = round(dialogue.epilogue.goal_completion)
+        gold["goal_completion"] = whole_score(dialogue.epilogue.goal_completion)
     if dialogue.epilogue.completion_reason:
         gold["reason"] = dialogue.epilogue.completion_reason
     return gold
