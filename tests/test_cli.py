@@ -416,6 +416,8 @@ def test_demo_runs_and_report_against_a_loopback_server(
     # en has both parts, so an overall; zh has no awareness run, which the table says
     assert report.output.count("note:") == 1 and "no awareness score" in report.output
     assert "interaction: believability" in report.output and "overall" in report.output
+    assert "overall (DEMO: (2 aw + int) / 3)" in report.output
+    assert "(aw + int) / 2 (not DEMO)" in report.output
 
     swapped = runner.invoke(app, ["report", "demo", "--awareness", str(inter)])
     assert swapped.exit_code == 2 and "demo-interaction" in swapped.output, swapped.output

@@ -688,8 +688,8 @@ def _row_table(row: TableRow) -> dict[str, dict[str, Estimate]]:
         if figures:
             for name, e in {**figures, "average": average}.items():
                 table[f"{part}: {name}"] = {"score 0-10": e}
-    table["overall (DEMO's: (2 x awareness + interaction) / 3)"] = {"score 0-10": row.overall}
-    table["mean of the two averages (not DEMO's)"] = {"score 0-10": row.mean_of_averages}
+    table["overall (DEMO: (2 aw + int) / 3)"] = {"score 0-10": row.overall}
+    table["(aw + int) / 2 (not DEMO)"] = {"score 0-10": row.mean_of_averages}
     return table
 
 
