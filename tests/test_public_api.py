@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 
 import pytest
@@ -31,3 +32,12 @@ def test_star_import_works(name: str) -> None:
     namespace: dict[str, object] = {}
     exec(f"from {name} import *", namespace)
     assert set(exported) <= set(namespace)
+
+
+@pytest.mark.parametrize("name", packages())
+def test_no_export_hides_a_submodule(name: str) -> None:
+    """`from pkg import x` must not give a function where `pkg/x.py` is meant."""
+    module = importlib.import_module(name)
+    for info in pkgutil.iter_modules(module.__path__):
+        importlib.import_module(f"{name}.{info.name}")
+        assert inspect.ismodule(getattr(module, info.name)), f"{name}.{info.name} is shadowed"

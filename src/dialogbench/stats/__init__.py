@@ -1,7 +1,6 @@
 """Statistics: bootstrap intervals, metric definitions and inter-rater agreement."""
 
 from dialogbench.stats.agreement import krippendorff_alpha
-from dialogbench.stats.auroc import OperatingPoint, auroc, bootstrap_auroc, operating_point
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means, resample_counts
 from dialogbench.stats.metrics import (
     best_rank,
@@ -11,6 +10,7 @@ from dialogbench.stats.metrics import (
     recall_at,
     reciprocal_rank,
 )
+from dialogbench.stats.roc import OperatingPoint, auroc, bootstrap_auroc, operating_point
 
 __all__ = [
     "Estimate",

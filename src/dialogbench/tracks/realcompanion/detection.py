@@ -59,8 +59,8 @@ from dialogbench.models.types import GenerateConfig
 from dialogbench.models.usage import UsageTotals
 from dialogbench.report.run import Progress, RunDir, dataset_info, to_json
 from dialogbench.retrieval.base import Probe, build_probes
-from dialogbench.stats.auroc import OperatingPoint, bootstrap_auroc, operating_point
 from dialogbench.stats.bootstrap import Estimate
+from dialogbench.stats.roc import OperatingPoint, bootstrap_auroc, operating_point
 from dialogbench.tracks.common import (
     ModelSettings,
     read_usage,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dialogbench.stats.auroc import auroc, bootstrap_auroc, operating_point
+from dialogbench.stats.roc import auroc, bootstrap_auroc, operating_point
 
 
 def brute_auroc(pos: list[float], neg: list[float]) -> float:
@@ -67,7 +67,7 @@ def test_bootstrap_equals_a_loop_over_resamples(
 
 
 def test_bootstrap_blocks_do_not_change_the_figures(monkeypatch: pytest.MonkeyPatch) -> None:
-    from dialogbench.stats import auroc as module
+    from dialogbench.stats import roc as module
 
     rng = np.random.default_rng(1)
     pos, neg = rng.normal(0.5, 1, 60), rng.normal(0, 1, 80)
