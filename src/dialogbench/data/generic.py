@@ -137,7 +137,7 @@ FIELD_HELP = {
     "user_speakers": "speakers under study (role user); the rest are assistant",
     "unanswerable_categories": "question categories that have no answer",
     "category_names": "names for question categories, CATEGORY=NAME, e.g. 1=multi-hop,2=temporal",
-    "on_missing_evidence": "a cited turn id that names no turn: 'drop-id' (keep the question), "
+    "on_missing_evidence": "evidence that names no turn: 'drop-id' (keep the question), "
     "'drop-question' or 'fail'",
     "name": "dataset name (default: the file's or folder's stem)",
     "licence": "licence to record with the data",
