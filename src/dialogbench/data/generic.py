@@ -228,7 +228,7 @@ def import_chat_export(path: Path, config: ImportConfig) -> Dataset:
         subjects=subjects,
         sha256=sha256_file(path) if files == [path] else sha256_files(files, root=path),
         source=str(path),
-        warnings=notes.warnings + _summary(notes, config),
+        warnings=notes.warnings + _summary(notes),
         licence=config.licence,
     )
 
@@ -261,19 +261,20 @@ def _conversations(path: Path, config: ImportConfig) -> list[_Conversation]:
     ]
 
 
-def _summary(notes: _Notes, config: ImportConfig) -> list[str]:
+def _summary(notes: _Notes) -> list[str]:
     """The closing warnings: counts of what was dropped or left as it was."""
     out = []
+    policy = flag("on_missing_evidence")
     if notes.missing_evidence:
         out.append(
             f"{notes.missing_evidence} cited evidence ids name no turn and were dropped, "
-            "their questions kept (each listed above; --on-missing-evidence drop-question "
-            "leaves such questions out, fail stops)"
+            f"their questions kept (each listed above; {policy} drop-question leaves such "
+            "questions out, fail stops)"
         )
     if notes.dropped_questions:
         out.append(
             f"{notes.dropped_questions} questions cite evidence that names no turn and were "
-            "left out (each listed above; --on-missing-evidence drop-id keeps them)"
+            f"left out (each listed above; {policy} drop-id keeps them)"
         )
     if notes.unnamed:
         which = ", ".join(f"'{c}' ({n} questions)" for c, n in sorted(notes.unnamed.items()))
@@ -565,15 +566,15 @@ def _time(path: Path, record: str, value: Any, key: str, config: ImportConfig) -
     try:
         return parse_date(value, fmt)
     except ValueError:
-        if fmt:
+        if not isinstance(value, str):
+            how = f"(a {type(value).__name__} that is no date or Unix time)"
+            fix = f"give '{key}' a date string or a Unix time, or null when it is unknown"
+        elif fmt:
             how = f"with the format {fmt!r}"
             fix = f"check {flag('timestamp_format')} (strptime syntax)"
         else:
-            how = "in any format read without a format"
+            how = f"in any format read without {flag('timestamp_format')}"
             fix = f"pass {flag('timestamp_format')} FORMAT: {hint(value)}"
-        if not isinstance(value, str | int | float) or isinstance(value, bool):
-            how = f"(a {type(value).__name__} is no date)"
-            fix = f"give '{key}' a date string or a Unix time, or null when it is unknown"
         raise DataError(
             path,
             f"cannot read {value!r} as a time {how}",
