@@ -132,6 +132,125 @@ def test_import_names_the_missing_field(tmp_path: Path) -> None:
     assert "field 'turns'" in result.output and "--turns-field" in result.output
 
 
+LOCOMO_LIKE_ARGS = [
+    "--session-keys",
+    "--body-field",
+    "conversation",
+    "--id-field",
+    "sample_id",
+    "--session-time-suffix",
+    "_date_time",
+    "--turn-id-field",
+    "dia_id",
+    "--questions-field",
+    "qa",
+]
+
+
+def _import(path: Path, out: Path, *options: str) -> Any:
+    return runner.invoke(app, ["data", "import", str(path), "--out", str(out), *options])
+
+
+def test_import_questions(tmp_path: Path) -> None:
+    out = tmp_path / "imported"
+    names = "1=multi-hop,2=temporal,3=open-domain,4=single-hop,5=adversarial"
+    result = _import(
+        FIXTURES / "locomo_like_sample.json",
+        out,
+        *LOCOMO_LIKE_ARGS,
+        "--category-names",
+        names,
+        "--unanswerable-categories",
+        "adversarial",
+    )
+    assert result.exit_code == 0, result.output
+    assert "wrote 1 conversations, 6 messages" in result.output
+    assert "repaired to ['D1:3', 'D1:4']" in result.output
+    assert "2 cited evidence ids name no turn" in result.output
+    rows = (out / "ana-ben" / "questions.jsonl").read_text().splitlines()
+    questions = [json.loads(row) for row in rows]
+    assert [q["category"] for q in questions] == [
+        "single-hop",
+        "temporal",
+        "multi-hop",
+        "adversarial",
+        "6",
+    ]
+    assert questions[3]["answerable"] is False
+    check = runner.invoke(app, ["data", "validate", str(out)])
+    assert check.exit_code == 0 and "5 questions" in check.output, check.output
+
+
+def test_import_questions_with_default_categories(tmp_path: Path) -> None:
+    result = _import(FIXTURES / "locomo_like_sample.json", tmp_path / "x", *LOCOMO_LIKE_ARGS)
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+
+
+def test_import_missing_evidence_can_fail(tmp_path: Path) -> None:
+    result = _import(
+        FIXTURES / "locomo_like_sample.json",
+        tmp_path / "x",
+        *LOCOMO_LIKE_ARGS,
+        "--on-missing-evidence",
+        "fail",
+    )
+    assert result.exit_code == 2
+    assert "qa[2], field 'evidence'" in result.output and "'D3:1'" in result.output
+    bad = _import(
+        FIXTURES / "locomo_like_sample.json", tmp_path / "y", "--on-missing-evidence", "x"
+    )
+    assert bad.exit_code == 2 and "--on-missing-evidence must be one of" in bad.output
+
+
+def test_import_hints_and_unimported_questions(tmp_path: Path) -> None:
+    sample = FIXTURES / "locomo_like_sample.json"
+    result = _import(sample, tmp_path / "x")
+    assert result.exit_code == 2
+    assert "--session-keys --body-field conversation" in result.output
+    result = _import(sample, tmp_path / "y", *LOCOMO_LIKE_ARGS[:-2])
+    assert result.exit_code == 0, result.output
+    assert "pass --questions-field qa" in result.output
+
+
+def test_import_a_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    for name in ("chat_b", "chat_a"):
+        turns = [{"speaker": "me", "text": f"hello from {name}"}]
+        (folder / f"{name}.json").write_text(json.dumps({"turns": turns}))
+    out = tmp_path / "release"
+    result = _import(folder, out)
+    assert result.exit_code == 0, result.output
+    assert "wrote 2 conversations" in result.output
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["chat_a", "chat_b"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = _import(empty, tmp_path / "z")
+    assert result.exit_code == 2 and "no .json or .jsonl files" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_import_nested_episodes(tmp_path: Path) -> None:
+    out = tmp_path / "episodes"
+    result = _import(
+        FIXTURES / "episodes_nested.json",
+        out,
+        "--rows",
+        "nested",
+        "--timestamp-field",
+        "time",
+        "--timestamp-format",
+        "%Y-%m-%d %H:%M",
+        "--user-speakers",
+        "user",
+    )
+    assert result.exit_code == 0, result.output
+    assert "wrote 2 conversations, 7 messages" in result.output
+    check = runner.invoke(app, ["data", "validate", str(out)])
+    assert check.exit_code == 0 and "2 subjects" in check.output
+
+
 def test_models_check_against_a_loopback_server() -> None:
     from dialogbench.testing import ChatServer
 

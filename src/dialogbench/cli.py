@@ -888,7 +888,9 @@ def _import_command() -> Callable[..., None]:
         inspect.Parameter(
             "path",
             inspect.Parameter.POSITIONAL_OR_KEYWORD,
-            annotation=Annotated[Path, typer.Argument(help="the export file")],
+            annotation=Annotated[
+                Path, typer.Argument(help="the export file, or a folder of *.json / *.jsonl files")
+            ],
         ),
         inspect.Parameter(
             "out",
@@ -919,10 +921,10 @@ def _import_command() -> Callable[..., None]:
         """Convert another chat export into the release format, naming its fields."""
         with friendly_errors():
             for name, value in options.items():
-                if value == "":
+                if name in tuples and value is not None:
+                    options[name] = tuple(_csv(value))  # "" : an empty tuple, not None
+                elif value == "":
                     options[name] = None  # --answer-field "" : the export has none
-                elif name in tuples and value is not None:
-                    options[name] = tuple(_csv(value))
             ds = import_chat_export(path, ImportConfig(**options))
             write_release(ds, out)
             n_msg = sum(len(s.messages) for s in ds.subjects)

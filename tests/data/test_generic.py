@@ -11,7 +11,7 @@ import pytest
 
 from dialogbench.data.errors import DataError
 from dialogbench.data.generic import ImportConfig, import_chat_export
-from dialogbench.data.io import sha256_file
+from dialogbench.data.io import sha256_file, sha256_files
 from dialogbench.data.model import Dataset
 from dialogbench.data.release import load_release, write_release
 
@@ -107,7 +107,7 @@ def test_generated_ids_and_top_level_list(tmp_path: Path) -> None:
         {"turns": [{"speaker": "a", "text": 42}]},
     ]
     ds = import_chat_export(_write(tmp_path, "x.json", data), ImportConfig())
-    assert [s.id for s in ds.subjects] == ["conversation-0", "conversation-1"]
+    assert [s.id for s in ds.subjects] == ["x-0", "x-1"]
     assert [m.id for m in ds.subjects[0].messages] == ["t0", "t1"]
     assert ds.subjects[1].messages[0].text == "42"
     assert all(m.role == "user" for s in ds.subjects for m in s.messages)
@@ -187,7 +187,7 @@ def test_missing_speaker_in_nested_turn(tmp_path: Path) -> None:
 def test_missing_turns_field(tmp_path: Path) -> None:
     path = _write(tmp_path, "x.json", [{"messages": []}])
     err = _error(path, ImportConfig())
-    assert err.record == "conversation 0 (id 'conversation-0')" and err.field == "turns"
+    assert err.record == "conversation 0 (id 'x')" and err.field == "turns"
     assert err.fix is not None and "--turns-field" in err.fix and "messages" in err.fix
 
 
@@ -227,11 +227,14 @@ def test_bad_timestamp_names_format_flag(tmp_path: Path) -> None:
     assert err.fix is not None and "--timestamp-format" in err.fix
 
 
-def test_dangling_evidence(tmp_path: Path) -> None:
+def test_dangling_evidence_fails_when_asked(tmp_path: Path) -> None:
     data = json.loads(NESTED.read_text(encoding="utf-8"))
     data["conversations"][0]["qa"][0]["evidence"] = ["A9.9"]
-    err = _error(_write(tmp_path, "n.json", data), NESTED_CONFIG)
+    config = replace(NESTED_CONFIG, on_missing_evidence="fail")
+    err = _error(_write(tmp_path, "n.json", data), config)
     assert err.record == "conversations[0] (id 'alpha'), qa[0]" and err.field == "evidence"
+    assert "'A9.9'" in err.problem
+    assert err.fix is not None and "--on-missing-evidence drop-id" in err.fix
 
 
 def test_missing_answer_field(tmp_path: Path) -> None:
@@ -278,3 +281,222 @@ def test_turn_rows_cannot_carry_questions() -> None:
 
 def test_dataset_type() -> None:
     assert isinstance(import_chat_export(JSONL, JSONL_CONFIG), Dataset)
+
+
+# --- real shapes: one LoCoMo-like conversation, nested episodes, folders ------------------
+
+LOCOMO_LIKE = FIXTURES / "locomo_like_sample.json"
+EPISODES = FIXTURES / "episodes_nested.json"
+LOCOMO_LIKE_CONFIG = ImportConfig(
+    id_field="sample_id",
+    body_field="conversation",
+    session_keys=True,
+    session_time_suffix="_date_time",
+    turn_id_field="dia_id",
+    questions_field="qa",
+    category_names=("1=multi-hop", "2=temporal", "3=open-domain", "4=single-hop", "5=adversarial"),
+    unanswerable_categories=("adversarial",),
+)
+
+
+def test_locomo_like_conversation_object() -> None:
+    ds = import_chat_export(LOCOMO_LIKE, LOCOMO_LIKE_CONFIG)
+    (subject,) = ds.subjects
+    assert subject.id == "ana-ben"
+    assert subject.messages[0].timestamp == datetime(2023, 5, 8, 13, 56)
+    assert subject.messages[-1].timestamp == datetime(2023, 5, 15, 18, 30)
+    goal, when, met, trap, after = subject.questions
+    assert (goal.category, goal.evidence_ids) == ("single-hop", ["D1:3", "D1:4"])
+    assert (when.category, when.evidence_ids) == ("temporal", ["D1:1", "D2:2"])
+    assert (met.category, met.evidence_ids) == ("multi-hop", ["D1:3", "D2:2"])
+    assert trap.category == "adversarial" and not trap.answerable and trap.evidence_ids == []
+    assert after.category == "6" and after.answerable
+    text = "\n".join(ds.warnings)
+    assert "ana-ben-q0: evidence id 'D1:3-D1:4' repaired to ['D1:3', 'D1:4']" in text
+    assert "ana-ben-q1: evidence id 'D2:02.' repaired to ['D2:2']" in text
+    assert "ana-ben-q2: evidence id 'D3:1' names no message; dropped" in text
+    assert "ana-ben-q3: evidence id '' is empty; dropped" in text
+    assert "2 cited evidence ids name no turn and were dropped, their questions kept" in text
+    assert "categories '6' (1 questions) have no name in --category-names" in text
+
+
+def test_missing_evidence_drops_the_question_when_asked() -> None:
+    config = replace(LOCOMO_LIKE_CONFIG, on_missing_evidence="drop-question")
+    ds = import_chat_export(LOCOMO_LIKE, config)
+    assert [q.id for q in ds.subjects[0].questions] == ["ana-ben-q0", "ana-ben-q1", "ana-ben-q4"]
+    assert "ana-ben-q2: left out: evidence 'D3:1' names no turn" in ds.warnings
+    assert any(w.startswith("2 questions cite evidence that names no turn") for w in ds.warnings)
+
+
+def test_missing_evidence_can_fail() -> None:
+    err = _error(LOCOMO_LIKE, replace(LOCOMO_LIKE_CONFIG, on_missing_evidence="fail"))
+    assert err.record == "top level (id 'ana-ben'), qa[2]" and "'D3:1'" in err.problem
+
+
+def test_other_ids_are_repaired_too(tmp_path: Path) -> None:
+    data = {
+        "turns": [{"speaker": "a", "text": str(i)} for i in range(13)],
+        "qa": [{"question": "?", "answer": "!", "evidence": ["t12.", "t1; t2"], "category": "x"}],
+    }
+    ds = import_chat_export(_write(tmp_path, "one.json", data), ImportConfig(questions_field="qa"))
+    assert ds.subjects[0].questions[0].evidence_ids == ["t12", "t1", "t2"]
+
+
+def test_single_object_hints_name_the_session_options(tmp_path: Path) -> None:
+    err = _error(LOCOMO_LIKE, ImportConfig())
+    assert err.fix is not None and "--session-keys --body-field conversation" in err.fix
+    assert "--conversations-field" not in err.fix
+    top = {"session_1": [{"speaker": "a", "text": "x"}]}
+    err = _error(_write(tmp_path, "s.json", top), ImportConfig())
+    assert err.fix is not None and "pass --session-keys" in err.fix
+    chat = {"title": "x", "messages": [{"role": "user", "content": "hi"}]}
+    err = _error(_write(tmp_path, "m.json", chat), ImportConfig())
+    assert err.fix is not None and "--turns-field messages" in err.fix
+    err = _error(_write(tmp_path, "l.json", [json.loads(LOCOMO_LIKE.read_text())]), ImportConfig())
+    assert err.field == "turns" and err.fix is not None
+    assert "--session-keys --body-field conversation" in err.fix
+
+
+def test_unimported_questions_warn() -> None:
+    config = replace(LOCOMO_LIKE_CONFIG, questions_field=None)
+    ds = import_chat_export(LOCOMO_LIKE, config)
+    assert ds.subjects[0].questions == []
+    assert ds.warnings == [
+        "1 conversations hold a question list under 'qa' that was not imported; "
+        "pass --questions-field qa to import it"
+    ]
+
+
+def test_missing_defaulted_field_says_how_to_unset(tmp_path: Path) -> None:
+    data = json.loads(LOCOMO_LIKE.read_text())
+    del data["qa"][0]["answer"]
+    err = _error(_write(tmp_path, "x.json", data), LOCOMO_LIKE_CONFIG)
+    assert err.fix is not None and "pass --answer-field '' if the export has none" in err.fix
+
+
+def test_nested_episodes() -> None:
+    config = ImportConfig(rows="nested", timestamp_field="time", user_speakers=("user",))
+    ds = import_chat_export(EPISODES, config)
+    first, second = ds.subjects
+    assert (first.id, second.id) == ("episodes_nested-0", "episodes_nested-1")
+    assert [m.id for m in first.messages] == [
+        "session_1:0",
+        "session_1:1",
+        "session_2:0",
+        "session_2:1",
+        "session_2:2",
+    ]
+    assert [m.session for m in first.messages] == ["session_1"] * 2 + ["session_2"] * 3
+    assert first.messages[2].timestamp == datetime(2024, 1, 15, 20, 2)
+    assert [m.role for m in second.messages] == ["user", "assistant"]
+    assert ds.warnings == []
+
+
+def test_nested_single_episode_and_hint(tmp_path: Path) -> None:
+    episode = json.loads(EPISODES.read_text())[0]
+    path = _write(tmp_path, "one.json", episode)
+    (subject,) = import_chat_export(path, ImportConfig(rows="nested")).subjects
+    assert subject.id == "one" and len(subject.messages) == 5
+    err = _error(EPISODES, ImportConfig())
+    assert err.fix is not None and "--rows nested" in err.fix
+
+
+def test_nested_rejects_bad_shapes(tmp_path: Path) -> None:
+    err = _error(
+        _write(tmp_path, "x.json", [[[{"speaker": "a", "text": "x"}]], "oops"]),
+        ImportConfig(rows="nested"),
+    )
+    assert err.record == "conversation 1 (id 'x-1')" and err.field == "sessions"
+    err = _error(
+        _write(tmp_path, "y.json", [[{"speaker": "a", "text": "x"}], "oops"]),
+        ImportConfig(rows="nested"),
+    )
+    assert err.record == "conversation 0 (id 'y-0'), session 0" and err.field == "turns"
+    with pytest.raises(ValueError, match="rows='nested'"):
+        ImportConfig(rows="nested", questions_field="qa")
+    with pytest.raises(ValueError, match="--rows must be one of"):
+        ImportConfig(rows="sessions")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("layout", "config"),
+    [
+        (
+            {"turns": [{"speaker": "a", "text": "x", "at": "08/05/2023 14:02"}]},
+            ImportConfig(timestamp_field="at"),
+        ),
+        (
+            {"session_1": [{"speaker": "a", "text": "x"}], "session_1_when": "08/05/2023 14:02"},
+            ImportConfig(session_keys=True, session_time_suffix="_when"),
+        ),
+        (
+            [[[{"speaker": "a", "text": "x", "at": "08/05/2023 14:02"}]]],
+            ImportConfig(rows="nested", timestamp_field="at"),
+        ),
+        (
+            [{"speaker": "a", "text": "x", "at": "08/05/2023 14:02"}],
+            ImportConfig(rows="turns", timestamp_field="at"),
+        ),
+    ],
+)
+def test_timestamp_format_on_every_route(
+    tmp_path: Path, layout: object, config: ImportConfig
+) -> None:
+    path = _write(tmp_path, "x.json", layout)
+    err = _error(path, config)
+    assert err.fix is not None and "'%d/%m/%Y' or '%m/%d/%Y'" in err.fix
+    assert "--timestamp-format" in err.fix
+    ds = import_chat_export(path, replace(config, timestamp_format="%d/%m/%Y %H:%M"))
+    assert ds.subjects[0].messages[0].timestamp == datetime(2023, 5, 8, 14, 2)
+
+
+def test_common_formats_need_no_format(tmp_path: Path) -> None:
+    rows = [
+        {"speaker": "a", "text": "x", "at": when}
+        for when in ("1:56 pm on 8 May, 2023", "29.12.2023, 22:42:04", "May 8, 2023")
+    ]
+    path = _write(tmp_path, "t.jsonl", rows)
+    ds = import_chat_export(path, ImportConfig(rows="turns", timestamp_field="at"))
+    assert [m.timestamp for m in ds.subjects[0].messages] == [
+        datetime(2023, 5, 8, 13, 56),
+        datetime(2023, 12, 29, 22, 42, 4),
+        datetime(2023, 5, 8),
+    ]
+
+
+@pytest.mark.parametrize("value", [["2023-05-08"], {"date": "2023-05-08"}, float("nan")])
+def test_non_dates_are_errors(tmp_path: Path, value: object) -> None:
+    rows = [{"speaker": "a", "text": "x", "at": value}]
+    err = _error(
+        _write(tmp_path, "t.jsonl", rows), ImportConfig(rows="turns", timestamp_field="at")
+    )
+    assert err.field == "at" and err.fix is not None
+
+
+def test_folder_of_files(tmp_path: Path) -> None:
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    one = {"turns": [{"speaker": "a", "text": "hi"}]}
+    _write(folder, "chat_b.json", [one, one])
+    _write(folder, "chat_a.json", one)
+    _write(folder, "chat_c.jsonl", [{"turns": [{"speaker": "b", "text": "yo"}]}])
+    (folder / "notes.txt").write_text("not an export")
+    ds = import_chat_export(folder, ImportConfig())
+    assert [s.id for s in ds.subjects] == ["chat_a", "chat_b-0", "chat_b-1", "chat_c"]
+    assert ds.name == "exports" and ds.source == str(folder)
+    assert ds.sha256 == sha256_files(sorted(folder.glob("*.json*")), root=folder)
+    _write(folder, "chat_d.json", [{"messages": []}])
+    err = _error(folder / "chat_d.json", ImportConfig())
+    with pytest.raises(DataError) as e:
+        import_chat_export(folder, ImportConfig())
+    assert e.value.path == str(folder / "chat_d.json") and e.value.record == err.record
+
+
+def test_empty_folder_says_what_it_reads(tmp_path: Path) -> None:
+    err = _error(tmp_path, ImportConfig())
+    assert "no .json or .jsonl files" in err.problem
+
+
+def test_category_names_must_be_pairs() -> None:
+    with pytest.raises(ValueError, match="CATEGORY=NAME"):
+        ImportConfig(category_names=("multi-hop",))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -68,6 +70,38 @@ def test_image_captions_join_the_text(locomo_dir: Path) -> None:
     msg = next(m for m in ds.subjects[0].messages if m.id == "D1:5")
     assert "[shares an image:" in msg.text
     assert msg.timestamp is not None and msg.session == "session_1"
+
+
+def _locomo_shaped(tmp_path: Path, dates: list[object]) -> Path:
+    """A two-session LoCoMo-schema file with the given session dates."""
+    conversation: dict[str, object] = {"speaker_a": "Ana", "speaker_b": "Ben"}
+    for n, when in enumerate(dates, start=1):
+        conversation[f"session_{n}"] = [
+            {"speaker": "Ana", "dia_id": f"D{n}:1", "text": "hi"},
+            {"speaker": "Ben", "dia_id": f"D{n}:2", "text": "hello"},
+        ]
+        conversation[f"session_{n}_date_time"] = when
+    qa = [{"question": "q?", "answer": "a", "evidence": ["D1:1-D1:2"], "category": 4}]
+    path = tmp_path / "locomo10.json"
+    path.write_text(json.dumps([{"sample_id": "c1", "conversation": conversation, "qa": qa}]))
+    return path
+
+
+def test_session_dates_in_other_formats_are_read(tmp_path: Path) -> None:
+    ds = load_locomo(_locomo_shaped(tmp_path, ["2023-05-08T13:56:00", "9 May 2023"]))
+    times = [m.timestamp for m in ds.subjects[0].messages]
+    assert times == [datetime(2023, 5, 8, 13, 56)] * 2 + [datetime(2023, 5, 9)] * 2
+    assert ds.subjects[0].questions[0].evidence_ids == ["D1:1", "D1:2"]
+    assert ds.warnings == ["c1-q0: evidence id 'D1:1-D1:2' repaired to ['D1:1', 'D1:2']"]
+
+
+def test_unreadable_session_dates_are_one_warning(tmp_path: Path) -> None:
+    ds = load_locomo(_locomo_shaped(tmp_path, ["08/05/2023", ["2023"], float("nan")]))
+    assert all(m.timestamp is None for m in ds.subjects[0].messages)
+    (warning,) = [w for w in ds.warnings if "session dates" in w]
+    assert warning.startswith("3 session dates are missing or could not be read")
+    assert "6 messages have no timestamp" in warning
+    assert "sample 0 (c1), session_1_date_time: '08/05/2023'" in warning
 
 
 def test_repair_evidence_unit() -> None:

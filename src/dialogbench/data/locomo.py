@@ -6,19 +6,23 @@ code's numbering; other tools number them differently). Category 5 (adversarial)
 about something the conversation never says: the question is unanswerable and its
 `answer` holds the trap answer LoCoMo stores in `adversarial_answer`.
 
-Evidence ids are repaired where the intent is unambiguous (`'D8:6; D9:17'` and
-space-joined lists are split, `'D30:05'` loses its leading zero) and every repair or
-drop is recorded in `Dataset.warnings`.
+Evidence ids are repaired where the intent is unambiguous (`dialogbench.data.evidence`:
+`'D8:6; D9:17'` and space-joined lists are split, `'D30:05'` loses its leading zero,
+`'D12:3-D12:5'` is a range) and every repair or drop is recorded in `Dataset.warnings`.
+Session dates are read by `dialogbench.data.dates` (LoCoMo's own `1:56 pm on 8 May, 2023`,
+ISO 8601 and the other formats listed there); sessions whose date is missing or cannot be
+read leave their messages without a timestamp, and one warning counts them.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from dialogbench.data.dates import Unreadable
 from dialogbench.data.errors import DataError
+from dialogbench.data.evidence import repair_evidence as repair
 from dialogbench.data.io import read_json, sha256_file
 from dialogbench.data.model import Dataset, Message, Question, Subject
 from dialogbench.data.release import check_subject
@@ -35,7 +39,6 @@ CATEGORIES: dict[int, str] = {
 """LoCoMo's category numbers as its official evaluation code uses them."""
 
 _SESSION = re.compile(r"session_(\d+)")
-_DIA_ID = re.compile(r"D(\d+):(\d+)")
 
 
 def load_locomo(path: Path) -> Dataset:
@@ -47,7 +50,11 @@ def load_locomo(path: Path) -> Dataset:
     if not isinstance(raw, list):
         raise DataError(path, "expected a list of samples", fix="pass LoCoMo's locomo10.json")
     warnings: list[str] = []
-    subjects = [_load_sample(path, i, s, warnings) for i, s in enumerate(raw)]
+    dates = Unreadable("session dates")
+    subjects = [_load_sample(path, i, s, warnings, dates) for i, s in enumerate(raw)]
+    untimed = sum(m.timestamp is None for s in subjects for m in s.messages)
+    if (warning := dates.warning(untimed)) is not None:
+        warnings.append(warning)
     return Dataset(
         name="locomo",
         subjects=subjects,
@@ -70,14 +77,9 @@ def _require(path: Path, obj: dict[str, Any], key: str, record: str) -> Any:
     return obj[key]
 
 
-def _parse_when(text: str) -> datetime | None:
-    try:
-        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y")
-    except ValueError:
-        return None
-
-
-def _load_sample(path: Path, index: int, sample: Any, warnings: list[str]) -> Subject:
+def _load_sample(
+    path: Path, index: int, sample: Any, warnings: list[str], dates: Unreadable
+) -> Subject:
     record = f"sample {index}"
     if not isinstance(sample, dict):
         raise DataError(path, "expected an object", record=record, fix="pass locomo10.json")
@@ -88,7 +90,7 @@ def _load_sample(path: Path, index: int, sample: Any, warnings: list[str]) -> Su
     sessions = sorted((int(m.group(1)), key) for key in conv if (m := _SESSION.fullmatch(key)))
     messages: list[Message] = []
     for number, key in sessions:
-        when = _parse_when(str(conv.get(f"{key}_date_time", "")))
+        when = dates.read(f"{record}, {key}_date_time", conv.get(f"{key}_date_time"))
         for t, turn in enumerate(conv[key]):
             trec = f"{record}, {key}[{t}]"
             text = str(_require(path, turn, "text", trec))
@@ -142,22 +144,7 @@ def _load_sample(path: Path, index: int, sample: Any, warnings: list[str]) -> Su
 
 
 def repair_evidence(raw: list[str], ids: set[str], qid: str, warnings: list[str]) -> list[str]:
-    """Return the usable evidence ids, repairing unambiguous defects and reporting the rest."""
-    out: list[str] = []
-    for item in raw:
-        repaired: list[str] = []
-        for piece in (p for p in re.split(r"[;,\s]+", str(item)) if p):
-            m = _DIA_ID.fullmatch(piece)
-            fixed = f"D{int(m.group(1))}:{int(m.group(2))}" if m else None
-            if fixed is None:
-                warnings.append(f"{qid}: evidence id {piece!r} is malformed; dropped")
-            elif fixed not in ids:
-                warnings.append(f"{qid}: evidence id {piece!r} names no message; dropped")
-            else:
-                repaired.append(fixed)
-        if repaired and repaired != [item]:
-            warnings.append(f"{qid}: evidence id {item!r} repaired to {repaired}")
-        out.extend(r for r in repaired if r not in out)
-    if not out:
-        warnings.append(f"{qid}: no usable evidence; the question cannot be a retrieval probe")
-    return out
+    """The usable evidence ids (`dialogbench.data.evidence`); repairs and drops as warnings."""
+    evidence = repair([str(item) for item in raw], ids)
+    warnings.extend(evidence.warnings(qid))
+    return evidence.ids

@@ -19,11 +19,11 @@ timestamps (None, with a warning, where unparseable).
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from dialogbench.data import dates
 from dialogbench.data.errors import DataError
 from dialogbench.data.io import expect_object, read_json, sha256_file
 from dialogbench.data.model import Dataset, Message, Question, Role, Subject
@@ -40,8 +40,6 @@ REQUIRED = (
     "answer_session_ids",
 )
 ROLES: tuple[Role, ...] = ("user", "assistant")
-_WEEKDAY = re.compile(r"\s*\([A-Za-z]{2,9}\.?\)\s*")
-_FORMATS = ("%Y/%m/%d %H:%M", "%Y/%m/%d %H:%M:%S", "%Y/%m/%d", "%Y-%m-%d %H:%M", "%Y-%m-%d")
 
 
 def load_longmemeval(path: Path) -> Dataset:
@@ -94,17 +92,12 @@ def _resolve(path: Path) -> Path:
 
 
 def parse_date(text: Any) -> datetime | None:
-    """Parse a LongMemEval date like `2023/05/20 (Sat) 02:21`; None if it cannot be read."""
+    """Parse a LongMemEval date like `2023/05/20 (Sat) 02:21` (`dialogbench.data.dates`);
+    None if it is not a string or cannot be read."""
     if not isinstance(text, str):
         return None
-    cleaned = _WEEKDAY.sub(" ", text).strip()
-    for fmt in _FORMATS:
-        try:
-            return datetime.strptime(cleaned, fmt)
-        except ValueError:
-            continue
     try:
-        return datetime.fromisoformat(cleaned)
+        return dates.parse_date(text)
     except ValueError:
         return None
 
