@@ -17,7 +17,7 @@ FIXTURE = Path(__file__).parent.parent / "fixtures" / "longmemeval_mini.json"
 
 def test_subjects_and_messages() -> None:
     ds = load_longmemeval(FIXTURE)
-    assert ds.name == "longmemeval" and ds.sha256 == sha256_file(FIXTURE)
+    assert ds.name == "longmemeval_mini" and ds.sha256 == sha256_file(FIXTURE)  # its file stem
     assert [s.id for s in ds.subjects] == [
         "ssu_0001",
         "ssa_0002",

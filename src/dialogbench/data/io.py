@@ -33,6 +33,11 @@ def short(value: Any) -> str:
     return _repr.repr(value)
 
 
+def clip(text: str, limit: int = 60) -> str:
+    """`text`, cut to `limit` characters with '...' (for names inside error messages)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 class _Bad(Exception):
     """A value json.loads must not turn into data; carries (problem, field, fix)."""
 
@@ -260,14 +265,25 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 _M = TypeVar("_M", bound=BaseModel)
 
 
-def parse_record(model: type[_M], obj: Any, path: Path | str, record: str | None) -> _M:
-    """Validate `obj` as `model`, turning the first pydantic error into a `DataError`."""
+def parse_record(
+    model: type[_M],
+    obj: Any,
+    path: Path | str,
+    record: str | None,
+    names: dict[str, str] | None = None,
+) -> _M:
+    """Validate `obj` as `model`, turning the first pydantic error into a `DataError`.
+
+    `names` maps model fields to what the input calls them, for the error's field."""
     expect_object(obj, path, record, f"write this record as a JSON object ({model.__name__})")
     try:
         return model.model_validate(obj)
     except ValidationError as e:
         err = e.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or None
+        loc = [str(p) for p in err["loc"]]
+        if names and loc and loc[0] in names:
+            loc[0] = names[loc[0]]
+        field = ".".join(loc) or None
         problem = err["msg"].removeprefix("Value error, ")
         if err["type"] == "missing":
             problem = "required field is missing"
