@@ -106,7 +106,6 @@ def _encodes(text: str) -> bool:
 def parse_json(text: str, path: Path | str, record: str | None = None) -> Any:
     """Strictly parse one JSON document (a whole file, or one line of a JSON Lines file
     when `record` names it), raising a `DataError` for anything that is not plain data."""
-    where = record
     try:
         obj = json.loads(
             text, object_pairs_hook=_object, parse_constant=_constant, parse_float=_float
@@ -115,23 +114,26 @@ def parse_json(text: str, path: Path | str, record: str | None = None) -> Any:
         raise DataError(
             path,
             f"not valid JSON: {e.msg} at column {e.colno}",
-            record=where or f"line {e.lineno}",
+            record=record or f"line {e.lineno}",
             fix="repair the JSON syntax at that position"
             if record is None
             else "each line must hold one complete JSON object",
         ) from None
     except _Bad as e:
-        raise DataError(path, e.problem, record=where, field=e.field, fix=e.fix) from None
+        where, at = _position(text, record)
+        raise DataError(path, e.problem + at, record=where, field=e.field, fix=e.fix) from None
     except RecursionError:
+        where, at = _position(text, record)
         raise DataError(
             path,
-            "nested too deeply to read",
+            f"nested too deeply to read{at}",
             record=where,
-            fix="flatten the structure (no dataset nests lists or objects this deep)",
+            fix=f"flatten the structure (no dataset nests lists or objects {_DEEP} deep)",
         ) from None
-    except ValueError as e:  # e.g. an integer of more than 4300 digits
+    except ValueError:  # an integer of more than 4300 digits
+        where, at = _position(text, record)
         raise DataError(
-            path, f"not valid JSON: {str(e)[:120]}", record=where, fix="write a smaller number"
+            path, f"a number has too many digits{at}", record=where, fix="write a smaller number"
         ) from None
     if _SURROGATE_ESCAPE.search(text):
         bad = unencodable(obj)
@@ -140,11 +142,64 @@ def parse_json(text: str, path: Path | str, record: str | None = None) -> Any:
                 path,
                 "the text holds a lone surrogate (a \\ud800-\\udfff escape without its pair), "
                 "which cannot be written as UTF-8",
-                record=where,
+                record=record,
                 field=bad,
                 fix="remove the escape or give the full surrogate pair",
             )
     return obj
+
+
+_TOKEN = re.compile(
+    r'"(?:[^"\\]|\\.)*"(\s*:)?|[{}\[\]]|NaN|-?Infinity|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?'
+)
+_DEEP = 500
+_MAX_DIGITS = 4300
+
+
+def _bad_number(token: str) -> bool:
+    """Whether a number token is one `parse_json` rejects."""
+    if token.lstrip("-") in ("NaN", "Infinity") or len(token) > _MAX_DIGITS:
+        return True
+    return not math.isfinite(float(token))
+
+
+def _position(text: str, record: str | None) -> tuple[str | None, str]:
+    """(record, ' at column C') of what the strict reader rejected in `text`; the record is
+    `record` (one line of JSON Lines) or the line in the file."""
+    offset = _offending(text)
+    if offset is None:
+        return record, ""
+    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return record or f"line {text.count(chr(10), 0, offset) + 1}", f" at column {column}"
+
+
+def _offending(text: str) -> int | None:
+    """The offset of the first thing `parse_json` rejects (NaN or Infinity, a number too
+    large, a key repeated in its object, nesting deeper than _DEEP), found by a plain scan
+    that runs only once parsing has failed."""
+    stack: list[set[str] | None] = []
+    for m in _TOKEN.finditer(text):
+        token = m.group()
+        head = token[0]
+        if head == '"':
+            keys = stack[-1] if stack else None
+            if m.group(1) is None or keys is None:
+                continue
+            raw = token[: m.start(1) - m.start()]
+            key = json.loads(raw) if "\\" in raw else raw[1:-1]
+            if key in keys:
+                return m.start()
+            keys.add(key)
+        elif head in "{[":
+            stack.append(set() if head == "{" else None)
+            if len(stack) > _DEEP:
+                return m.start()
+        elif head in "}]":
+            if stack:
+                stack.pop()
+        elif _bad_number(token):
+            return m.start()
+    return None
 
 
 def read_text(path: Path) -> str:

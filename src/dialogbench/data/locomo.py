@@ -169,7 +169,7 @@ def _load_sample(path: Path, index: int, sample: Any, warnings: list[str]) -> Su
 
 
 _TURN_FIELDS = {"id": "dia_id"}
-_QA_FIELDS = {"text": "question", "id": "id (sample_id + '-q' + its index)"}
+_QA_FIELDS = {"text": "question", "id": "sample_id"}  # a question's id is sample_id-qN
 _SAMPLE_FIELDS = {"id": "sample_id", "speakers": "conversation.speaker_a / speaker_b"}
 
 

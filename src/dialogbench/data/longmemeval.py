@@ -317,4 +317,5 @@ def _turn(
         "timestamp": when,
         "session": sid,
     }
-    return parse_record(Message, fields, path, record, {"id": f"{field} (its id)"})
+    names = {"id": "haystack_session_ids", "session": "haystack_session_ids"}  # "S:t", S
+    return parse_record(Message, fields, path, record, names)

@@ -348,6 +348,6 @@ def _load_questions(path: Path, users: set[str]) -> dict[str, list[Question]]:
                     "evidence_ids": [],
                     "answerable": True,
                 }
-                names = {"text": raw_name, "id": f"{raw_name} (the question id, NAME-qN)"}
+                names = {"text": clip(raw_name), "id": clip(raw_name)}  # the id is NAME-qN
                 questions.append(parse_record(Question, fields, path, record, names))
     return out
