@@ -346,10 +346,10 @@ def parse_record(
         elif err["type"] == "extra_forbidden":
             problem = "unknown field"
             fix = f"remove '{field}' or check its spelling"
-        elif field is None:
-            fix = "correct the record"
         else:
-            fix = f"give '{field}' a valid value"
+            if err["type"].endswith("_type"):
+                problem += f", found {json_type(err['input'])}"
+            fix = "correct the record" if field is None else f"give '{field}' a valid value"
         raise DataError(path, problem, record=record, field=field, fix=fix) from None
 
 

@@ -37,8 +37,8 @@ def _utf8(text: str) -> str:
 
 Text = Annotated[str, AfterValidator(_utf8)]
 """Free text: any string that can be written as UTF-8."""
-Id = Annotated[str, Field(min_length=1, max_length=MAX_ID), AfterValidator(_utf8)]
-"""An identifier, or a name used as one: 1 to MAX_ID characters of UTF-8-writable text."""
+Id = Annotated[str, Field(max_length=MAX_ID), AfterValidator(_utf8)]
+"""An identifier, or a name used as one: at most MAX_ID characters of UTF-8-writable text."""
 
 
 class _Record(BaseModel):
@@ -50,7 +50,7 @@ class Message(_Record):
 
     id: Id
     position: int = Field(ge=0, description="0-based index in the subject's conversation")
-    speaker: Id
+    speaker: Text
     role: Role = "user"
     text: Text
     timestamp: datetime | None = None
@@ -145,7 +145,7 @@ class Subject(_Record):
     persona: list[PersonaEntry] = Field(default_factory=list)
     chat_items: list[ChatItem] = Field(default_factory=list)
     questions: list[Question] = Field(default_factory=list)
-    speakers: list[Id] = Field(default_factory=list, description="people under study")
+    speakers: list[Text] = Field(default_factory=list, description="people under study")
 
     def position_of(self) -> dict[str, int]:
         """Map message id -> position."""
