@@ -263,6 +263,20 @@ def as_text(value: Any, path: Path | str, record: str | None, field: str) -> str
     )
 
 
+def date_text(value: Any, path: Path | str, record: str | None, field: str) -> str | None:
+    """A date field's text (None where it is null); a number, list or object is a
+    `DataError` naming `field`, never read as "no date"."""
+    if value is None or isinstance(value, str):
+        return value
+    raise DataError(
+        path,
+        f"expected a date string, found {json_type(value)}",
+        record=record,
+        field=field,
+        fix="write the date as text, or null where it is unknown",
+    )
+
+
 def expect_object(
     obj: Any, path: Path | str, record: str | None, fix: str, field: str | None = None
 ) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from dialogbench.data.errors import DataError
 from dialogbench.data.io import (
     as_text,
     clip,
+    date_text,
     expect_list,
     expect_object,
     parse_record,
@@ -107,7 +108,7 @@ def _load_sample(path: Path, index: int, sample: Any, warnings: list[str]) -> Su
     messages: list[Message] = []
     turn_records: list[str] = []
     for number, key in sessions:
-        _optional_text(path, record, conv, f"{key}_date_time")
+        date_text(conv.get(f"{key}_date_time"), path, record, f"{key}_date_time")
         when = _parse_when(str(conv.get(f"{key}_date_time", "")))
         turns = expect_list(conv[key], path, record, key, f"make '{key}' a list of turns")
         for t, turn in enumerate(turns):

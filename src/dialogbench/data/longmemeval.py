@@ -28,6 +28,7 @@ from dialogbench.data.errors import DataError
 from dialogbench.data.io import (
     as_text,
     clip,
+    date_text,
     expect_list,
     expect_object,
     json_type,
@@ -133,7 +134,7 @@ def _load_instance(path: Path, index: int, inst: Any, warnings: list[str]) -> Su
     session_ids = _texts(path, record, inst, "haystack_session_ids", n)
     dates = _list(path, record, inst, "haystack_dates", n)
     for s, when_text in enumerate(dates):
-        _date_text(path, record, f"haystack_dates[{s}]", when_text)
+        date_text(when_text, path, record, f"haystack_dates[{s}]")
     unique_ids = _dedupe(session_ids, qid, warnings)
 
     messages: list[Message] = []
@@ -183,7 +184,7 @@ def _load_instance(path: Path, index: int, inst: Any, warnings: list[str]) -> Su
             f"{len(evidence)} user turns of answer sessions {answer_sessions}"
         )
     answer = inst["answer"]
-    question_date = _date_text(path, record, "question_date", inst.get("question_date"))
+    question_date = date_text(inst.get("question_date"), path, record, "question_date")
     fields: dict[str, Any] = {
         "id": qid,
         "category": as_text(inst["question_type"], path, record, "question_type"),
@@ -206,19 +207,6 @@ def _load_instance(path: Path, index: int, inst: Any, warnings: list[str]) -> Su
 
 
 _QUESTION_FIELDS = {"id": "question_id", "category": "question_type", "text": "question"}
-
-
-def _date_text(path: Path, record: str, field: str, value: Any) -> str | None:
-    """A date field's text (None where it is null); any other type is a `DataError`."""
-    if value is None or isinstance(value, str):
-        return value
-    raise DataError(
-        path,
-        f"expected a date string, found {json_type(value)}",
-        record=record,
-        field=field,
-        fix="write dates like '2023/05/20 (Sat) 02:21', or null where unknown",
-    )
 
 
 def _texts(
