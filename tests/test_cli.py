@@ -542,3 +542,33 @@ def test_demo_runs_and_report_against_a_loopback_server(
     assert swapped.exit_code == 2 and "demo-interaction" in swapped.output, swapped.output
     nothing = runner.invoke(app, ["report", "demo"])
     assert nothing.exit_code == 2 and "--awareness" in nothing.output
+
+
+def test_every_listed_name_validates(
+    monkeypatch: pytest.MonkeyPatch,
+    locomo_dir: Path,
+    memorybank_dir: Path,
+    cped_dir: Path,
+    casino_dir: Path,
+    sotopia_dir: Path,
+) -> None:
+    """Each name `data list` shows is known to `data validate` (DEMO corpora included)."""
+    monkeypatch.setenv("DIALOGBENCH_DATA", str(locomo_dir.parent))
+    listed = runner.invoke(app, ["data", "list"]).output
+    for name in ("sample", "locomo", "memorybank", "cped", "casino", "sotopia"):
+        assert name in listed
+        result = runner.invoke(app, ["data", "validate", name])
+        assert result.exit_code == 0, result.output
+        assert result.output.startswith(f"{name}: valid."), result.output
+    cped = runner.invoke(app, ["data", "validate", "cped:valid"]).output
+    assert "dialogues" in cped and "awareness items (persona" in cped
+    sotopia = runner.invoke(app, ["data", "validate", "sotopia"]).output
+    assert "450 episodes" in sotopia
+
+
+def test_validate_rejects_a_lone_surrogate(tmp_path: Path) -> None:
+    folder = tmp_path / "x"
+    folder.mkdir()
+    (folder / "conversation.jsonl").write_text('{"id": "a", "speaker": "A", "text": "\\ud800"}\n')
+    result = runner.invoke(app, ["data", "validate", str(folder)])
+    assert result.exit_code == 2 and "lone surrogate" in result.output

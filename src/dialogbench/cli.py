@@ -6,6 +6,7 @@ import asyncio
 import inspect
 import json
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import fields
@@ -19,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dialogbench.data.demo import DemoSet
+from dialogbench.data.demo.model import TASKS
 from dialogbench.data.demo.registry import DEMO_DATASETS, load_demo, locate_demo
 from dialogbench.data.download import DownloadError, download
 from dialogbench.data.errors import DataError
@@ -791,21 +793,39 @@ def data_download(
 
 @data_app.command("validate")
 def data_validate(path: str) -> None:
-    """Load a dataset (name or path) and report what it holds, or the first problem found."""
+    """Load a dataset (name or path, DEMO corpora included) and report what it holds, or
+    the first problem found."""
     with friendly_errors():
-        ds = load_dataset(path)
-        n_msg = sum(len(s.messages) for s in ds.subjects)
-        n_chat = sum(len(s.chat_items) for s in ds.subjects)
-        n_q = sum(len(s.questions) for s in ds.subjects)
-        n_prof = sum(len(s.profile) for s in ds.subjects)
-        n_pers = sum(len(s.persona) for s in ds.subjects)
-        console.print(
-            f"{ds.name}: valid. {len(ds.subjects)} subjects, {n_msg} messages, {n_chat} chat "
-            f"items, {n_q} questions, {n_prof} profile claims, {n_pers} persona entries; "
-            f"sha256 {ds.sha256}"
-        )
-        for w in ds.warnings:
+        summary, warnings = validation_report(path)
+        console.print(summary)
+        for w in warnings:
             console.print(Text.assemble(("warning: ", "yellow"), w))
+
+
+def validation_report(name_or_path: str) -> tuple[str, list[str]]:
+    """`data validate`'s summary line and warnings; a `DataError` for bad input."""
+    if name_or_path.partition(":")[0] in DEMO_DATASETS:
+        demo = load_demo(name_or_path)
+        tasks = Counter(i.task for i in demo.items)
+        per_task = ", ".join(f"{t} {tasks[t]}" for t in TASKS if tasks[t])
+        return (
+            f"{demo.name}: valid. {len(demo.dialogues)} dialogues, {len(demo.items)} awareness "
+            f"items{f' ({per_task})' if per_task else ''}, {len(demo.episodes)} episodes; "
+            f"sha256 {demo.sha256}",
+            demo.warnings,
+        )
+    ds = load_dataset(name_or_path)
+    n_msg = sum(len(s.messages) for s in ds.subjects)
+    n_chat = sum(len(s.chat_items) for s in ds.subjects)
+    n_q = sum(len(s.questions) for s in ds.subjects)
+    n_prof = sum(len(s.profile) for s in ds.subjects)
+    n_pers = sum(len(s.persona) for s in ds.subjects)
+    return (
+        f"{ds.name}: valid. {len(ds.subjects)} subjects, {n_msg} messages, {n_chat} chat "
+        f"items, {n_q} questions, {n_prof} profile claims, {n_pers} persona entries; "
+        f"sha256 {ds.sha256}",
+        ds.warnings,
+    )
 
 
 models_app = typer.Typer(help="Check model endpoints.", no_args_is_help=True)

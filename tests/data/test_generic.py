@@ -470,7 +470,8 @@ def test_non_dates_are_errors(tmp_path: Path, value: object) -> None:
     err = _error(
         _write(tmp_path, "t.jsonl", rows), ImportConfig(rows="turns", timestamp_field="at")
     )
-    assert err.field == "at" and err.fix is not None
+    # NaN is not JSON at all: the reader stops at its line and column; the others name the field
+    assert err.fix is not None and (err.field == "at" or "NaN" in err.problem)
 
 
 def test_folder_of_files(tmp_path: Path) -> None:

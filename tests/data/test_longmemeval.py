@@ -17,7 +17,7 @@ FIXTURE = Path(__file__).parent.parent / "fixtures" / "longmemeval_mini.json"
 
 def test_subjects_and_messages() -> None:
     ds = load_longmemeval(FIXTURE)
-    assert ds.name == "longmemeval" and ds.sha256 == sha256_file(FIXTURE)
+    assert ds.name == "longmemeval_mini" and ds.sha256 == sha256_file(FIXTURE)  # its file stem
     assert [s.id for s in ds.subjects] == [
         "ssu_0001",
         "ssa_0002",
@@ -151,3 +151,89 @@ def test_folder_with_one_file(tmp_path: Path) -> None:
     _write(tmp_path, _instances())
     with pytest.raises(DataError):
         load_longmemeval(tmp_path)
+
+
+# -- bad input that used to be taken for data --------------------------------------------------
+
+
+def _error(tmp_path: Path, instances: list[dict[str, object]] | str) -> DataError:
+    path = tmp_path / "lme.json"
+    path.write_text(instances if isinstance(instances, str) else json.dumps(instances))
+    with pytest.raises(DataError) as info:
+        load_longmemeval(path)
+    assert info.value.path == str(path)
+    return info.value
+
+
+@pytest.mark.parametrize("value", [None, True, [], {}])
+@pytest.mark.parametrize("key", ["question_id", "question_type", "question", "answer"])
+def test_text_field_that_is_not_text(tmp_path: Path, key: str, value: object) -> None:
+    data = _instances()
+    if key == "answer" and value is None:
+        return  # a null answer is allowed: no gold
+    data[1][key] = value
+    e = _error(tmp_path, data)
+    assert e.record is not None and e.record.startswith("instance 1") and e.field == key
+    assert "expected text, found" in str(e)
+
+
+def test_non_finite_text(tmp_path: Path) -> None:
+    text = json.dumps(_instances()).replace('"A border collie"', "-1e400", 1)
+    e = _error(tmp_path, text)
+    assert "too large for a float" in str(e) and e.record == "line 1"
+
+
+@pytest.mark.parametrize("value", [[1], {"d": 1}, 5])
+def test_date_that_is_not_text(tmp_path: Path, value: object) -> None:
+    data = _instances()
+    data[0]["haystack_dates"] = ["2023/05/20 (Sat) 02:21", value]
+    e = _error(tmp_path, data)
+    assert e.field == "haystack_dates[1]" and "expected a date string" in str(e)
+    data = _instances()
+    data[0]["question_date"] = value
+    e = _error(tmp_path, data)
+    assert e.field == "question_date" and "expected a date string" in str(e)
+
+
+def test_nan_date(tmp_path: Path) -> None:
+    text = json.dumps(_instances()).replace('"2023/06/01 (Thu) 10:00"', "NaN", 1)
+    assert "NaN is not a JSON number" in str(_error(tmp_path, text))
+
+
+def test_session_id_that_is_not_text(tmp_path: Path) -> None:
+    data = _instances()
+    data[0]["haystack_session_ids"] = [None, "answer_ssu_0001"]
+    e = _error(tmp_path, data)
+    assert e.field == "haystack_session_ids[0]" and "found null" in str(e)
+
+
+def test_has_answer_must_be_a_flag(tmp_path: Path) -> None:
+    data = _instances()
+    data[0]["haystack_sessions"][1][0]["has_answer"] = "yes"  # type: ignore[index]
+    e = _error(tmp_path, data)
+    assert e.field == "haystack_sessions[1][0].has_answer"
+
+
+def test_lone_surrogate(tmp_path: Path) -> None:
+    text = json.dumps(_instances()).replace("A border collie", "\\ud800", 1)
+    e = _error(tmp_path, text)
+    assert e.field == "[0].answer" and "lone surrogate" in str(e)
+
+
+def test_deep_nesting_and_bad_utf8(tmp_path: Path) -> None:
+    assert "nested too deeply" in str(_error(tmp_path, "[" * 100_000 + "]" * 100_000))
+    path = tmp_path / "lme.json"
+    path.write_bytes(FIXTURE.read_bytes().replace(b"border", b"b\xffrder", 1))
+    with pytest.raises(DataError, match="not UTF-8"):
+        load_longmemeval(path)
+
+
+def test_empty_file_is_not_a_dataset(tmp_path: Path) -> None:
+    assert "holds no subjects" in str(_error(tmp_path, []))
+
+
+def test_huge_question_id(tmp_path: Path) -> None:
+    data = _instances()
+    data[0]["question_id"] = "q" * 5_000_000
+    e = _error(tmp_path, data)
+    assert e.field == "question_id" and "at most 256 characters" in str(e) and len(str(e)) < 400

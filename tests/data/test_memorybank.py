@@ -126,3 +126,55 @@ def test_question_for_unknown_user(tmp_path: Path) -> None:
     with pytest.raises(DataError) as e:
         load_memorybank(_bank(tmp_path, users, [{"Cy": ["Who am I?"]}]))
     assert e.value.record == "line 1" and "probing_questions_en.jsonl" in e.value.path
+
+
+# -- bad input that used to be taken for data --------------------------------------------------
+
+
+def _user(name: str) -> dict[str, object]:
+    return {"history": {"2023-04-27": [{"query": f"I am {name}.", "response": "Hi!"}]}}
+
+
+def test_duplicate_user_key_is_an_error(tmp_path: Path) -> None:
+    text = '{"Emily": ' + json.dumps(_user("a")) + ',\n "Emily": ' + json.dumps(_user("b")) + "}"
+    (tmp_path / "memory_bank_en.json").write_text(text)
+    with pytest.raises(DataError) as info:
+        load_memorybank(tmp_path)
+    assert info.value.path.endswith("memory_bank_en.json")
+    assert (info.value.record, info.value.field) == ("line 2", "Emily")
+    assert "appears twice" in str(info.value)
+
+
+def test_empty_bank_is_not_a_dataset(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="holds no subjects"):
+        load_memorybank(_bank(tmp_path, {}))
+
+
+@pytest.mark.parametrize("value", [True, None, {"a": 1}, [True]])
+def test_meta_value_that_is_not_text(tmp_path: Path, value: object) -> None:
+    user = {**_user("Emily"), "meta_information": {"name": "Emily", "hobbies": value}}
+    with pytest.raises(DataError, match=r"field 'meta_information\.hobbies") as info:
+        load_memorybank(_bank(tmp_path, {"Emily": user}))
+    assert info.value.record == "user 'Emily'"
+
+
+def test_literal_with_a_repeated_key_or_infinite_number(tmp_path: Path) -> None:
+    for literal in (
+        "{'history': {'2023-04-27': []}, 'history': {'2023-04-28': []}}",
+        "{'history': {'2023-04-27': [{'query': 'hi', 'response': 1e400}]}}",
+    ):
+        with pytest.raises(DataError, match="expected dict"):
+            load_memorybank(_bank(tmp_path, {"Emily": literal}))
+
+
+def test_lone_surrogate_in_a_literal(tmp_path: Path) -> None:
+    literal = "{'history': {'2023-04-27': [{'query': '\\ud800', 'response': 'x'}]}}"
+    with pytest.raises(DataError, match="lone surrogate"):
+        load_memorybank(_bank(tmp_path, {"Emily": literal}))
+
+
+def test_name_is_the_stem_or_given(tmp_path: Path) -> None:
+    (tmp_path / "my_bank").mkdir()
+    ds = load_memorybank(_bank(tmp_path / "my_bank", {"Emily": _user("Emily")}))
+    assert ds.name == "my_bank"
+    assert load_memorybank(tmp_path / "my_bank", name="memorybank").name == "memorybank"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,152 @@ def test_position_must_match_line_order(tmp_path: Path) -> None:
 def test_unknown_dataset_name_says_what_exists() -> None:
     with pytest.raises(DataError, match="use one of sample, locomo"):
         load_dataset("no-such-thing")
+
+
+# -- bad input that used to crash or be taken for data ---------------------------------------
+
+
+@pytest.mark.parametrize("content", ["null", "0", '"claims"', '{"claims": null}'])
+def test_profile_of_the_wrong_shape(tmp_path: Path, content: str) -> None:
+    folder = _subject(tmp_path)
+    (folder / "profile.json").write_text(content)
+    e = _error(tmp_path)
+    assert e.path.endswith("profile.json") and "expected a list" in str(e)
+
+
+def test_profile_with_an_unknown_key(tmp_path: Path) -> None:
+    folder = _subject(tmp_path)
+    (folder / "profile.json").write_text('{"claim": []}')
+    e = _error(tmp_path)
+    assert e.field == "claim" and "unknown field" in str(e)
+
+
+@pytest.mark.parametrize(
+    ("content", "field", "problem"),
+    [
+        ("[]", None, "expected an object, found a list"),
+        ('{"name": 5}', "name", "valid string, found a number"),
+        ('{"licence": ["CC0"]}', "licence", "valid string, found a list"),
+        ('{"nmae": "x"}', "nmae", "unknown field"),
+    ],
+)
+def test_dataset_json_of_the_wrong_shape(
+    tmp_path: Path, content: str, field: str | None, problem: str
+) -> None:
+    _subject(tmp_path / "ds")
+    (tmp_path / "ds" / "dataset.json").write_text(content)
+    with pytest.raises(DataError) as info:
+        load_release(tmp_path / "ds")
+    assert info.value.path.endswith("dataset.json") and info.value.field == field
+    assert problem in str(info.value)
+
+
+def test_duplicate_question_ids(tmp_path: Path) -> None:
+    folder = _subject(tmp_path)
+    q = {"id": "q1", "category": "x", "text": "?", "evidence_ids": ["m1"]}
+    _write(folder, "questions.jsonl", [q, {**q, "text": "again?"}])
+    e = _error(tmp_path)
+    assert e.path.endswith("questions.jsonl") and (e.record, e.field) == ("line 2", "id")
+    assert "duplicate question id 'q1' (first on line 1)" in str(e)
+
+
+def test_duplicate_probe_ids(tmp_path: Path) -> None:
+    folder = _subject(tmp_path)
+    _write(folder, "chat.jsonl", [{"probe_id": "m3"}, {"probe_id": "m2"}, {"probe_id": "m3"}])
+    e = _error(tmp_path)
+    assert e.path.endswith("chat.jsonl") and (e.record, e.field) == ("line 3", "probe_id")
+    assert "duplicate probe_id 'm3' (first on line 1)" in str(e)
+
+
+def test_subject_folder_without_conversation(tmp_path: Path) -> None:
+    _subject(tmp_path / "ds")
+    ghost = tmp_path / "ds" / "ghost"
+    ghost.mkdir()
+    _write(ghost, "chat.jsonl", [{"probe_id": "m1"}])
+    (ghost / "profile.json").write_text('{"claims": []}')
+    with pytest.raises(DataError, match=r"a subject folder without conversation\.jsonl") as info:
+        load_release(tmp_path / "ds")
+    assert info.value.path == str(ghost)
+    # a lone subject folder missing its conversation too
+    with pytest.raises(DataError, match=r"without conversation\.jsonl"):
+        load_dataset(str(ghost))
+
+
+def test_stratum_must_be_known(tmp_path: Path) -> None:
+    folder = _subject(tmp_path)
+    _write(folder, "chat.jsonl", [{"probe_id": "m3", "stratum": "banana"}])
+    e = _error(tmp_path)
+    assert (e.record, e.field) == ("line 1", "stratum")
+    assert "'proportional', 'enriched' or 'abstention'" in str(e)
+
+
+@pytest.mark.parametrize("reads", [["verify"], ["nowhere"], ["resolve", "resolve2"]])
+def test_trace_stage_reads_only_earlier_stages(tmp_path: Path, reads: list[str]) -> None:
+    folder = _subject(tmp_path)
+    trace = [
+        {"stage": "resolve", "output": "x", "reads": reads},
+        {"stage": "verify", "output": "y", "reads": ["resolve"]},
+    ]
+    if reads[0] == "resolve":
+        trace[0]["reads"] = []
+        trace[1]["reads"] = reads
+    _write(folder, "chat.jsonl", [{"probe_id": "m3", "trace": trace}])
+    e = _error(tmp_path)
+    assert e.field == "trace" and "which is not an earlier stage of this item" in str(e)
+
+
+def test_validity_window_must_not_be_reversed(tmp_path: Path) -> None:
+    folder = _subject(tmp_path)
+    claim = {
+        "field": "job",
+        "statement": "x",
+        "valid_from": "2024-05-13T00:00:00",
+        "valid_to": "2024-05-10T00:00:00",
+    }
+    (folder / "profile.json").write_text(json.dumps({"claims": [claim]}))
+    e = _error(tmp_path)
+    assert (e.record, e.field) == ("claims[0]", "valid_to") and "is before valid_from" in str(e)
+
+
+def test_lone_surrogate_in_a_message(tmp_path: Path) -> None:
+    folder = _subject(tmp_path)
+    (folder / "conversation.jsonl").write_text(
+        '{"id": "m1", "speaker": "Ana", "text": "ok"}\n'
+        '{"id": "m2", "speaker": "Ana", "text": "bad \\ud800"}\n'
+    )
+    (folder / "chat.jsonl").unlink()
+    (folder / "questions.jsonl").unlink()
+    e = _error(tmp_path)
+    assert (e.record, e.field) == ("line 2", "text") and "lone surrogate" in str(e)
+
+
+def test_huge_id_is_rejected_fast(tmp_path: Path) -> None:
+    folder = _subject(tmp_path)
+    with (folder / "conversation.jsonl").open("a") as f:
+        f.write(json.dumps({"id": "x" * 5_000_000, "speaker": "Ana", "text": "hi"}) + "\n")
+    start = time.perf_counter()
+    e = _error(tmp_path)
+    assert time.perf_counter() - start < 2
+    assert (e.record, e.field) == ("line 4", "id") and "at most 256 characters" in str(e)
+    assert len(str(e)) < 300
+
+
+def test_deeply_nested_line(tmp_path: Path) -> None:
+    folder = _subject(tmp_path)
+    (folder / "questions.jsonl").write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    e = _error(tmp_path)
+    assert e.record == "line 1" and "nested too deeply" in str(e)
+
+
+def test_position_true_is_not_one(tmp_path: Path) -> None:
+    folder = _subject(tmp_path)
+    _write(
+        folder,
+        "conversation.jsonl",
+        [
+            {"id": "m1", "speaker": "A", "text": "x"},
+            {"id": "m2", "speaker": "A", "text": "y", "position": True},
+        ],
+    )
+    e = _error(tmp_path)
+    assert e.field == "position"

@@ -1,9 +1,18 @@
-"""Reading and writing JSON / JSON Lines with errors that point at the line, and hashing."""
+"""Reading and writing JSON / JSON Lines with errors that point at the line, and hashing.
+
+Every reader here is strict: bytes that are not UTF-8, NaN / Infinity / numbers too large
+for a float, an object with the same key twice, nesting too deep to read and strings that
+cannot be written back as UTF-8 (lone surrogates such as `"\\ud800"`) are each a
+`DataError` naming the file and, where it can, the line and the field.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
+import reprlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -12,35 +21,284 @@ from pydantic import BaseModel, ValidationError
 
 from dialogbench.data.errors import DataError
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_repr = reprlib.Repr()
+_repr.maxstring = 60
+_repr.maxother = 60
+_repr.maxlevel = 3
 
-def read_json(path: Path) -> Any:
-    """Parse a whole JSON file, naming the line and column on a syntax error."""
+
+def short(value: Any) -> str:
+    """`repr(value)`, cut to about 60 characters and 3 levels (for error messages)."""
+    return _repr.repr(value)
+
+
+def clip(text: str, limit: int = 60) -> str:
+    """`text`, cut to `limit` characters with '...' (for names inside error messages)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class _Bad(Exception):
+    """A value json.loads must not turn into data; carries (problem, field, fix)."""
+
+    def __init__(self, problem: str, field: str | None, fix: str) -> None:
+        super().__init__(problem)
+        self.problem, self.field, self.fix = problem, field, fix
+
+
+def _constant(name: str) -> Any:
+    raise _Bad(f"{name} is not a JSON number", None, "write a finite number, or null")
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Bad(
+            f"the number {text[:40]} is too large for a float", None, "write a smaller number"
+        )
+    return value
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) == len(pairs):
+        return obj
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key not in seen:
+            seen.add(key)
+            continue
+        raise _Bad(
+            f"key {short(key)} appears twice in one object",
+            key if len(key) <= 80 else None,
+            "keep one of the two (a JSON reader would silently drop the first)",
+        )
+    return obj  # pragma: no cover - a shorter dict always has a repeated key
+
+
+def unencodable(obj: Any) -> str | None:
+    """The JSON path (`[0].turns[2].text`, or `<key of ...>`) of the first string in `obj`
+    that cannot be encoded as UTF-8, or None."""
+    stack: list[tuple[Any, str]] = [(obj, "")]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, str):
+            if not _encodes(value):
+                return where or "(the whole document)"
+        elif isinstance(value, dict):
+            for k, v in reversed(value.items()):
+                if not _encodes(k):
+                    return f"<key of {where or 'the top-level object'}>"
+                stack.append((v, f"{where}.{k}" if where else k))
+        elif isinstance(value, list):
+            stack.extend((v, f"{where}[{i}]") for i, v in reversed(list(enumerate(value))))
+    return None
+
+
+def _encodes(text: str) -> bool:
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(path, "file not found", fix="check the path") from None
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def parse_json(text: str, path: Path | str, record: str | None = None) -> Any:
+    """Strictly parse one JSON document (a whole file, or one line of a JSON Lines file
+    when `record` names it), raising a `DataError` for anything that is not plain data."""
     try:
-        return json.loads(text)
+        obj = json.loads(
+            text, object_pairs_hook=_object, parse_constant=_constant, parse_float=_float
+        )
     except json.JSONDecodeError as e:
         raise DataError(
             path,
             f"not valid JSON: {e.msg} at column {e.colno}",
-            record=f"line {e.lineno}",
-            fix="repair the JSON syntax at that position",
+            record=record or f"line {e.lineno}",
+            fix="repair the JSON syntax at that position"
+            if record is None
+            else "each line must hold one complete JSON object",
+        ) from None
+    except _Bad as e:
+        where, at = _position(text, record)
+        raise DataError(path, e.problem + at, record=where, field=e.field, fix=e.fix) from None
+    except RecursionError:
+        where, at = _position(text, record)
+        raise DataError(
+            path,
+            f"nested too deeply to read{at}",
+            record=where,
+            fix=f"flatten the structure (no dataset nests lists or objects {_DEEP} deep)",
+        ) from None
+    except ValueError:  # an integer of more than 4300 digits
+        where, at = _position(text, record)
+        raise DataError(
+            path, f"a number has too many digits{at}", record=where, fix="write a smaller number"
+        ) from None
+    if _SURROGATE_ESCAPE.search(text):
+        bad = unencodable(obj)
+        if bad is not None:
+            raise DataError(
+                path,
+                "the text holds a lone surrogate (a \\ud800-\\udfff escape without its pair), "
+                "which cannot be written as UTF-8",
+                record=record,
+                field=bad,
+                fix="remove the escape or give the full surrogate pair",
+            )
+    return obj
+
+
+_TOKEN = re.compile(
+    r'"(?:[^"\\]|\\.)*"(\s*:)?|[{}\[\]]|NaN|-?Infinity|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?'
+)
+_DEEP = 500
+_MAX_DIGITS = 4300
+
+
+def _bad_number(token: str) -> bool:
+    """Whether a number token is one `parse_json` rejects."""
+    if token.lstrip("-") in ("NaN", "Infinity") or len(token) > _MAX_DIGITS:
+        return True
+    return not math.isfinite(float(token))
+
+
+def _position(text: str, record: str | None) -> tuple[str | None, str]:
+    """(record, ' at column C') of what the strict reader rejected in `text`; the record is
+    `record` (one line of JSON Lines) or the line in the file."""
+    offset = _offending(text)
+    if offset is None:
+        return record, ""
+    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return record or f"line {text.count(chr(10), 0, offset) + 1}", f" at column {column}"
+
+
+def _offending(text: str) -> int | None:
+    """The offset of the first thing `parse_json` rejects (NaN or Infinity, a number too
+    large, a key repeated in its object, nesting deeper than _DEEP), found by a plain scan
+    that runs only once parsing has failed."""
+    stack: list[set[str] | None] = []
+    for m in _TOKEN.finditer(text):
+        token = m.group()
+        head = token[0]
+        if head == '"':
+            keys = stack[-1] if stack else None
+            if m.group(1) is None or keys is None:
+                continue
+            raw = token[: m.start(1) - m.start()]
+            key = json.loads(raw) if "\\" in raw else raw[1:-1]
+            if key in keys:
+                return m.start()
+            keys.add(key)
+        elif head in "{[":
+            stack.append(set() if head == "{" else None)
+            if len(stack) > _DEEP:
+                return m.start()
+        elif head in "}]":
+            if stack:
+                stack.pop()
+        elif _bad_number(token):
+            return m.start()
+    return None
+
+
+def read_text(path: Path) -> str:
+    """A file's text, which must be UTF-8; a `DataError` naming the line of a bad byte."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise DataError(path, "file not found", fix="check the path") from None
+    except IsADirectoryError:
+        raise DataError(path, "is a folder, not a file", fix="point at the file") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise DataError(
+            path,
+            f"not UTF-8: byte 0x{data[e.start]:02x} at column {column} ({e.reason})",
+            record=f"line {line}",
+            fix="save the file as UTF-8",
         ) from None
 
 
+def read_json(path: Path) -> Any:
+    """Parse a whole JSON file, naming the line and column on a syntax error."""
+    return parse_json(read_text(path), path)
+
+
+def json_type(value: Any) -> str:
+    """What a JSON value is, in the words an error message uses."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"the non-finite number {value}"
+    if isinstance(value, int | float):
+        return "a number"
+    return type(value).__name__
+
+
+def as_text(value: Any, path: Path | str, record: str | None, field: str) -> str:
+    """`value` as text: a string as it is, a finite number written out; anything else
+    (null, true/false, a list, an object, NaN or infinity) is a `DataError` naming `field`."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return str(value)
+    raise DataError(
+        path,
+        f"expected text, found {json_type(value)}",
+        record=record,
+        field=field,
+        fix=f"give '{field}' a string value",
+    )
+
+
+def date_text(value: Any, path: Path | str, record: str | None, field: str) -> str | None:
+    """A date field's text (None where it is null); a number, list or object is a
+    `DataError` naming `field`, never read as "no date"."""
+    if value is None or isinstance(value, str):
+        return value
+    raise DataError(
+        path,
+        f"expected a date string, found {json_type(value)}",
+        record=record,
+        field=field,
+        fix="write the date as text, or null where it is unknown",
+    )
+
+
 def expect_object(
-    obj: Any, path: Path, record: str, fix: str, field: str | None = None
+    obj: Any, path: Path | str, record: str | None, fix: str, field: str | None = None
 ) -> dict[str, Any]:
     """`obj` if it is a JSON object, else a `DataError` saying what was found instead."""
     if not isinstance(obj, dict):
         raise DataError(
             path,
-            f"expected an object, found {type(obj).__name__}",
+            f"expected an object, found {json_type(obj)}",
             record=record,
             field=field,
             fix=fix,
+        )
+    return obj
+
+
+def expect_list(
+    obj: Any, path: Path | str, record: str | None, field: str | None, fix: str
+) -> list[Any]:
+    """`obj` if it is a JSON list, else a `DataError` saying what was found instead."""
+    if not isinstance(obj, list):
+        raise DataError(
+            path, f"expected a list, found {json_type(obj)}", record=record, field=field, fix=fix
         )
     return obj
 
@@ -63,40 +321,39 @@ def require_fields(
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-blank line of a JSON Lines file."""
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(
-                    path,
-                    f"not valid JSON: {e.msg} at column {e.colno}",
-                    record=f"line {lineno}",
-                    fix="each line must hold one complete JSON object",
-                ) from None
-            if not isinstance(obj, dict):
-                raise DataError(
-                    path,
-                    f"expected a JSON object, found {type(obj).__name__}",
-                    record=f"line {lineno}",
-                    fix="each line must hold one JSON object",
-                )
-            yield lineno, obj
+    text = read_text(path).replace("\r\n", "\n").replace("\r", "\n")
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        record = f"line {lineno}"
+        obj = parse_json(line, path, record)
+        expect_object(obj, path, record, "each line must hold one JSON object")
+        yield lineno, obj
 
 
 _M = TypeVar("_M", bound=BaseModel)
 
 
-def parse_record(model: type[_M], obj: Any, path: Path, record: str) -> _M:
-    """Validate `obj` as `model`, turning the first pydantic error into a `DataError`."""
+def parse_record(
+    model: type[_M],
+    obj: Any,
+    path: Path | str,
+    record: str | None,
+    names: dict[str, str] | None = None,
+) -> _M:
+    """Validate `obj` as `model`, turning the first pydantic error into a `DataError`.
+
+    `names` maps model fields to what the input calls them, for the error's field."""
+    expect_object(obj, path, record, f"write this record as a JSON object ({model.__name__})")
     try:
         return model.model_validate(obj)
     except ValidationError as e:
         err = e.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or None
-        problem = err["msg"]
+        loc = [str(p) for p in err["loc"]]
+        if names and loc and loc[0] in names:
+            loc[0] = names[loc[0]]
+        field = ".".join(loc) or None
+        problem = err["msg"].removeprefix("Value error, ")
         if err["type"] == "missing":
             problem = "required field is missing"
             fix = f"add '{field}' to this record"
@@ -104,7 +361,9 @@ def parse_record(model: type[_M], obj: Any, path: Path, record: str) -> _M:
             problem = "unknown field"
             fix = f"remove '{field}' or check its spelling"
         else:
-            fix = f"give '{field}' a valid value"
+            if err["type"].endswith("_type"):
+                problem += f", found {json_type(err['input'])}"
+            fix = "correct the record" if field is None else f"give '{field}' a valid value"
         raise DataError(path, problem, record=record, field=field, fix=fix) from None
 
 

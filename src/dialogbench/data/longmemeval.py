@@ -25,9 +25,21 @@ from typing import Any
 
 from dialogbench.data import dates
 from dialogbench.data.errors import DataError
-from dialogbench.data.io import expect_object, read_json, sha256_file
+from dialogbench.data.io import (
+    as_text,
+    clip,
+    date_text,
+    expect_list,
+    expect_object,
+    json_type,
+    parse_record,
+    read_json,
+    require_fields,
+    sha256_file,
+    short,
+)
 from dialogbench.data.model import Dataset, Message, Question, Role, Subject
-from dialogbench.data.release import check_subject
+from dialogbench.data.release import check_subject, new_dataset
 
 REQUIRED = (
     "question_id",
@@ -42,20 +54,21 @@ REQUIRED = (
 ROLES: tuple[Role, ...] = ("user", "assistant")
 
 
-def load_longmemeval(path: Path) -> Dataset:
-    """Load a LongMemEval file (or a folder holding exactly one `longmemeval*.json`)."""
+def load_longmemeval(path: Path, name: str | None = None, raw: Any = None) -> Dataset:
+    """Load a LongMemEval file (or a folder holding exactly one `longmemeval*.json`);
+    `raw` is the file already parsed. The dataset is called `name`, by default the stem
+    of `path`."""
+    name = name or Path(path).stem
     path = _resolve(Path(path))
-    raw = read_json(path)
-    if not isinstance(raw, list):
-        raise DataError(
-            path,
-            f"expected a list of instances, found {type(raw).__name__}",
-            fix="pass a LongMemEval file such as longmemeval_s.json",
-        )
+    if raw is None:
+        raw = read_json(path)
+    instances = expect_list(
+        raw, path, None, None, "pass a LongMemEval file such as longmemeval_s.json"
+    )
     warnings: list[str] = []
     subjects: list[Subject] = []
     first: dict[str, int] = {}
-    for index, instance in enumerate(raw):
+    for index, instance in enumerate(instances):
         subject = _load_instance(path, index, instance, warnings)
         if subject.id in first:
             raise DataError(
@@ -67,11 +80,11 @@ def load_longmemeval(path: Path) -> Dataset:
             )
         first[subject.id] = index
         subjects.append(subject)
-    return Dataset(
-        name="longmemeval",
+    return new_dataset(
+        path,
+        name=name,
         subjects=subjects,
         sha256=sha256_file(path),
-        source=str(path),
         warnings=warnings,
         licence="MIT",
     )
@@ -105,22 +118,16 @@ def parse_date(text: Any) -> datetime | None:
 def _load_instance(path: Path, index: int, inst: Any, warnings: list[str]) -> Subject:
     record = f"instance {index}"
     expect_object(inst, path, record, "each list item must be one LongMemEval instance")
-    if "question_id" in inst:
-        record = f"instance {index} ({inst['question_id']})"
-    for key in REQUIRED:
-        if key not in inst:
-            raise DataError(
-                path,
-                "required field is missing",
-                record=record,
-                field=key,
-                fix=f"add '{key}'; is this a LongMemEval file?",
-            )
-    qid = str(inst["question_id"])
+    require_fields(inst, ("question_id",), path, record)
+    qid = as_text(inst["question_id"], path, record, "question_id")
+    record = f"instance {index} ({clip(qid)})"
+    require_fields(inst, REQUIRED, path, record)
     sessions = _list(path, record, inst, "haystack_sessions")
     n = len(sessions)
-    session_ids = [str(s) for s in _list(path, record, inst, "haystack_session_ids", n)]
+    session_ids = _texts(path, record, inst, "haystack_session_ids", n)
     dates = _list(path, record, inst, "haystack_dates", n)
+    for s, when_text in enumerate(dates):
+        date_text(when_text, path, record, f"haystack_dates[{s}]")
     unique_ids = _dedupe(session_ids, qid, warnings)
 
     messages: list[Message] = []
@@ -134,15 +141,14 @@ def _load_instance(path: Path, index: int, inst: Any, warnings: list[str]) -> Su
         if not isinstance(turns, list):
             raise DataError(
                 path,
-                f"expected a list of turns, found {type(turns).__name__}",
+                f"expected a list of turns, found {json_type(turns)}",
                 record=record,
                 field=f"haystack_sessions[{s}]",
                 fix="each session must be a list of {role, content} turns",
             )
         for t, turn in enumerate(turns):
-            msg = _turn(
-                path, record, f"haystack_sessions[{s}][{t}]", turn, sid, t, when, len(messages)
-            )
+            field = f"haystack_sessions[{s}][{t}]"
+            msg = _turn(path, record, field, turn, sid, t, when, len(messages))
             messages.append(msg)
             if turn.get("has_answer") is True:
                 flagged.append(msg.id)
@@ -163,26 +169,45 @@ def _load_instance(path: Path, index: int, inst: Any, warnings: list[str]) -> Su
         )
 
     evidence = flagged
+    answer_sessions = _texts(path, record, inst, "answer_session_ids")
     if not evidence:
-        answer_sessions = [str(a) for a in _list(path, record, inst, "answer_session_ids")]
         evidence = [m for a in answer_sessions for m in user_turns.get(a, [])]
         warnings.append(
             f"{qid}: no turn is flagged has_answer; evidence falls back to the "
             f"{len(evidence)} user turns of answer sessions {answer_sessions}"
         )
     answer = inst["answer"]
-    question = Question(
-        id=qid,
-        category=str(inst["question_type"]),
-        text=str(inst["question"]),
-        answer=None if answer is None else str(answer),
-        evidence_ids=evidence,
-        answerable=not qid.endswith("_abs"),
-        asked_at=parse_date(inst.get("question_date")),
-    )
-    subject = Subject(id=qid, messages=messages, questions=[question], speakers=["user"])
-    check_subject(subject)
+    question_date = date_text(inst.get("question_date"), path, record, "question_date")
+    fields: dict[str, Any] = {
+        "id": qid,
+        "category": as_text(inst["question_type"], path, record, "question_type"),
+        "text": as_text(inst["question"], path, record, "question"),
+        "answer": None if answer is None else as_text(answer, path, record, "answer"),
+        "evidence_ids": evidence,
+        "answerable": not qid.endswith("_abs"),
+        "asked_at": parse_date(question_date),
+    }
+    question = parse_record(Question, fields, path, record, _QUESTION_FIELDS)
+    subject_fields = {
+        "id": qid,
+        "messages": messages,
+        "questions": [question],
+        "speakers": ["user"],
+    }
+    subject = parse_record(Subject, subject_fields, path, record, {"id": "question_id"})
+    check_subject(subject, path=path)
     return subject
+
+
+_QUESTION_FIELDS = {"id": "question_id", "category": "question_type", "text": "question"}
+
+
+def _texts(
+    path: Path, record: str, inst: dict[str, Any], key: str, length: int | None = None
+) -> list[str]:
+    """`inst[key]` as a list of ids (strings or numbers)."""
+    values = _list(path, record, inst, key, length)
+    return [as_text(v, path, record, f"{key}[{i}]") for i, v in enumerate(values)]
 
 
 def _list(
@@ -192,7 +217,7 @@ def _list(
     if not isinstance(value, list):
         raise DataError(
             path,
-            f"expected a list, found {type(value).__name__}",
+            f"expected a list, found {json_type(value)}",
             record=record,
             field=key,
             fix=f"make '{key}' a list",
@@ -237,14 +262,18 @@ def _turn(
     if role not in ROLES:
         raise DataError(
             path,
-            f"role is {role!r}",
+            f"role is {short(role)}",
             record=record,
             field=f"{field}.role",
             fix="set role to 'user' or 'assistant'",
         )
     content = turn.get("content")
     if not isinstance(content, str):
-        problem = "required field is missing" if "content" not in turn else "content is not text"
+        problem = (
+            "required field is missing"
+            if "content" not in turn
+            else f"content is not text but {json_type(content)}"
+        )
         raise DataError(
             path,
             problem,
@@ -252,12 +281,22 @@ def _turn(
             field=f"{field}.content",
             fix="give every turn its text under 'content'",
         )
-    return Message(
-        id=f"{sid}:{t}",
-        position=position,
-        speaker=role,
-        role=role,
-        text=content,
-        timestamp=when,
-        session=sid,
-    )
+    if not isinstance(turn.get("has_answer", False), bool):
+        raise DataError(
+            path,
+            f"has_answer is {json_type(turn['has_answer'])}, not true or false",
+            record=record,
+            field=f"{field}.has_answer",
+            fix="flag evidence turns with has_answer: true (or leave it out)",
+        )
+    fields = {
+        "id": f"{sid}:{t}",
+        "position": position,
+        "speaker": role,
+        "role": role,
+        "text": content,
+        "timestamp": when,
+        "session": sid,
+    }
+    names = {"id": "haystack_session_ids", "session": "haystack_session_ids"}  # "S:t", S
+    return parse_record(Message, fields, path, record, names)

@@ -27,13 +27,25 @@ can drive a judged or qualitative evaluation but not answer or retrieval scoring
 from __future__ import annotations
 
 import ast
-import json
+import cmath
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 from dialogbench.data.errors import DataError
-from dialogbench.data.io import read_json, read_jsonl, sha256_file, sha256_files
+from dialogbench.data.io import (
+    as_text,
+    clip,
+    expect_object,
+    parse_json,
+    parse_record,
+    read_json,
+    read_jsonl,
+    sha256_file,
+    sha256_files,
+    short,
+    unencodable,
+)
 from dialogbench.data.model import (
     Dataset,
     Message,
@@ -43,7 +55,7 @@ from dialogbench.data.model import (
     Role,
     Subject,
 )
-from dialogbench.data.release import check_subject
+from dialogbench.data.release import check_subject, new_dataset
 
 FILENAME = "memory_bank_en.json"
 QUESTIONS_FILENAME = "probing_questions_en.jsonl"
@@ -56,28 +68,26 @@ SPLIT_KEYS = {"personality", "hobbies"}
 _T = TypeVar("_T")
 
 
-def load_memorybank(path: Path) -> Dataset:
+def load_memorybank(path: Path, name: str | None = None, raw: Any = None) -> Dataset:
     """Load `memory_bank_en.json` (or a folder holding it) and, if present beside it,
-    `probing_questions_en.jsonl` (questions without gold answers)."""
+    `probing_questions_en.jsonl` (questions without gold answers); `raw` is the bank
+    already parsed. The dataset is called `name`, by default the stem of `path`."""
     path = Path(path)
+    name = name or path.stem
     if path.is_dir():
         path = path / FILENAME
-    raw = read_json(path)
-    if not isinstance(raw, dict):
-        raise DataError(
-            path,
-            f"expected an object of users, found {type(raw).__name__}",
-            fix=f"pass MemoryBank's {FILENAME}",
-        )
+    if raw is None:
+        raw = read_json(path)
+    users = expect_object(raw, path, None, f"pass MemoryBank's {FILENAME} (an object of users)")
     warnings: list[str] = []
     subjects: dict[str, Subject] = {}
-    for key, user in raw.items():
-        subject = _load_user(path, str(key), user, warnings)
+    for key, user in users.items():
+        subject = _load_user(path, key, user, warnings)
         if subject.id in subjects:
             raise DataError(
                 path,
                 f"two users are named '{subject.id}' once spaces are stripped",
-                record=f"user {key!r}",
+                record=f"user {short(key)}",
                 fix="rename or merge one of them",
             )
         subjects[subject.id] = subject
@@ -89,13 +99,13 @@ def load_memorybank(path: Path) -> Dataset:
         for sid, qs in questions.items():
             subjects[sid] = subjects[sid].model_copy(update={"questions": qs})
     for subject in subjects.values():
-        check_subject(subject)
+        check_subject(subject, path=path)
     digest = sha256_file(path) if len(files) == 1 else sha256_files(files, root=path.parent)
-    return Dataset(
-        name="memorybank",
+    return new_dataset(
+        path,
+        name=name,
         subjects=list(subjects.values()),
         sha256=digest,
-        source=str(path),
         warnings=warnings,
         licence="MIT",
     )
@@ -106,25 +116,52 @@ def _literal(value: Any, kind: type[_T], path: Path, record: str, field: str) ->
     if isinstance(value, kind):
         return value
     if isinstance(value, str) and kind is not str:
-        for parse in (json.loads, ast.literal_eval):
+        for parse in (_json_literal, _python_literal):
             try:
                 parsed = parse(value)
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                 continue
             if isinstance(parsed, kind):
+                bad = unencodable(parsed)
+                if bad is not None:
+                    raise DataError(
+                        path,
+                        "holds a lone surrogate, which cannot be written as UTF-8",
+                        record=record,
+                        field=f"{field}.{bad}",
+                        fix="remove the unpaired \\ud800-\\udfff escape",
+                    )
                 return parsed
     raise DataError(
         path,
-        f"expected {kind.__name__}, found {type(value).__name__} {_short(value)}",
+        f"expected {kind.__name__}, found {type(value).__name__} {short(value)}",
         record=record,
         field=field,
         fix=f"give '{field}' a JSON {kind.__name__} (or a Python literal of one)",
     )
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+def _json_literal(text: str) -> Any:
+    """`text` parsed strictly as JSON (ValueError if it is not plain JSON data)."""
+    try:
+        return parse_json(text, "<string>")
+    except DataError as e:
+        raise ValueError(str(e)) from None
+
+
+def _python_literal(text: str) -> Any:
+    """`text` parsed as a Python literal; a dict literal naming a key twice, or a number
+    too large for a float, is a ValueError."""
+    tree = ast.parse(text.strip(), mode="eval")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            keys = [ast.dump(k) for k in node.keys if k is not None]
+            if len(set(keys)) != len(keys):
+                raise ValueError("a key appears twice")
+        value = node.value if isinstance(node, ast.Constant) else None
+        if isinstance(value, float | complex) and not cmath.isfinite(value):
+            raise ValueError("a number is too large")
+    return ast.literal_eval(tree)
 
 
 def _load_user(path: Path, key: str, user: Any, warnings: list[str]) -> Subject:
@@ -165,7 +202,14 @@ def _load_user(path: Path, key: str, user: Any, warnings: list[str]) -> Subject:
     else:
         meta = _literal(meta, dict, path, record, "meta_information")
         profile, persona = _meta(path, record, name, meta, warnings)
-    return Subject(id=name, messages=messages, profile=profile, persona=persona, speakers=[name])
+    fields = {
+        "id": name,
+        "messages": messages,
+        "profile": profile,
+        "persona": persona,
+        "speakers": [name],
+    }
+    return parse_record(Subject, fields, path, record, {"id": "(the user's name)"})
 
 
 def _messages(path: Path, record: str, name: str, history: dict[str, Any]) -> list[Message]:
@@ -211,17 +255,16 @@ def _messages(path: Path, record: str, name: str, history: dict[str, Any]) -> li
                         field=key,
                         fix=f"give every exchange a '{key}' string",
                     )
-                messages.append(
-                    Message(
-                        id=f"{day}#{i}{suffix}",
-                        position=len(messages),
-                        speaker=speaker,
-                        role=role,
-                        text=exchange[key],
-                        timestamp=stamp,
-                        session=day,
-                    )
-                )
+                fields = {
+                    "id": f"{day}#{i}{suffix}",
+                    "position": len(messages),
+                    "speaker": speaker,
+                    "role": role,
+                    "text": exchange[key],
+                    "timestamp": stamp,
+                    "session": day,
+                }
+                messages.append(parse_record(Message, fields, path, f"{record}, {where}"))
     return messages
 
 
@@ -241,26 +284,23 @@ def _meta(
         cleaned = [_unquote(v, f"{name}: {field}", warnings) for v in items]
         for statement in (c for c in cleaned if c):
             if key in PERSONA_KEYS:
-                persona.append(PersonaEntry(dimension=PERSONA_KEYS[key], statement=statement))
+                entry = {"dimension": PERSONA_KEYS[key], "statement": statement}
+                persona.append(
+                    parse_record(PersonaEntry, entry, path, record, {"statement": field})
+                )
             else:
-                profile.append(ProfileClaim(field=key, statement=statement, confidence=1.0))
+                claim = {"field": key, "statement": statement, "confidence": 1.0}
+                names = {"field": f"{field} (its key)", "statement": field}
+                profile.append(parse_record(ProfileClaim, claim, path, record, names))
     return profile, persona
 
 
 def _values(path: Path, record: str, field: str, key: str, value: Any) -> list[str]:
     """The value's statements: list items, or comma-separated parts for SPLIT_KEYS."""
-    if isinstance(value, list) and all(isinstance(v, str | int | float) for v in value):
-        return [str(v) for v in value]
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return [str(value)]
+    if isinstance(value, list):
+        return [as_text(v, path, record, f"{field}[{i}]") for i, v in enumerate(value)]
     if not isinstance(value, str):
-        raise DataError(
-            path,
-            f"expected text or a list of text, found {_short(value)}",
-            record=record,
-            field=field,
-            fix=f"give '{key}' a string value",
-        )
+        return [as_text(value, path, record, field)]
     if key not in SPLIT_KEYS:
         return [value]
     parts = [p.strip() for p in value.split(",")]
@@ -285,9 +325,9 @@ def _load_questions(path: Path, users: set[str]) -> dict[str, list[Question]]:
             if name not in users:
                 raise DataError(
                     path,
-                    f"user '{name}' is not in {FILENAME}",
+                    f"user '{clip(name)}' is not in {FILENAME}",
                     record=record,
-                    field=raw_name,
+                    field=clip(raw_name),
                     fix="use a name that matches a user in the bank",
                 )
             if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
@@ -295,19 +335,19 @@ def _load_questions(path: Path, users: set[str]) -> dict[str, list[Question]]:
                     path,
                     "expected a list of question strings",
                     record=record,
-                    field=raw_name,
+                    field=clip(raw_name),
                     fix='write {"NAME": ["question", ...]}',
                 )
             questions = out.setdefault(name, [])
             for text in texts:
-                questions.append(
-                    Question(
-                        id=f"{name}-q{len(questions)}",
-                        category="probing",
-                        text=text,
-                        answer=None,
-                        evidence_ids=[],
-                        answerable=True,
-                    )
-                )
+                fields = {
+                    "id": f"{name}-q{len(questions)}",
+                    "category": "probing",
+                    "text": text,
+                    "answer": None,
+                    "evidence_ids": [],
+                    "answerable": True,
+                }
+                names = {"text": clip(raw_name), "id": clip(raw_name)}  # the id is NAME-qN
+                questions.append(parse_record(Question, fields, path, record, names))
     return out

@@ -10,14 +10,35 @@ what they need and say which part is missing.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 Role = Literal["user", "assistant", "system"]
 """`user` is a person under study; `assistant` the companion or other party.
 
 In corpora where both speakers are people (LoCoMo), both are `user`."""
+
+MAX_ID = 256
+"""The longest id (of a message, subject, question or stage) a record may hold."""
+Stratum = Literal["proportional", "enriched", "abstention"]
+
+
+def _utf8(text: str) -> str:
+    """`text`, if it can be written as UTF-8 (it holds no lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(
+            f"holds a lone surrogate at character {e.start}, which cannot be written as UTF-8"
+        ) from None
+    return text
+
+
+Text = Annotated[str, AfterValidator(_utf8)]
+"""Free text: any string that can be written as UTF-8."""
+Id = Annotated[str, Field(max_length=MAX_ID), AfterValidator(_utf8)]
+"""An identifier, or a name used as one: at most MAX_ID characters of UTF-8-writable text."""
 
 
 class _Record(BaseModel):
@@ -27,64 +48,88 @@ class _Record(BaseModel):
 class Message(_Record):
     """One message of a conversation."""
 
-    id: str
+    id: Id
     position: int = Field(ge=0, description="0-based index in the subject's conversation")
-    speaker: str
+    speaker: Text
     role: Role = "user"
-    text: str
+    text: Text
     timestamp: datetime | None = None
-    session: str | None = None
+    session: Id | None = None
 
 
 class ProfileClaim(_Record):
     """Something the person stated about themselves, with its evidence."""
 
-    field: str = Field(description="what the claim is about, e.g. 'occupation' or 'hobbies'")
-    statement: str
+    field: Id = Field(description="what the claim is about, e.g. 'occupation' or 'hobbies'")
+    statement: Text
     confidence: float = Field(default=1.0, ge=0.0, le=1.0)
     valid_from: datetime | None = None
     valid_to: datetime | None = None
-    evidence_ids: list[str] = Field(default_factory=list)
+    evidence_ids: list[Id] = Field(default_factory=list)
+
+    @field_validator("valid_to")
+    @classmethod
+    def _window(cls, valid_to: datetime | None, info: ValidationInfo) -> datetime | None:
+        valid_from = info.data.get("valid_from")
+        if valid_from and valid_to and _later(valid_from, valid_to):
+            raise ValueError(
+                f"is before valid_from ({valid_from.isoformat()}); the validity window is empty"
+            )
+        return valid_to
 
 
 class PersonaEntry(_Record):
     """How the person thinks, feels or decides, with the grounds for saying so."""
 
-    dimension: str
-    statement: str
-    grounds: list[str] = Field(default_factory=list, description="message ids")
+    dimension: Id
+    statement: Text
+    grounds: list[Id] = Field(default_factory=list, description="message ids")
     hypothesis: bool = Field(default=False, description="a named working hypothesis")
 
 
 class TraceStage(_Record):
     """One stage of the staged derivation that produced a chat item."""
 
-    stage: str
-    output: str
-    reads: list[str] = Field(default_factory=list, description="earlier stages this one read")
+    stage: Id
+    output: Text
+    reads: list[Id] = Field(default_factory=list, description="earlier stages this one read")
 
 
 class ChatItem(_Record):
     """A probe (a message the person really sent) and what a correct reply may draw on."""
 
-    probe_id: str
-    stratum: str = Field(default="proportional", description="proportional | enriched | abstention")
-    tier: str = Field(default="", description="the item's class under the derivation's rules")
-    reference_ids: list[str] = Field(default_factory=list)
-    reference_reply: str = ""
+    probe_id: Id
+    stratum: Stratum = "proportional"
+    tier: Text = Field(default="", description="the item's class under the derivation's rules")
+    reference_ids: list[Id] = Field(default_factory=list)
+    reference_reply: Text = ""
     trace: list[TraceStage] = Field(default_factory=list)
+
+    @field_validator("trace")
+    @classmethod
+    def _reads_earlier_stages(cls, trace: list[TraceStage]) -> list[TraceStage]:
+        earlier: set[str] = set()
+        for i, stage in enumerate(trace):
+            for name in stage.reads:
+                if name not in earlier:
+                    raise ValueError(
+                        f"stage {i} ({stage.stage!r}) reads {name!r}, which is not an "
+                        "earlier stage of this item"
+                    )
+            earlier.add(stage.stage)
+        return trace
 
 
 class Question(_Record):
     """An authored question about the subject, with evidence."""
 
-    id: str
-    category: str
-    text: str
-    answer: str | None = None
-    evidence_ids: list[str] = Field(default_factory=list)
+    id: Id
+    category: Id
+    text: Text
+    answer: Text | None = None
+    evidence_ids: list[Id] = Field(default_factory=list)
     answerable: bool = True
-    after_id: str | None = Field(
+    after_id: Id | None = Field(
         default=None,
         description="asked after this message; None means after the last message",
     )
@@ -94,13 +139,13 @@ class Question(_Record):
 class Subject(_Record):
     """One person's record: the conversation and what was derived from it."""
 
-    id: str
+    id: Id
     messages: list[Message]
     profile: list[ProfileClaim] = Field(default_factory=list)
     persona: list[PersonaEntry] = Field(default_factory=list)
     chat_items: list[ChatItem] = Field(default_factory=list)
     questions: list[Question] = Field(default_factory=list)
-    speakers: list[str] = Field(default_factory=list, description="people under study")
+    speakers: list[Text] = Field(default_factory=list, description="people under study")
 
     def position_of(self) -> dict[str, int]:
         """Map message id -> position."""
@@ -118,3 +163,10 @@ class Dataset(BaseModel):
     source: str = Field(description="path or built-in name it was loaded from")
     warnings: list[str] = Field(default_factory=list)
     licence: str | None = None
+
+
+def _later(a: datetime, b: datetime) -> bool:
+    """Whether `a` is after `b`; a naive and an aware time compare by their clock readings."""
+    if (a.tzinfo is None) != (b.tzinfo is None):
+        a, b = a.replace(tzinfo=None), b.replace(tzinfo=None)
+    return a > b

@@ -3,17 +3,23 @@
 A dataset name resolves to files in `$DIALOGBENCH_DATA/<folder>` first (the shared
 corpora), then in the download cache (`$DIALOGBENCH_HOME`, default
 `~/.cache/dialogbench`). A path is sniffed: a release folder, or a JSON file in one of
-the known public layouts.
+the known public layouts, recognised from the keys of its first record (the file is
+parsed once, and the parsed document handed to its loader).
+
+A registered name keeps its name (`locomo`); a path is named after its file stem or
+folder (`my_chats` for `my_chats.json`). DEMO's corpora (`cped`, `casino`, `sotopia`)
+have their own registry, `dialogbench.data.demo.registry`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 from dialogbench.data.errors import DataError
+from dialogbench.data.io import clip, json_type, read_json
 from dialogbench.data.locomo import load_locomo
 from dialogbench.data.longmemeval import load_longmemeval
 from dialogbench.data.memorybank import load_memorybank
@@ -32,6 +38,12 @@ class RemoteFile:
     sha256: str
 
 
+class Loader(Protocol):
+    """A corpus loader: the file or folder, the dataset's name, the file already parsed."""
+
+    def __call__(self, path: Path, name: str | None = None, raw: Any = None) -> Dataset: ...
+
+
 @dataclass(frozen=True)
 class DatasetSpec:
     """A dataset dialogbench knows by name."""
@@ -39,7 +51,7 @@ class DatasetSpec:
     name: str
     description: str
     folder: str
-    loader: Callable[[Path], Dataset]
+    loader: Loader
     files: tuple[RemoteFile, ...]
     licence: str
     home: str
@@ -146,43 +158,85 @@ def load_dataset(name_or_path: str) -> Dataset:
             )
         if not spec.files:
             candidates = sorted(folder.glob("*.json"))
-            return spec.loader(candidates[0])
-        return spec.loader(folder)
+            return spec.loader(candidates[0], name=spec.name)
+        return spec.loader(folder, name=spec.name)
     return load_path(Path(name_or_path))
 
 
 def load_path(path: Path) -> Dataset:
-    """Load a dataset from a path, recognising its layout."""
+    """Load a dataset from a path, recognising its layout; it is named after the path."""
     if not path.exists():
+        # imported here: the DEMO registry imports this module
+        from dialogbench.data.demo.registry import DEMO_DATASETS
+
+        demo = str(path).partition(":")[0]
+        if demo in DEMO_DATASETS:
+            raise DataError(
+                path,
+                f"{demo} is a DEMO corpus, not a memory dataset",
+                fix="use it with `dialogbench run demo-awareness` / `demo-interaction`, "
+                f"or check it with `dialogbench data validate {path}`",
+            )
         known = ", ".join(["sample", *REGISTRY])
         raise DataError(path, "no such dataset or path", fix=f"use one of {known}, or a path")
     if is_release(path):
         return load_release(path)
-    loader = sniff(path)
-    return loader(path)
-
-
-def sniff(path: Path) -> Callable[[Path], Dataset]:
-    """Pick a loader for a JSON file from the shape of its first record."""
     if path.is_dir():
-        for spec in REGISTRY.values():
-            if spec.files and (path / spec.files[0].filename).exists():
-                return spec.loader
-        raise DataError(
-            path,
-            "not a release folder and no known dataset file inside",
-            fix="see docs/release-format.md, or `dialogbench data import`",
-        )
-    with path.open(encoding="utf-8") as f:
-        head = f.read(1 << 16)
-    if '"haystack_sessions"' in head:
-        return load_longmemeval
-    if '"conversation"' in head and '"qa"' in head:
-        return load_locomo
-    if '"history"' in head and ('"meta_information"' in head or '"query"' in head):
+        return sniff_folder(path)(path, name=path.name)
+    raw = read_json(path)
+    return sniff(path, raw)(path, name=path.stem, raw=raw)
+
+
+def sniff_folder(path: Path) -> Loader:
+    """The loader of a folder holding a known dataset file."""
+    for spec in REGISTRY.values():
+        if spec.files and (path / spec.files[0].filename).exists():
+            return spec.loader
+    raise DataError(
+        path,
+        "not a release folder and no known dataset file inside",
+        fix="see docs/release-format.md, or `dialogbench data import`",
+    )
+
+
+def sniff(path: Path, raw: Any) -> Loader:
+    """Pick a loader for a parsed JSON file from the keys of its first record."""
+    first: Any = None
+    if isinstance(raw, list) and raw:
+        first = raw[0]
+    elif isinstance(raw, dict) and raw:
+        first = next(iter(raw.values()))
+    if isinstance(raw, list) and isinstance(first, dict):
+        if "haystack_sessions" in first:
+            return load_longmemeval
+        if "conversation" in first and "qa" in first:
+            return load_locomo
+    if isinstance(raw, dict) and _memorybank_user(first):
         return load_memorybank
     raise DataError(
         path,
-        "unrecognised layout (not LoCoMo, LongMemEval, MemoryBank or the release format)",
+        "unrecognised layout (not LoCoMo, LongMemEval, MemoryBank or the release format): "
+        f"it holds {_what(raw)}",
         fix="convert it with `dialogbench data import PATH --out FOLDER` and its field options",
     )
+
+
+def _memorybank_user(user: Any) -> bool:
+    """Whether a value looks like one MemoryBank user: `{history, ...}`, or that object
+    written as a Python-literal string."""
+    if isinstance(user, dict):
+        return "history" in user
+    return isinstance(user, str) and ("'history'" in user or '"history"' in user)
+
+
+def _what(raw: Any) -> str:
+    """What a document that fits no layout holds, for the error message."""
+    if not isinstance(raw, list | dict):
+        return json_type(raw)
+    if not raw:
+        return f"{json_type(raw)} with nothing in it"
+    first = raw[0] if isinstance(raw, list) else next(iter(raw.values()))
+    if isinstance(first, dict):
+        keys = ", ".join(clip(str(k), 30) for k in list(first)[:8])
+        return f"{json_type(raw)} whose first record has the keys {keys or '(none)'}"
+    return f"{json_type(raw)} whose first record is {json_type(first)}"

@@ -14,18 +14,31 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from dialogbench.data.errors import DataError
-from dialogbench.data.io import parse_record, read_json, read_jsonl, sha256_files, write_jsonl
+from dialogbench.data.io import (
+    expect_list,
+    parse_record,
+    read_json,
+    read_jsonl,
+    sha256_files,
+    short,
+    write_jsonl,
+)
 from dialogbench.data.model import (
+    MAX_ID,
     ChatItem,
     Dataset,
+    Id,
     Message,
     PersonaEntry,
     ProfileClaim,
     Question,
     Subject,
+    Text,
 )
 
 CONVERSATION = "conversation.jsonl"
@@ -38,12 +51,25 @@ SUBJECT_FILES = (CONVERSATION, PROFILE, PERSONA, CHAT, QUESTIONS)
 
 
 def is_release(path: Path) -> bool:
-    """True for a release folder or a single subject folder."""
+    """True for a release folder or a single subject folder (one holding any subject file)."""
     if not path.is_dir():
         return False
-    return (path / CONVERSATION).exists() or any(
-        (p / CONVERSATION).exists() for p in path.iterdir() if p.is_dir()
-    )
+    return _is_subject(path) or any(_is_subject(p) for p in path.iterdir() if p.is_dir())
+
+
+def _is_subject(folder: Path) -> bool:
+    return any((folder / f).exists() for f in SUBJECT_FILES)
+
+
+class ReleaseMeta(BaseModel):
+    """`dataset.json`: what the release calls itself (all optional)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Id | None = None
+    licence: Text | None = None
+    description: Text | None = None
+    converted_from: Text | None = Field(default=None, description="written by write_release")
 
 
 def load_release(path: Path, name: str | None = None) -> Dataset:
@@ -53,81 +79,84 @@ def load_release(path: Path, name: str | None = None) -> Dataset:
         raise DataError(
             path, "not a folder", fix="point at a release folder (docs/release-format.md)"
         )
-    if (path / CONVERSATION).exists():
-        subject_dirs = [path]
-    else:
-        subject_dirs = sorted(p for p in path.iterdir() if (p / CONVERSATION).exists())
+    subject_dirs = [path] if _is_subject(path) else sorted(p for p in path.iterdir() if p.is_dir())
+    for folder in subject_dirs:
+        if not (folder / CONVERSATION).exists() and _is_subject(folder):
+            raise DataError(
+                folder,
+                f"a subject folder without {CONVERSATION}",
+                fix=f"add the subject's {CONVERSATION}, or remove the folder",
+            )
+    subject_dirs = [d for d in subject_dirs if (d / CONVERSATION).exists()]
     if not subject_dirs:
         raise DataError(
             path,
             f"no subject folder with a {CONVERSATION} inside",
             fix="see docs/release-format.md for the layout",
         )
-    meta: dict[str, Any] = {}
+    meta = ReleaseMeta()
     if (path / DATASET_META).exists():
-        meta = read_json(path / DATASET_META)
+        meta = parse_record(ReleaseMeta, read_json(path / DATASET_META), path / DATASET_META, None)
     subjects = [_load_subject(d) for d in subject_dirs]
     files = [d / f for d in subject_dirs for f in SUBJECT_FILES if (d / f).exists()]
-    return Dataset(
-        name=name or meta.get("name") or path.name,
+    return new_dataset(
+        path,
+        name=name or meta.name or path.name,
         subjects=subjects,
         sha256=sha256_files(files, root=path),
+        licence=meta.licence,
+    )
+
+
+def new_dataset(
+    path: Path,
+    name: str,
+    subjects: list[Subject],
+    sha256: str,
+    warnings: list[str] | None = None,
+    licence: str | None = None,
+) -> Dataset:
+    """The `Dataset` a loader read from `path`; a `DataError` if it holds no subject."""
+    if not subjects:
+        raise DataError(path, "the dataset holds no subjects", fix="add at least one conversation")
+    return Dataset(
+        name=name,
+        subjects=subjects,
+        sha256=sha256,
         source=str(path),
-        licence=meta.get("licence"),
+        warnings=warnings or [],
+        licence=licence,
     )
 
 
 def _load_subject(folder: Path) -> Subject:
     conv = folder / CONVERSATION
     messages: list[Message] = []
-    seen: dict[str, int] = {}
+    lines: list[str] = []
     for lineno, obj in read_jsonl(conv):
         position = len(messages)
         given = obj.setdefault("position", position)
         record = f"line {lineno}"
-        if given != position:
+        if type(given) is not int or given != position:
             raise DataError(
                 conv,
-                f"position {given} does not match the line order ({position})",
+                f"position {short(given)} does not match the line order ({position})",
                 record=record,
                 field="position",
                 fix="drop 'position' (line order is the position) or renumber",
             )
-        msg = parse_record(Message, obj, conv, record)
-        if msg.id in seen:
-            raise DataError(
-                conv,
-                f"duplicate message id '{msg.id}' (first on line {seen[msg.id]})",
-                record=record,
-                field="id",
-                fix="give every message a unique id",
-            )
-        seen[msg.id] = lineno
-        messages.append(msg)
+        messages.append(parse_record(Message, obj, conv, record))
+        lines.append(record)
     if not messages:
         raise DataError(conv, "the conversation is empty", fix="add at least one message")
 
-    profile: list[ProfileClaim] = []
-    if (folder / PROFILE).exists():
-        raw = read_json(folder / PROFILE)
-        claims = raw.get("claims", []) if isinstance(raw, dict) else raw
-        profile = [
-            parse_record(ProfileClaim, c, folder / PROFILE, f"claims[{i}]")
-            for i, c in enumerate(claims)
-        ]
-    persona: list[PersonaEntry] = []
-    if (folder / PERSONA).exists():
-        raw = read_json(folder / PERSONA)
-        entries = raw.get("entries", []) if isinstance(raw, dict) else raw
-        persona = [
-            parse_record(PersonaEntry, c, folder / PERSONA, f"entries[{i}]")
-            for i, c in enumerate(entries)
-        ]
+    profile = _load_records(folder / PROFILE, "claims", ProfileClaim)
+    persona = _load_records(folder / PERSONA, "entries", PersonaEntry)
     chat = _load_lines(folder / CHAT, ChatItem)
     questions = _load_lines(folder / QUESTIONS, Question)
     meta_speakers = sorted({m.speaker for m in messages if m.role == "user"})
     subject = Subject(
-        id=folder.name,
+        id=_subject_id(folder),
         messages=messages,
         profile=profile,
         persona=persona,
@@ -138,6 +167,7 @@ def _load_subject(folder: Path) -> Subject:
     check_subject(
         subject,
         files={
+            "conversation": (conv, lines),
             "chat": (folder / CHAT, [n for n, _ in chat]),
             "questions": (folder / QUESTIONS, [n for n, _ in questions]),
             "profile": (folder / PROFILE, None),
@@ -147,35 +177,94 @@ def _load_subject(folder: Path) -> Subject:
     return subject
 
 
+def _subject_id(folder: Path) -> str:
+    """The folder's name, which is the subject id (so it must be a valid id)."""
+    try:
+        return TypeAdapter(Id).validate_python(folder.name)
+    except ValidationError as e:
+        raise DataError(
+            folder,
+            f"the folder name is not a usable subject id: {e.errors()[0]['msg']}",
+            fix=f"rename the folder (at most {MAX_ID} characters)",
+        ) from None
+
+
+_Rec = TypeVar("_Rec", ProfileClaim, PersonaEntry)
+
+
+def _load_records(path: Path, key: str, model: type[_Rec]) -> list[_Rec]:
+    """The records of `profile.json` / `persona.json`: `{key: [...]}` or a bare list."""
+    if not path.exists():
+        return []
+    raw = read_json(path)
+    fix = f'write {{"{key}": [...]}}'
+    if isinstance(raw, dict):
+        extra = sorted(set(raw) - {key})
+        if extra:
+            raise DataError(
+                path, "unknown field", field=extra[0], fix=f"{fix}; '{key}' is the only key"
+            )
+        raw = raw.get(key, [])
+        records = expect_list(raw, path, None, key, fix)
+    else:
+        records = expect_list(raw, path, None, None, fix)
+    return [parse_record(model, c, path, f"{key}[{i}]") for i, c in enumerate(records)]
+
+
 _Line = TypeVar("_Line", ChatItem, Question)
 
 
-def _load_lines(path: Path, model: type[_Line]) -> list[tuple[int, _Line]]:
+def _load_lines(path: Path, model: type[_Line]) -> list[tuple[str, _Line]]:
     if not path.exists():
         return []
-    return [(n, parse_record(model, obj, path, f"line {n}")) for n, obj in read_jsonl(path)]
+    rows = []
+    for n, obj in read_jsonl(path):
+        record = f"line {n}"
+        rows.append((record, parse_record(model, obj, path, record)))
+    return rows
 
 
 def check_subject(
     subject: Subject,
-    files: dict[str, tuple[Path, list[int] | None]] | None = None,
+    files: dict[str, tuple[Path | str, list[str] | None]] | None = None,
+    path: Path | str | None = None,
 ) -> None:
-    """Raise `DataError` if any derived record cites a missing message or the probe's future.
+    """Raise `DataError` if ids repeat (messages, questions, chat probes) or any derived
+    record cites a missing message or the probe's future.
 
-    `files` maps 'chat' / 'questions' / 'profile' / 'persona' to (path, line numbers)
-    so that errors name the line; loaders without files pass nothing.
+    `files` maps 'conversation' / 'chat' / 'questions' / 'profile' / 'persona' to (path,
+    record names) so that errors name the line; kinds it leaves out are reported in `path`
+    (the loader's file) as `<kind>[i]`.
     """
     files = files or {}
-    pos = subject.position_of()
 
     def locate(kind: str, i: int) -> tuple[Path | str, str]:
-        path, lines = files.get(kind, (f"<{subject.id}:{kind}>", None))
-        return path, (f"line {lines[i]}" if lines else f"{kind}[{i}]")
+        where, records = files.get(kind, (path or f"<{subject.id}:{kind}>", None))
+        return where, (records[i] if records else f"{kind}[{i}]")
+
+    def unique(kind: str, what: str, field: str, ids: list[str]) -> None:
+        first: dict[str, int] = {}
+        for i, key in enumerate(ids):
+            if key in first:
+                where, record = locate(kind, i)
+                raise DataError(
+                    where,
+                    f"duplicate {what} '{key}' (first on {locate(kind, first[key])[1]})",
+                    record=record,
+                    field=field,
+                    fix=f"give every {what} a unique value",
+                )
+            first[key] = i
+
+    unique("conversation", "message id", "id", [m.id for m in subject.messages])
+    unique("questions", "question id", "id", [q.id for q in subject.questions])
+    unique("chat", "probe_id", "probe_id", [c.probe_id for c in subject.chat_items])
+    pos = subject.position_of()
 
     def missing(kind: str, i: int, field: str, ref: str) -> DataError:
-        path, record = locate(kind, i)
+        where, record = locate(kind, i)
         return DataError(
-            path,
+            where,
             f"message id '{ref}' is not in {CONVERSATION}",
             record=record,
             field=field,
@@ -196,9 +285,9 @@ def check_subject(
             if ref not in pos:
                 raise missing(kind, i, field, ref)
             if before is not None and pos[ref] >= before:
-                path, record = locate(kind, i)
+                where, record = locate(kind, i)
                 raise DataError(
-                    path,
+                    where,
                     f"'{ref}' (position {pos[ref]}) is not before {point}",
                     record=record,
                     field=field,

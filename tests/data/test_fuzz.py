@@ -1,0 +1,61 @@
+"""Fuzz every loader, the importer and `data validate` with mutated copies of small seeds.
+
+Each target runs `DIALOGBENCH_FUZZ_EXAMPLES` inputs (default 40: 440 in all, about ten
+seconds); benchmarks/fuzz_loaders.py runs as many as asked and counts the outcomes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from pydantic import ValidationError
+
+from dialogbench.testing.fuzz import Target, encode, mutated, outcome, targets, write
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+EXAMPLES = int(os.environ.get("DIALOGBENCH_FUZZ_EXAMPLES", "40"))
+IMPORTER_ISSUE = pytest.mark.xfail(
+    raises=(ValidationError, AssertionError),
+    strict=False,
+    reason="generic.py (not ours to edit) builds Message/Question directly, so an id over "
+    "256 characters raises pydantic's ValidationError, and some of its errors quote a "
+    "value whole; reported to the importer's owner",
+)
+
+
+def _params() -> list[object]:
+    return [
+        pytest.param(t, id=t.name, marks=IMPORTER_ISSUE if t.name.startswith("import") else ())
+        for t in targets(FIXTURES)
+    ]
+
+
+@pytest.mark.parametrize("target", _params())
+def test_mutated_input_is_data_or_a_clean_error(target: Target) -> None:
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(files=mutated(target))
+    def check(files: dict[str, bytes]) -> None:
+        root = Path(tempfile.mkdtemp(prefix=f"fuzz-{target.name}-"))
+        try:
+            write(root, files)
+            outcome(target, root)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+    check()
+
+
+def test_every_seed_is_accepted_unmutated(tmp_path: Path) -> None:
+    for target in targets(FIXTURES):
+        write(tmp_path / target.name, encode(target.files))
+        assert outcome(target, tmp_path / target.name) == "accepted", target.name
