@@ -13,29 +13,14 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from pydantic import ValidationError
 
 from dialogbench.testing.fuzz import Target, encode, mutated, outcome, targets, write
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 EXAMPLES = int(os.environ.get("DIALOGBENCH_FUZZ_EXAMPLES", "40"))
-IMPORTER_ISSUE = pytest.mark.xfail(
-    raises=(ValidationError, AssertionError),
-    strict=False,
-    reason="generic.py (not ours to edit) builds Message/Question directly, so an id over "
-    "256 characters raises pydantic's ValidationError, and some of its errors quote a "
-    "value whole; reported to the importer's owner",
-)
 
 
-def _params() -> list[object]:
-    return [
-        pytest.param(t, id=t.name, marks=IMPORTER_ISSUE if t.name.startswith("import") else ())
-        for t in targets(FIXTURES)
-    ]
-
-
-@pytest.mark.parametrize("target", _params())
+@pytest.mark.parametrize("target", targets(FIXTURES), ids=lambda t: t.name)
 def test_mutated_input_is_data_or_a_clean_error(target: Target) -> None:
     @settings(
         max_examples=EXAMPLES,

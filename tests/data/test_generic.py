@@ -501,3 +501,19 @@ def test_empty_folder_says_what_it_reads(tmp_path: Path) -> None:
 def test_category_names_must_be_pairs() -> None:
     with pytest.raises(ValueError, match="CATEGORY=NAME"):
         ImportConfig(category_names=("multi-hop",))
+
+
+def test_overlong_turn_id_is_a_data_error_naming_the_option(tmp_path: Path) -> None:
+    rows = [{"speaker": "a", "text": "x", "mid": "m" * 5000}]
+    config = ImportConfig(rows="turns", turn_id_field="mid")
+    err = _error(_write(tmp_path, "t.jsonl", rows), config)
+    assert err.field == "mid" and err.record == "line 1"
+    assert len(str(err)) < 400  # the 5,000-character id is not quoted whole
+
+
+def test_overlong_bad_value_is_not_quoted_whole(tmp_path: Path) -> None:
+    rows = [{"speaker": "a", "text": "x", "at": "not a date " * 10_000}]
+    err = _error(
+        _write(tmp_path, "t.jsonl", rows), ImportConfig(rows="turns", timestamp_field="at")
+    )
+    assert err.field == "at" and len(str(err)) < 600

@@ -109,7 +109,7 @@ def test_unreadable_session_dates_are_one_warning(tmp_path: Path) -> None:
 @pytest.mark.parametrize("value", [["2023"], {"d": "2023-05-08"}, float("nan"), 20230508])
 def test_session_dates_that_are_not_text_are_errors(tmp_path: Path, value: object) -> None:
     """A list, an object, NaN or a number is not a date: an error, never "no date"."""
-    with pytest.raises(DataError, match="session_1_date_time|NaN"):
+    with pytest.raises(DataError, match=r"session_1_date_time|NaN"):
         load_locomo(_locomo_shaped(tmp_path, [value, "8 May 2023", "8 May 2023"]))
 
 

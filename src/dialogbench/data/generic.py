@@ -61,7 +61,16 @@ from typing import Any, Literal, get_args
 from dialogbench.data.dates import hint, parse_date
 from dialogbench.data.errors import DataError
 from dialogbench.data.evidence import repair_evidence
-from dialogbench.data.io import expect_object, read_json, read_jsonl, sha256_file, sha256_files
+from dialogbench.data.io import (
+    as_text,
+    expect_object,
+    parse_record,
+    read_json,
+    read_jsonl,
+    sha256_file,
+    sha256_files,
+    short,
+)
 from dialogbench.data.model import Dataset, Message, Question, Role, Subject
 from dialogbench.data.release import check_subject
 
@@ -304,18 +313,9 @@ def _get(path: Path, record: str, obj: Any, attr: str, key: str) -> Any:
     return obj[key]
 
 
-def _text(path: Path, record: str, value: Any, key: str) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return str(value)
-    raise DataError(
-        path,
-        f"expected text, found {type(value).__name__}",
-        record=record,
-        field=key,
-        fix=f"give '{key}' a string value",
-    )
+def _field_text(path: Path, record: str, obj: Any, attr: str, key: str) -> str:
+    """The text under the configured key `key` (option `attr`) of `obj`."""
+    return as_text(_get(path, record, obj, attr, key), path, record, key)
 
 
 def _rows(path: Path, config: ImportConfig) -> list[tuple[str, str | None, Any]]:
@@ -416,11 +416,11 @@ def _is_question_list(value: Any, config: ImportConfig) -> bool:
 
 
 def _conversation_id(path: Path, record: str, value: Any, key: str | None) -> str:
-    cid = _text(path, record, value, key or "id").strip()
+    cid = as_text(value, path, record, key or "id").strip()
     if not cid or cid in (".", "..") or "/" in cid or "\\" in cid:
         raise DataError(
             path,
-            f"conversation id {value!r} cannot name a folder",
+            f"conversation id {short(value)} cannot name a folder",
             record=record,
             field=key,
             fix="use ids without slashes that are not empty, '.' or '..'",
@@ -577,7 +577,7 @@ def _time(path: Path, record: str, value: Any, key: str, config: ImportConfig) -
             fix = f"pass {flag('timestamp_format')} FORMAT: {hint(value)}"
         raise DataError(
             path,
-            f"cannot read {value!r} as a time {how}",
+            f"cannot read {short(value)} as a time {how}",
             record=record,
             field=key,
             fix=fix,
@@ -598,34 +598,14 @@ def _subject(conv: _Conversation, config: ImportConfig, notes: _Notes) -> Subjec
     per_session: dict[str | None, int] = {}
     for record, turn, session, session_time in conv.turns:
         expect_object(turn, path, record, "each turn must be a JSON object")
-        text = _text(
-            path,
-            record,
-            _get(path, record, turn, "text_field", config.text_field),
-            config.text_field,
-        )
-        speaker = _text(
-            path,
-            record,
-            _get(path, record, turn, "speaker_field", config.speaker_field),
-            config.speaker_field,
-        )
+        text = _field_text(path, record, turn, "text_field", config.text_field)
+        speaker = _field_text(path, record, turn, "speaker_field", config.speaker_field)
         if config.session_field:
-            session = _text(
-                path,
-                record,
-                _get(path, record, turn, "session_field", config.session_field),
-                config.session_field,
-            )
+            session = _field_text(path, record, turn, "session_field", config.session_field)
         index = per_session.get(session, 0)
         per_session[session] = index + 1
         if config.turn_id_field:
-            mid = _text(
-                path,
-                record,
-                _get(path, record, turn, "turn_id_field", config.turn_id_field),
-                config.turn_id_field,
-            )
+            mid = _field_text(path, record, turn, "turn_id_field", config.turn_id_field)
         elif config.session_keys or config.rows == "nested":
             mid = f"{session}:{index}"
         else:
@@ -645,26 +625,44 @@ def _subject(conv: _Conversation, config: ImportConfig, notes: _Notes) -> Subjec
         else:
             key = f"{session}{config.session_time_suffix or ''}"
             when = _time(path, conv.record, session_time, key, config)
-        messages.append(
-            Message(
-                id=mid,
-                position=len(messages),
-                speaker=speaker,
-                role=_role(speaker, config),
-                text=text,
-                timestamp=when,
-                session=session,
-            )
-        )
+        fields = {
+            "id": mid,
+            "position": len(messages),
+            "speaker": speaker,
+            "role": _role(speaker, config),
+            "text": text,
+            "timestamp": when,
+            "session": session,
+        }
+        messages.append(parse_record(Message, fields, path, record, _turn_names(config)))
     questions = _questions(conv, {m.id for m in messages}, config, notes)
-    subject = Subject(
-        id=conv.id,
-        messages=messages,
-        questions=questions,
-        speakers=sorted({m.speaker for m in messages if m.role == "user"}),
-    )
-    check_subject(subject)
+    fields = {
+        "id": conv.id,
+        "messages": messages,
+        "questions": questions,
+        "speakers": sorted({m.speaker for m in messages if m.role == "user"}),
+    }
+    subject = parse_record(Subject, fields, path, conv.record, {"id": config.id_field or "id"})
+    check_subject(subject, path=path)
     return subject
+
+
+def _turn_names(config: ImportConfig) -> dict[str, str]:
+    """What the export calls each `Message` field, for error messages."""
+    names = {
+        "id": config.turn_id_field or "id",
+        "text": config.text_field,
+        "speaker": config.speaker_field,
+        "session": config.session_field or "session",
+    }
+    if config.timestamp_field:
+        names["timestamp"] = config.timestamp_field
+    return names
+
+
+def _question_names(config: ImportConfig) -> dict[str, str]:
+    """What the export calls each `Question` field, for error messages."""
+    return {"text": config.question_field, "category": config.category_field or "category"}
 
 
 def _role(speaker: str, config: ImportConfig) -> Role:
@@ -690,24 +688,14 @@ def _questions(
     for j, q in enumerate(items):
         record = f"{conv.record}, {qf}[{j}]"
         qid = f"{conv.id}-q{j}"
-        text = _text(
-            path,
-            record,
-            _get(path, record, q, "question_field", config.question_field),
-            config.question_field,
-        )
+        text = _field_text(path, record, q, "question_field", config.question_field)
         answer: str | None = None
         if config.answer_field:
             raw = _get(path, record, q, "answer_field", config.answer_field)
-            answer = None if raw is None else _text(path, record, raw, config.answer_field)
+            answer = None if raw is None else as_text(raw, path, record, config.answer_field)
         written = "unspecified"
         if config.category_field:
-            written = _text(
-                path,
-                record,
-                _get(path, record, q, "category_field", config.category_field),
-                config.category_field,
-            )
+            written = _field_text(path, record, q, "category_field", config.category_field)
         category = names.get(written, written)
         if names and written not in names:
             notes.unnamed[written] += 1
@@ -718,16 +706,15 @@ def _questions(
             if kept is None:
                 continue
             evidence = kept
-        out.append(
-            Question(
-                id=qid,
-                category=category,
-                text=text,
-                answer=answer,
-                evidence_ids=evidence,
-                answerable=not {written, category} & set(config.unanswerable_categories),
-            )
-        )
+        fields = {
+            "id": qid,
+            "category": category,
+            "text": text,
+            "answer": answer,
+            "evidence_ids": evidence,
+            "answerable": not {written, category} & set(config.unanswerable_categories),
+        }
+        out.append(parse_record(Question, fields, path, record, _question_names(config)))
     return out
 
 
@@ -743,11 +730,11 @@ def _evidence(
     """The usable evidence ids of question `qid`, or None when the question is dropped."""
     key = config.evidence_field or "evidence"
     items = raw if isinstance(raw, list) else [] if raw is None else [raw]
-    evidence = repair_evidence([_text(path, record, item, key) for item in items], ids)
+    evidence = repair_evidence([as_text(item, path, record, key) for item in items], ids)
     if evidence.dropped and config.on_missing_evidence == "fail":
         raise DataError(
             path,
-            f"evidence {evidence.dropped[0]!r} names no turn of this conversation",
+            f"evidence {short(evidence.dropped[0])} names no turn of this conversation",
             record=record,
             field=key,
             fix=f"cite turn ids (from {flag('turn_id_field')}, or the generated ids) that exist "
