@@ -14,37 +14,15 @@ from dialogbench.data.generic import ImportConfig, import_chat_export
 from dialogbench.data.io import sha256_file, sha256_files
 from dialogbench.data.model import Dataset
 from dialogbench.data.release import load_release, write_release
+from dialogbench.testing.fuzz import NESTED_CONFIG as FUZZ_NESTED_CONFIG
+from dialogbench.testing.fuzz import TURNS_CONFIG
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 JSONL = FIXTURES / "chat_export.jsonl"
 NESTED = FIXTURES / "chat_export_nested.json"
 
-JSONL_CONFIG = ImportConfig(
-    rows="turns",
-    id_field="thread",
-    turn_id_field="msg_id",
-    text_field="content",
-    speaker_field="author",
-    timestamp_field="ts",
-    user_speakers=("maya", "sam"),
-)
-NESTED_CONFIG = ImportConfig(
-    conversations_field="conversations",
-    id_field="conv_id",
-    body_field="dialogue",
-    session_keys=True,
-    session_time_suffix="_date_time",
-    text_field="says",
-    speaker_field="who",
-    turn_id_field="turn",
-    questions_field="qa",
-    question_field="q",
-    answer_field="a",
-    category_field="type",
-    unanswerable_categories=("adversarial",),
-    name="nested-demo",
-    licence="CC0",
-)
+JSONL_CONFIG = TURNS_CONFIG  # the fixtures' configurations, shared with the fuzz suite
+NESTED_CONFIG = replace(FUZZ_NESTED_CONFIG, name="nested-demo", licence="CC0")
 
 
 def test_jsonl_turns() -> None:
