@@ -1,4 +1,8 @@
-"""Test helpers: a scriptable OpenAI-compatible chat server (needs the `test` extra: aiohttp)."""
+"""Test helpers: a scriptable OpenAI-compatible chat server (needs the `test` extra: aiohttp).
+
+`dialogbench.testing.fuzz` (mutated inputs for every loader) is imported on its own: it
+needs hypothesis, from the `test` extra.
+"""
 
 from dialogbench.testing.chatserver import (
     ChatServer,
