@@ -63,20 +63,28 @@ def test_sample_with_strata_and_cluster_bootstrap(tmp_path: Path) -> None:
     assert {"stratum", "tier", "kind", "nearest distance"} <= set(result.breakdown["bm25"])
 
 
+def _units(path: Path) -> list[str]:
+    return [json.loads(line)["unit"] for line in path.read_text().splitlines()]
+
+
 def test_interrupted_run_resumes_with_finished_parts(tmp_path: Path) -> None:
     ds = load_dataset("sample")
     run_retrieval(ds, tmp_path, FAST)
-    oracle_part = tmp_path / "parts" / "oracle.jsonl"
-    bm25_part = tmp_path / "parts" / "bm25.jsonl"
-    stamp = oracle_part.stat().st_mtime_ns
-    bm25_part.unlink()  # as if killed before bm25 finished
+    solved = tmp_path / "parts" / "solved.jsonl"
+    lines = solved.read_text().splitlines()
+    assert _units(solved) == list(FAST.retrievers)
+    kept = [line for line in lines if json.loads(line)["unit"] != "bm25"]
+    solved.write_text("\n".join(kept) + "\n")  # as if killed before bm25 finished
     (tmp_path / "summary.json").unlink()
     run_retrieval(ds, tmp_path, FAST)
-    assert oracle_part.stat().st_mtime_ns == stamp  # kept, not recomputed
-    assert bm25_part.exists() and (tmp_path / "summary.json").exists()
-    # a different configuration starts afresh
+    assert _units(solved) == [u for u in FAST.retrievers if u != "bm25"] + ["bm25"]
+    assert (tmp_path / "summary.json").exists()
+    # an aggregation setting re-aggregates the saved units
+    run_retrieval(ds, tmp_path, RetrievalConfig(n_boot=100))
+    assert len(_units(solved)) == len(FAST.retrievers)
+    # a setting that changes the rankings starts afresh
     run_retrieval(ds, tmp_path, RetrievalConfig(n_boot=200, seed=1))
-    assert oracle_part.stat().st_mtime_ns != stamp
+    assert _units(solved) == list(FAST.retrievers)
 
 
 def test_failed_control_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,6 +15,7 @@ Errors are never cached.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import random
 import weakref
@@ -116,6 +117,16 @@ class Model:
         self.timeout_s = timeout_s
         self.requests = 0
         self.retries = 0
+        self.role = "model"
+        """The role this model plays in a run (`model`, `judge`, `partner`): usage is
+        charged to it."""
+
+    def as_role(self, role: str) -> Model:
+        """The same model (provider, cache, ledger, limits) playing another role; closing
+        it is left to the original."""
+        twin = copy.copy(self)
+        twin.role = role
+        return twin
 
     @classmethod
     def from_spec(cls, spec: ModelSpec, **kwargs: object) -> Model:
@@ -139,7 +150,7 @@ class Model:
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                self.ledger.record(tag, self.name, hit.usage, cached=True)
+                self.ledger.record(tag, self.name, hit.usage, cached=True, role=self.role)
                 return hit
         return await self._fresh(messages, config, key, tag)
 
@@ -158,7 +169,9 @@ class Model:
         ]
         hits = self.cache.get_many(keys) if self.cache is not None else {}
         cached = [hits.get(key.digest) for key in keys]
-        self.ledger.record_cached(tag, self.name, [h.usage for h in cached if h is not None])
+        self.ledger.record_cached(
+            tag, self.name, [h.usage for h in cached if h is not None], role=self.role
+        )
         results: list[ModelOutput | ModelError | None] = list(cached)
 
         async def fresh(i: int) -> None:
@@ -182,11 +195,11 @@ class Model:
         try:
             out = await self._call(messages, config)
         except ModelError:
-            self.ledger.record(tag, self.name, None)
+            self.ledger.record(tag, self.name, None, role=self.role)
             raise
         if self.cache is not None:
             self.cache.put(key, out)
-        self.ledger.record(tag, self.name, out.usage)
+        self.ledger.record(tag, self.name, out.usage, role=self.role)
         return out
 
     async def _call(self, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -44,30 +47,17 @@ class UsageLedger:
         self._lock = threading.Lock()
         self._totals: dict[tuple[str, str], UsageTotals] = defaultdict(UsageTotals)
 
-    def record(self, tag: str, model: str, usage: Usage | None, *, cached: bool = False) -> None:
+    def record(
+        self, tag: str, model: str, usage: Usage | None, *, cached: bool = False, role: str = ""
+    ) -> None:
         with self._lock:
-            t = self._totals[(tag, model)]
-            t.calls += 1
-            if usage is None:
-                t.failed_calls += 1
-            elif cached:
-                t.cached_calls += 1
-                t.cached_prompt_tokens += usage.prompt_tokens
-                t.cached_completion_tokens += usage.completion_tokens
-            else:
-                t.prompt_tokens += usage.prompt_tokens
-                t.completion_tokens += usage.completion_tokens
+            _add(self._totals[(tag, model)], usage, cached)
+        charge(role, model, usage, cached)
 
-    def record_cached(self, tag: str, model: str, usages: list[Usage]) -> None:
+    def record_cached(self, tag: str, model: str, usages: list[Usage], *, role: str = "") -> None:
         """Account many cached calls at once."""
-        if not usages:
-            return
-        with self._lock:
-            t = self._totals[(tag, model)]
-            t.calls += len(usages)
-            t.cached_calls += len(usages)
-            t.cached_prompt_tokens += sum(u.prompt_tokens for u in usages)
-            t.cached_completion_tokens += sum(u.completion_tokens for u in usages)
+        for usage in usages:
+            self.record(tag, model, usage, cached=True, role=role)
 
     def totals(self, tag: str | None = None) -> UsageTotals:
         """Sum over models (and over tags unless one is given)."""
@@ -88,3 +78,46 @@ class UsageLedger:
             out.setdefault(tag, {})[model] = v.as_dict()
         out["total"] = self.totals().as_dict()
         return out
+
+
+def _add(t: UsageTotals, usage: Usage | None, cached: bool) -> None:
+    t.calls += 1
+    if usage is None:
+        t.failed_calls += 1
+    elif cached:
+        t.cached_calls += 1
+        t.cached_prompt_tokens += usage.prompt_tokens
+        t.cached_completion_tokens += usage.completion_tokens
+    else:
+        t.prompt_tokens += usage.prompt_tokens
+        t.completion_tokens += usage.completion_tokens
+
+
+Scope = dict[str, tuple[str, UsageTotals]]
+"""role -> (model name, totals): what one unit of work spent, per model role."""
+
+_SCOPE: ContextVar[Scope | None] = ContextVar("dialogbench_usage_scope", default=None)
+
+
+@contextmanager
+def usage_scope() -> Iterator[Scope]:
+    """Collect, per role, every call made inside the block (and the tasks it starts): the
+    runner wraps each unit's solve and score steps in one, so usage is known per unit even
+    when many units run at once."""
+    scope: Scope = {}
+    token = _SCOPE.set(scope)
+    try:
+        yield scope
+    finally:
+        _SCOPE.reset(token)
+
+
+def charge(role: str, model: str, usage: Usage | None, cached: bool) -> None:
+    """Add one call to the current `usage_scope`, if any, under `role`."""
+    scope = _SCOPE.get()
+    if scope is None or not role:
+        return
+    name, totals = scope.setdefault(role, (model, UsageTotals()))
+    if model not in name.split(", "):
+        scope[role] = (f"{name}, {model}", totals)
+    _add(totals, usage, cached)

@@ -11,31 +11,43 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
+from rich.table import Table
 
-from dialogbench.data.model import Dataset
-from dialogbench.report.run import Progress, RunDir, dataset_info, to_json
-from dialogbench.retrieval.base import Probe, build_probes
+from dialogbench.data.model import Dataset, Subject
+from dialogbench.report.table import summary_table
+from dialogbench.retrieval.base import BatchRetriever, Probe, build_probes
 from dialogbench.retrieval.registry import DEFAULT_RETRIEVERS, resolve
+from dialogbench.runner import Outcome, Plan, Progress, TrackBase, option, register, run_track
+from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 from dialogbench.stats.metrics import metric_table, random_hit_expectation
 
 TRACK = "retrieval"
 DISTANCE_BUCKETS = ((1, 3), (4, 10), (11, 100), (101, 1000), (1001, None))
+MAX_K = 10_000
+Unit = tuple[str, BatchRetriever]
+"""A retriever's name (as configured) and the retriever."""
 
 
 @dataclass(frozen=True)
 class RetrievalConfig:
     """What to run: retrievers, cut-offs and how to draw intervals."""
 
-    retrievers: tuple[str, ...] = DEFAULT_RETRIEVERS
-    ks: tuple[int, ...] = (1, 5, 10)
-    seed: int = 0
-    n_boot: int = 2000
-    cluster: Literal["item", "subject"] = "item"
-    offset: int = 50
+    retrievers: tuple[str, ...] = option(
+        DEFAULT_RETRIEVERS, help="retrievers: registered names or module:Class paths"
+    )
+    ks: tuple[int, ...] = option(
+        (1, 5, 10), help="cut-offs for hit@k and recall@k", min=1, max=MAX_K, flag="--k", sort=True
+    )
+    seed: int = option(0, help="seed of the random retrievers and the bootstrap", min=0)
+    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
+    cluster: Literal["item", "subject"] = option(
+        "item", help="resample items, or whole subjects", stage="aggregate"
+    )
+    offset: int = option(50, help="shift of the offset-permuted control", min=1)
 
     @property
     def depth(self) -> int:
@@ -67,6 +79,99 @@ def scoreable_probes(dataset: Dataset) -> tuple[list[Probe], dict[str, int]]:
     return kept, skipped
 
 
+@dataclass
+class Probes:
+    """What every retriever unit shares: the probes grouped by subject."""
+
+    probes: list[Probe]
+    by_subject: dict[str, list[Probe]]
+    subjects: dict[str, Subject]
+    skipped: dict[str, int]
+
+
+class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
+    """One unit per retriever: it ranks the history before every probe."""
+
+    name: ClassVar[str] = TRACK
+    summary: ClassVar[str] = "Rank earlier messages for every probe; score hit@k, MRR, recall@k."
+    config_type = RetrievalConfig
+
+    def plan(self, data: Dataset, config: RetrievalConfig) -> Plan[Unit]:
+        units = {
+            name: (name, resolve(name, seed=config.seed, offset=config.offset))
+            for name in config.retrievers
+        }  # fail on a bad name before any work
+        probes, skipped = scoreable_probes(data)
+        if not probes:
+            raise ValueError(
+                f"dataset {data.name!r} has no probe with references: the retrieval track "
+                "needs chat items with reference_ids or questions with evidence_ids"
+            )
+        by_subject: dict[str, list[Probe]] = {}
+        for p in probes:
+            by_subject.setdefault(p.subject_id, []).append(p)
+        subjects = {s.id: s for s in data.subjects}
+        context = Probes(probes, by_subject, subjects, skipped)
+        return Plan(units, warnings=list(data.warnings), context=context)
+
+    async def solve(
+        self, unit: Unit, models: Models, config: RetrievalConfig, plan: Plan[Unit]
+    ) -> Rows:
+        ctx: Probes = plan.context
+        depth = min(config.depth, max(p.cutoff for p in ctx.probes))
+        name, retriever = unit
+        rows: Rows = []
+        for sid, group in ctx.by_subject.items():
+            subject = ctx.subjects[sid]
+            ranking = retriever.rank(subject, group, depth)
+            ids = [m.id for m in subject.messages]
+            for i, p in enumerate(group):
+                rows.append(_item_row(name, p, ids, ranking.top[i], ranking.ref_ranks[i]))
+        return rows
+
+    def aggregate(self, plan: Plan[Unit], rows: Rows, config: RetrievalConfig) -> Outcome:
+        ctx: Probes = plan.context
+        by_retriever: dict[str, Rows] = {}
+        for row in rows:
+            by_retriever.setdefault(row["retriever"], []).append(row)
+        result = summarise(by_retriever, ctx.probes, config)
+        result.skipped = ctx.skipped
+        outcome = Outcome(
+            summary=result.summary,
+            files={"breakdown.json": result.breakdown, "distance.json": result.distance},
+            warnings=result.warnings,
+            notes={"skipped": ctx.skipped},
+            result=result,
+        )
+        result.warnings = list(plan.warnings) + result.warnings
+        return outcome
+
+    def show(self, outcome: Outcome, config: RetrievalConfig) -> list[Table | str]:
+        result: RetrievalResult = outcome.result
+        metrics = [
+            *(f"hit@{k}" for k in config.ks),
+            "mrr",
+            f"mrr@{config.depth}",
+            f"recall@{config.depth}",
+        ]
+        shown: list[Table | str] = [
+            summary_table("Retrieval (95% bootstrap intervals)", result.summary, metrics)
+        ]
+        chance = result.summary.get("random", {})
+        if f"expected hit@{config.depth}" in chance:
+            expected = ", ".join(
+                f"hit@{k} {chance[f'expected hit@{k}'].value:.3f}" for k in config.ks
+            )
+            shown.append(
+                f"random: chance level given each probe's candidates and references: {expected}"
+            )
+        shown += [f"left out: {count} {what}" for what, count in result.skipped.items()]
+        return shown
+
+
+RETRIEVAL = register(RetrievalTrack())
+
+
 def run_retrieval(
     dataset: Dataset,
     out: Path,
@@ -74,53 +179,8 @@ def run_retrieval(
     progress: Progress | None = None,
 ) -> RetrievalResult:
     """Run every configured retriever, write the run folder and return the figures."""
-    retrievers = {
-        name: resolve(name, seed=config.seed, offset=config.offset) for name in config.retrievers
-    }  # fail on a bad name before any work
-    probes, skipped = scoreable_probes(dataset)
-    if not probes:
-        raise ValueError(
-            f"dataset {dataset.name!r} has no probe with references: the retrieval track "
-            "needs chat items with reference_ids or questions with evidence_ids"
-        )
-    run = RunDir(out)
-    done = run.start(TRACK, dataset_info(dataset), config, dataset.warnings)
-    by_subject: dict[str, list[Probe]] = {}
-    for p in probes:
-        by_subject.setdefault(p.subject_id, []).append(p)
-    subjects = {s.id: s for s in dataset.subjects}
-    for r_index, name in enumerate(config.retrievers):
-        if name in done:
-            continue
-        retriever = retrievers[name]
-        rows: list[dict[str, Any]] = []
-        for s_index, (sid, group) in enumerate(by_subject.items()):
-            if progress:
-                progress(
-                    name,
-                    r_index * len(by_subject) + s_index,
-                    len(config.retrievers) * len(by_subject),
-                )
-            subject = subjects[sid]
-            ranking = retriever.rank(subject, group, config.depth)
-            ids = [m.id for m in subject.messages]
-            for i, p in enumerate(group):
-                rows.append(_item_row(name, p, ids, ranking.top[i], ranking.ref_ranks[i]))
-        run.write_part(name, rows)
-    if progress:
-        progress("summary", 1, 1)
-    result = summarise(run, probes, config)
-    result.skipped = skipped
-    result.warnings = list(dataset.warnings) + result.warnings
-    run.finish(
-        config.retrievers,
-        {
-            "summary.json": to_json(result.summary),
-            "breakdown.json": to_json(result.breakdown),
-            "distance.json": result.distance,
-            "warnings.json": {"warnings": result.warnings, "skipped": skipped},
-        },
-    )
+    finished = run_track(RETRIEVAL, dataset, out, config, progress=progress)
+    result: RetrievalResult = finished.outcome.result
     return result
 
 
@@ -150,17 +210,18 @@ def _bucket(distance: int) -> str:
     raise AssertionError("unreachable")
 
 
-def summarise(run: RunDir, probes: Sequence[Probe], config: RetrievalConfig) -> RetrievalResult:
-    """Figures from the stored parts: one paired bootstrap over all retrievers per group."""
+def summarise(
+    rows: dict[str, Rows], probes: Sequence[Probe], config: RetrievalConfig
+) -> RetrievalResult:
+    """Figures from each retriever's rows: one paired bootstrap over all retrievers per group."""
     n = len(probes)
     rank_width = max(len(p.reference_positions) for p in probes)
     columns: list[tuple[str, str]] = []
     values: list[np.ndarray] = []
     warnings: list[str] = []
     for name in config.retrievers:
-        rows = run.read_part(name)
         ranks = np.full((n, rank_width), np.nan)
-        for i, row in enumerate(rows):
+        for i, row in enumerate(rows[name]):
             ranks[i, : len(row["ranks"])] = [np.inf if r is None else r for r in row["ranks"]]
         for metric, v in metric_table(ranks, config.ks).items():
             columns.append((name, metric))

@@ -19,6 +19,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
+from dialogbench.cli.run import register_commands, show
 from dialogbench.data.demo import DemoSet
 from dialogbench.data.demo.model import TASKS
 from dialogbench.data.demo.registry import DEMO_DATASETS, load_demo, locate_demo
@@ -41,7 +42,8 @@ from dialogbench.models import (
 from dialogbench.models.check import CheckReport, check_model
 from dialogbench.report.run import Progress as TrackProgress
 from dialogbench.report.table import summary_table
-from dialogbench.retrieval.registry import DEFAULT_RETRIEVERS
+from dialogbench.runner import REGISTRY as TRACKS
+from dialogbench.runner import Finished, run_track
 from dialogbench.stats.bootstrap import Estimate
 from dialogbench.tracks.common import ModelSettings
 from dialogbench.tracks.demo.aggregate import AwarenessTable, TableRow, paper_table
@@ -61,13 +63,14 @@ from dialogbench.tracks.realcompanion.reconstruction import (
     compare_runs,
     run_reconstruction,
 )
-from dialogbench.tracks.realcompanion.retrieval import RetrievalConfig, run_retrieval
+from dialogbench.tracks.realcompanion.retrieval import RETRIEVAL, RetrievalConfig
 
 app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False)
 run_app = typer.Typer(help="Run a benchmark track.", no_args_is_help=True)
 data_app = typer.Typer(help="List, download, validate and import datasets.", no_args_is_help=True)
 app.add_typer(run_app, name="run")
 app.add_typer(data_app, name="data")
+register_commands(run_app, TRACKS)
 _WIDE = None if os.isatty(1) else 160  # tables stay readable when piped or logged
 console = Console(width=_WIDE)
 err = Console(stderr=True, soft_wrap=True)
@@ -146,66 +149,6 @@ def print_run(
     if models is not None and "embedded" in (models.model, models.judge_model):
         console.print("the embedded model is smoke quality: its scores only show the run works")
     console.print(f"wrote {wrote}")
-
-
-@run_app.command("retrieval")
-def run_retrieval_cmd(
-    dataset: DatasetOpt = "sample",
-    out: Annotated[Path, typer.Option(help="run folder")] = Path("runs/retrieval"),
-    retrievers: Annotated[
-        str, typer.Option(help="comma-separated names or module:Class paths")
-    ] = ",".join(DEFAULT_RETRIEVERS),
-    k: Annotated[str, typer.Option(help="cut-offs for hit@k and recall@k")] = "1,5,10",
-    seed: int = 0,
-    n_boot: BootOpt = 2000,
-    cluster: Annotated[str, typer.Option(help="resample 'item's or whole 'subject's")] = "item",
-    offset: Annotated[int, typer.Option(help="shift of the offset-permuted control")] = 50,
-) -> None:
-    """Rank earlier messages for every probe and score hit@k, MRR and recall@k."""
-    with friendly_errors():
-        if cluster not in ("item", "subject"):
-            raise ValueError("--cluster must be 'item' or 'subject'")
-        config = RetrievalConfig(
-            retrievers=tuple(_csv(retrievers)),
-            ks=tuple(sorted(int(x) for x in _csv(k))),
-            seed=seed,
-            n_boot=n_boot,
-            cluster="subject" if cluster == "subject" else "item",
-            offset=offset,
-        )
-        _retrieval(dataset, out, config)
-
-
-def _retrieval(dataset_name: str, out: Path, config: RetrievalConfig) -> None:
-    ds = load_dataset(dataset_name)
-    result = with_progress(
-        f"retrieval on {ds.name}", lambda progress: run_retrieval(ds, out, config, progress)
-    )
-    metrics = [
-        *(f"hit@{k}" for k in config.ks),
-        "mrr",
-        f"mrr@{config.depth}",
-        f"recall@{config.depth}",
-    ]
-    console.print(
-        summary_table(f"Retrieval on {ds.name} (95% bootstrap intervals)", result.summary, metrics)
-    )
-    chance = result.summary.get("random", {})
-    if f"expected hit@{config.depth}" in chance:
-        expected = ", ".join(f"hit@{k} {chance[f'expected hit@{k}'].value:.3f}" for k in config.ks)
-        console.print(
-            f"random: chance level given each probe's candidates and references: {expected}"
-        )
-    for what, count in result.skipped.items():
-        console.print(f"left out: {count} {what}")
-    if ds.warnings:
-        console.print(
-            f"[yellow]{len(ds.warnings)} data warnings[/] (listed in {out}/warnings.json)"
-        )
-    for w in result.warnings:
-        if w.startswith("CONTROL FAILED"):
-            console.print(Text(w, style="bold red"))
-    console.print(f"wrote {out}/manifest.json, items.jsonl, summary.json, breakdown.json")
 
 
 @run_app.command("coverage")
@@ -735,10 +678,17 @@ def quickstart(
 ) -> None:
     """The retrieval track on the built-in sample, and on LoCoMo when it is on this machine."""
     with friendly_errors():
-        _retrieval("sample", out / "sample", RetrievalConfig())
-        if locate(REGISTRY["locomo"]) is not None:
-            _retrieval("locomo", out / "locomo", RetrievalConfig())
-        else:
+        names = ["sample"] + (["locomo"] if locate(REGISTRY["locomo"]) is not None else [])
+        for name in names:
+            ds, folder = load_dataset(name), out / name
+
+            def work(progress: TrackProgress, ds: Dataset = ds, folder: Path = folder) -> Finished:
+                return run_track(RETRIEVAL, ds, folder, progress=progress)
+
+            finished = with_progress(f"retrieval on {ds.name}", work)
+            console.print(f"[bold]{ds.name}[/]")
+            show(RETRIEVAL, finished, RetrievalConfig(), {}, ds)
+        if len(names) == 1:
             console.print(
                 "LoCoMo is not on this machine: set DIALOGBENCH_DATA or run "
                 "`dialogbench data download locomo` to include it."

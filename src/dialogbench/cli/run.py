@@ -1,0 +1,263 @@
+"""`dialogbench run TRACK`, generated from the track registry: one option per config
+field (type, range, choices and help from the field), one option group per model role,
+then the runner; and `dialogbench score`, which re-judges a finished run."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import MISSING, Field, fields
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.text import Text
+
+from dialogbench.cli.ui import EXIT_USAGE, console, csv, err, friendly_errors, with_progress
+from dialogbench.data.demo.registry import load_demo
+from dialogbench.data.registry import load_dataset
+from dialogbench.runner.options import OptionError, check, describe, flag, kind_of, metavar
+from dialogbench.runner.roles import DEFAULT_MAX_CONNECTIONS, Role, RoleSpec
+from dialogbench.runner.runner import Finished, models_of, run_track
+from dialogbench.runner.track import Track
+
+EMBEDDED_NOTE = "the embedded model is smoke quality: its scores only show the run works"
+
+
+def load_data(track: Track[Any, Any], name: str, seed: int = 0) -> Any:
+    """The dataset a track reads: RealCompanion-shaped, or a DEMO set."""
+    if track.corpus == "demo":
+        return load_demo(name, seed=seed)
+    return load_dataset(name)
+
+
+def role_prefix(role: Role) -> str:
+    return "" if role.name == "model" else f"{role.name}-"
+
+
+def role_params(role: Role) -> list[inspect.Parameter]:
+    """--model / --judge-model / --partner-model and the role's endpoint options."""
+    p = role_prefix(role)
+    u = p.replace("-", "_")
+    first = "--model" if role.name == "model" else f"--{role.name}-model"
+    fallback = f" (default: the {role.fallback})" if role.fallback else ""
+    opts: list[tuple[str, Any, Any, tuple[str, ...], str]] = [
+        (f"{u}model" if u else "model", str | None, None, (first,), f"{role.help}{fallback}"),
+        (
+            f"{u}base_url",
+            str | None,
+            None,
+            (f"--{p}base-url",) + (("--model-base-url",) if not p else ()),
+            f"the {role.name}'s server URL, e.g. http://host:8000/v1",
+        ),
+        (
+            f"{u}api_key_env",
+            str | None,
+            None,
+            (f"--{p}api-key-env",) + (("--model-api-key-env",) if not p else ()),
+            f"environment variable holding the {role.name}'s API key",
+        ),
+        (
+            f"{u}max_connections",
+            int,
+            DEFAULT_MAX_CONNECTIONS,
+            (f"--{p}max-connections",) + (("--model-max-connections",) if not p else ()),
+            f"requests in flight to the {role.name} at once",
+        ),
+    ]
+    return [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=default,
+            annotation=Annotated[
+                kind,
+                typer.Option(*names, help=text, rich_help_panel=f"{role.name} role"),
+            ],
+        )
+        for name, kind, default, names, text in opts
+    ]
+
+
+def given_roles(track: Track[Any, Any], options: dict[str, Any]) -> dict[str, RoleSpec]:
+    """RoleSpecs for the roles given on the command line (pops their options)."""
+    given: dict[str, RoleSpec] = {}
+    for role in track.roles:
+        u = role_prefix(role).replace("-", "_")
+        spec = options.pop(f"{u}model" if u else "model")
+        base_url = options.pop(f"{u}base_url")
+        key_env = options.pop(f"{u}api_key_env")
+        conns = options.pop(f"{u}max_connections")
+        if conns < 1:
+            raise OptionError(f"{u}max_connections", f"{conns} is below the minimum 1")
+        if spec is None:
+            if base_url is not None or key_env is not None:
+                name = "--model" if role.name == "model" else f"--{role.name}-model"
+                raise ValueError(f"--{role_prefix(role)}base-url given without {name}")
+            continue
+        given[role.name] = RoleSpec(spec, base_url, key_env, conns)
+    return given
+
+
+def _default_text(f: Field[Any]) -> str:
+    value = f.default
+    if f.default_factory is not MISSING:
+        value = f.default_factory()
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value) or '""'
+    if value is None:
+        return "none"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def field_params(config_type: type[Any]) -> list[inspect.Parameter]:
+    """One option per config field; values arrive as text and are read by `read_field`."""
+    params = []
+    for f in fields(config_type):
+        kind = kind_of(config_type, f.name)
+        help_text = describe(config_type, f)
+        panel = f"{f.metadata.get('stage', 'solve')} options"
+        if kind.base is bool and not kind.many:
+            name = flag(f.name, f)[2:]
+            option = typer.Option(
+                f"--{name}/--no-{name}",
+                help=help_text,
+                show_default=_default_text(f),
+                rich_help_panel=panel,
+            )
+            default: Any = f.default
+            annotation: Any = bool
+        else:
+            option = typer.Option(
+                flag(f.name, f),
+                help=help_text,
+                show_default=_default_text(f),
+                metavar=metavar(config_type, f),
+                rich_help_panel=panel,
+            )
+            default, annotation = None, str | None
+        params.append(
+            inspect.Parameter(
+                f.name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=default,
+                annotation=Annotated[annotation, option],
+            )
+        )
+    return params
+
+
+def read_field(config_type: type[Any], f: Field[Any], text: str) -> Any:
+    """A field's value from its option text: numbers, lists, none; `OptionError` if not."""
+    kind = kind_of(config_type, f.name)
+    if kind.optional and text.strip().lower() in ("", "none"):
+        return None
+    parse = f.metadata.get("parse")
+
+    def one(item: str) -> Any:
+        try:
+            if parse is not None:
+                return parse(item)
+            return kind.base(item) if kind.base is not str else item
+        except ValueError:
+            what = {int: "an integer", float: "a number"}.get(kind.base, "a value")
+            raise OptionError(f.name, f"{item!r} is not {what}") from None
+
+    if kind.many:
+        values = [one(v) for v in csv(text)]
+        return tuple(sorted(values) if f.metadata.get("sort") else values)
+    return one(text.strip())
+
+
+def build_config(track: Track[Any, Any], options: dict[str, Any]) -> Any:
+    """The track's config from the option values (unset options keep the field default)."""
+    values: dict[str, Any] = {}
+    for f in fields(track.config_type):
+        got = options.pop(f.name)
+        if isinstance(got, str):
+            values[f.name] = read_field(track.config_type, f, got)
+        elif isinstance(got, bool):
+            values[f.name] = got
+    config = track.config_type(**values)
+    check(config)
+    return config
+
+
+def run_command(track: Track[Any, Any]) -> Callable[..., None]:
+    """The `dialogbench run NAME` command of one track."""
+    default_data = "sample" if track.corpus == "realcompanion" else None
+    params = [
+        inspect.Parameter(
+            "dataset",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=default_data,
+            annotation=Annotated[
+                str | None,
+                typer.Option(
+                    help="a dataset name (`dialogbench data list`) or a path"
+                    + ("" if default_data else " (required)"),
+                    metavar="NAME|PATH",
+                ),
+            ],
+        ),
+        inspect.Parameter(
+            "out",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=Path(f"runs/{track.name}"),
+            annotation=Annotated[Path, typer.Option(help="run folder (a rerun resumes it)")],
+        ),
+    ]
+    for role in track.roles:
+        params += role_params(role)
+    params += field_params(track.config_type)
+
+    def command(**options: Any) -> None:
+        with friendly_errors():
+            dataset, out = options.pop("dataset"), options.pop("out")
+            given = given_roles(track, options)
+            config = build_config(track, options)
+            if dataset is None:
+                raise ValueError("give --dataset (a name from `dialogbench data list`, or a path)")
+            data = load_data(track, dataset, getattr(config, "seed", 0))
+            finished = with_progress(
+                f"{track.name} on {data.name}",
+                lambda progress: run_track(track, data, out, config, given, progress),
+            )
+            show(track, finished, config, given, data)
+        raise typer.Exit(finished.exit_code)
+
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__doc__ = track.summary
+    return command
+
+
+def show(
+    track: Track[Any, Any], finished: Finished, config: Any, given: dict[str, Any], data: Any
+) -> None:
+    """Print a finished run: the track's tables, its own warnings (the data's repairs stay in
+    warnings.json), failures, the embedded note and what it wrote."""
+    for thing in track.show(finished.outcome, config):
+        console.print(thing)
+    known = set(getattr(data, "warnings", []))
+    for w in finished.outcome.warnings:
+        if w not in known:
+            style = "bold red" if w.startswith("CONTROL FAILED") else "yellow"
+            console.print(Text.assemble(("warning: ", style), w))
+    if known:
+        console.print(
+            f"[yellow]{len(known)} data warnings[/] (listed in {finished.path}/warnings.json)"
+        )
+    for cause, n in finished.failures.items():
+        err.print(Text.assemble(("failed: ", "bold red"), f"{n} {cause}"))
+    if "embedded" in models_of(given):
+        console.print(EMBEDDED_NOTE)
+    wrote = sorted(p.name for p in finished.path.iterdir() if p.is_file())
+    console.print(f"wrote {finished.path}/: {', '.join(wrote)}")
+
+
+def register_commands(app: typer.Typer, tracks: dict[str, Track[Any, Any]]) -> None:
+    for track in tracks.values():
+        app.command(track.name, help=track.summary)(run_command(track))
+
+
+__all__ = ["EXIT_USAGE", "register_commands", "run_command"]

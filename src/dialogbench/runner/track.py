@@ -1,0 +1,135 @@
+"""The `Track` protocol: plan units from data, solve each with model roles, score it,
+aggregate the scored rows. The runner does everything around it (see `runner.run_track`).
+
+    plan(data, config)                  -> Plan: units by key, warnings, digests
+    solve(unit, models, config)         -> rows (the outputs of the system under test)
+    score(unit, rows, models, config)   -> rows with verdicts (judged tracks only)
+    aggregate(plan, rows, config)       -> Outcome: summary.json, other files, warnings
+
+A unit is whatever a track finds natural to redo as a whole: a probe, an item, an episode,
+a retriever over every probe. Its rows go to items.jsonl in plan order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
+
+from rich.table import Table
+
+from dialogbench.models.model import Model
+from dialogbench.runner.record import DatasetInfo
+from dialogbench.runner.roles import Role
+
+C = TypeVar("C")
+U = TypeVar("U")
+Rows = list[dict[str, Any]]
+Models = Mapping[str, Model]
+Corpus = Literal["realcompanion", "demo"]
+
+
+@dataclass
+class Plan(Generic[U]):
+    """What a run will do: its units in order, and what it found on the way."""
+
+    units: dict[str, U]
+    """Unit key -> unit, in the order their rows go to items.jsonl."""
+    warnings: list[str] = field(default_factory=list)
+    resolved: dict[str, Any] = field(default_factory=dict)
+    """Recorded in the manifest and part of the run's identity (prompt digests, ...)."""
+    context: Any = None
+    """Whatever the track's own steps share (probes, indexes, ...)."""
+    dataset: DatasetInfo | None = None
+    """The manifest's dataset record (default: from the data's name, source and sha256)."""
+
+
+@dataclass
+class Outcome:
+    """A track's figures: summary.json, its other files, and what it warns about."""
+
+    summary: Any
+    """summary.json (nested dicts of Estimates and plain values)."""
+    files: dict[str, Any] = field(default_factory=dict)
+    """Other result files by name (JSON content, or text for other suffixes)."""
+    warnings: list[str] = field(default_factory=list)
+    notes: dict[str, Any] = field(default_factory=dict)
+    """Extra keys of warnings.json (e.g. `skipped` counts)."""
+    result: Any = None
+    """The track's typed result, for the Python API and the printed tables."""
+    failures: dict[str, int] = field(default_factory=dict)
+    """Rows that could not be scored, by cause (counted, never scored 0)."""
+
+
+class Track(Protocol[C, U]):
+    """A benchmark track written against the runner."""
+
+    name: ClassVar[str]
+    """`dialogbench run NAME`."""
+    summary: ClassVar[str]
+    """One line for `dialogbench run --help`."""
+    config_type: type[C]
+    roles: ClassVar[tuple[Role, ...]]
+    corpus: ClassVar[Corpus]
+    """Which loader reads `--dataset`: a RealCompanion-shaped dataset, or a DEMO set."""
+    judged: ClassVar[bool]
+    """Whether `score` calls a judge (and `dialogbench score` can re-judge the run)."""
+
+    def configure(self, config: C, roles: frozenset[str]) -> C: ...
+
+    def plan(self, data: Any, config: C) -> Plan[U]: ...
+
+    async def solve(self, unit: U, models: Models, config: C, plan: Plan[U]) -> Rows: ...
+
+    async def score(
+        self, unit: U, rows: Rows, models: Models, config: C, plan: Plan[U]
+    ) -> Rows: ...
+
+    def aggregate(self, plan: Plan[U], rows: Rows, config: C) -> Outcome: ...
+
+    def show(self, outcome: Outcome, config: C) -> Sequence[Table | str]: ...
+
+
+class TrackBase(Generic[C, U]):
+    """Defaults for a track: no roles, no judge, nothing to show beyond the summary."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    config_type: type[C]
+    roles: ClassVar[tuple[Role, ...]] = ()
+    corpus: ClassVar[Corpus] = "realcompanion"
+    judged: ClassVar[bool] = False
+
+    def configure(self, config: C, roles: frozenset[str]) -> C:
+        """The config as run, given which roles are played (e.g. detectors by default)."""
+        return config
+
+    async def score(self, unit: U, rows: Rows, models: Models, config: C, plan: Plan[U]) -> Rows:
+        return rows
+
+    def show(self, outcome: Outcome, config: C) -> Sequence[Table | str]:
+        return []
+
+    def judgments(self, rows: Rows) -> dict[str, float]:
+        """Row id -> one judged number, for agreement across judges (judged tracks)."""
+        return {}
+
+    def headline(self, outcome: Outcome) -> dict[str, float]:
+        """The figures to compare across judges: name -> value."""
+        return {}
+
+
+def describe(data: Any) -> DatasetInfo:
+    """A manifest's dataset record for a loaded Dataset or DemoSet."""
+    count = len(getattr(data, "subjects", None) or getattr(data, "dialogues", None) or [])
+    return DatasetInfo(name=data.name, source=str(data.source), sha256=data.sha256, subjects=count)
+
+
+REGISTRY: dict[str, Any] = {}
+"""Track name -> track instance, in the order `dialogbench run --help` lists them."""
+
+
+def register(track: Any) -> Any:
+    """Add a track instance to the registry (and return it)."""
+    REGISTRY[track.name] = track
+    return track
