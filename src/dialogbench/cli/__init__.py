@@ -50,7 +50,6 @@ from dialogbench.tracks.demo.aggregate import AwarenessTable, TableRow, paper_ta
 from dialogbench.tracks.demo.awareness import AwarenessConfig, run_awareness
 from dialogbench.tracks.demo.interaction import InteractionConfig, run_interaction
 from dialogbench.tracks.realcompanion.chat import ChatConfig, run_chat
-from dialogbench.tracks.realcompanion.coverage import CoverageConfig, run_coverage
 from dialogbench.tracks.realcompanion.detection import (
     DetectionConfig,
     default_detectors,
@@ -149,41 +148,6 @@ def print_run(
     if models is not None and "embedded" in (models.model, models.judge_model):
         console.print("the embedded model is smoke quality: its scores only show the run works")
     console.print(f"wrote {wrote}")
-
-
-@run_app.command("coverage")
-def run_coverage_cmd(
-    dataset: DatasetOpt = "sample",
-    out: Annotated[Path, typer.Option(help="run folder")] = Path("runs/coverage"),
-    budgets: Annotated[
-        str, typer.Option(help="token budgets, e.g. 8k,16k,32k,64k,128k,1M")
-    ] = "8k,16k,32k,64k,128k,1M",
-    seed: SeedOpt = 0,
-    n_boot: BootOpt = 2000,
-    cluster: Annotated[str, typer.Option(help="resample 'item's or whole 'subject's")] = "item",
-) -> None:
-    """Share of probes whose required messages fit in a recency window of B tokens."""
-    with friendly_errors():
-        config = CoverageConfig(
-            budgets=tuple(_tokens(b) for b in _csv(budgets)),
-            seed=seed,
-            n_boot=n_boot,
-            cluster="subject" if cluster == "subject" else "item",
-        )
-        ds = load_dataset(dataset)
-        result = with_progress(
-            f"coverage on {ds.name}", lambda progress: run_coverage(ds, out, config, progress)
-        )
-        metrics = [m for m in next(iter(result.summary.values()))]
-        console.print(
-            summary_table(
-                f"Context coverage on {ds.name} (95% bootstrap intervals)",
-                result.summary,
-                metrics,
-                row_label="required",
-            )
-        )
-        console.print(f"wrote {out}/summary.json, coverage.csv (plot-ready), items.jsonl")
 
 
 @run_app.command("privacy")
@@ -660,16 +624,6 @@ def compare_reconstruction_cmd(
             f"agreement (F1) {e.value:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}] over {e.n} "
             "subject-run pairs"
         )
-
-
-def _tokens(text: str) -> int:
-    """'8k' -> 8192, '1M' -> 1048576, '5000' -> 5000."""
-    text = text.strip().lower()
-    scale = {"k": 2**10, "m": 2**20}.get(text[-1:], 1)
-    try:
-        return int(float(text[:-1] if scale > 1 else text) * scale)
-    except ValueError:
-        raise ValueError(f"budget {text!r} is not a number like 8k, 1M or 5000") from None
 
 
 @app.command()
