@@ -55,7 +55,6 @@ from dialogbench.tracks.realcompanion.detection import (
     default_detectors,
     run_detection,
 )
-from dialogbench.tracks.realcompanion.privacy import PrivacyConfig, run_privacy
 from dialogbench.tracks.realcompanion.questions import QuestionsConfig, run_questions
 from dialogbench.tracks.realcompanion.reconstruction import (
     ReconstructionConfig,
@@ -148,38 +147,6 @@ def print_run(
     if models is not None and "embedded" in (models.model, models.judge_model):
         console.print("the embedded model is smoke quality: its scores only show the run works")
     console.print(f"wrote {wrote}")
-
-
-@run_app.command("privacy")
-def run_privacy_cmd(
-    dataset: DatasetOpt = "sample",
-    out: Annotated[Path, typer.Option(help="run folder")] = Path("runs/privacy"),
-    sample_size: Annotated[int, typer.Option(help="held-out messages per trial")] = 10,
-    min_messages: Annotated[int, typer.Option(help="speakers with fewer are left out")] = 15,
-    repeats: Annotated[int, typer.Option(help="trials per speaker")] = 10,
-    seed: SeedOpt = 0,
-    n_boot: BootOpt = 2000,
-) -> None:
-    """Attribute held-out writing to its author from content-free style features."""
-    with friendly_errors():
-        config = PrivacyConfig(
-            sample_size=sample_size,
-            min_messages=min_messages,
-            repeats=repeats,
-            seed=seed,
-            n_boot=n_boot,
-        )
-        ds = load_dataset(dataset)
-        result = with_progress(
-            f"privacy on {ds.name}", lambda progress: run_privacy(ds, out, config, progress)
-        )
-        table = summary_table(
-            f"Authorship attribution on {ds.name} (95% bootstrap intervals)",
-            result.summary,
-            ["accuracy", "chance", "top-3 accuracy", "top-3 chance", "mrr"],
-            row_label="features",
-        )
-        print_run(ds, [table], result.warnings, f"{out}/summary.json, breakdown.json, items.jsonl")
 
 
 @run_app.command("detection")
