@@ -11,7 +11,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from tests.golden.cases import golden_reply
 from typer.testing import CliRunner
 
 from dialogbench.cli import app
@@ -19,6 +18,7 @@ from dialogbench.data.registry import load_dataset
 from dialogbench.runner import REGISTRY, RoleSpec, run_track
 from dialogbench.runner.rescore import rescore
 from dialogbench.testing.chatserver import ChatServer
+from golden.cases import golden_reply
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
