@@ -159,9 +159,12 @@ def read_field(config_type: type[Any], f: Field[Any], text: str) -> Any:
     parse = f.metadata.get("parse")
 
     def one(item: str) -> Any:
-        try:
-            if parse is not None:
+        if parse is not None:
+            try:
                 return parse(item)
+            except ValueError as e:
+                raise OptionError(f.name, str(e), f) from None
+        try:
             return kind.base(item) if kind.base is not str else item
         except ValueError:
             what = {int: "an integer", float: "a number"}.get(kind.base, "a value")
