@@ -56,7 +56,6 @@ from dialogbench.tracks.realcompanion.detection import (
     run_detection,
 )
 from dialogbench.tracks.realcompanion.privacy import PrivacyConfig, run_privacy
-from dialogbench.tracks.realcompanion.questions import QuestionsConfig, run_questions
 from dialogbench.tracks.realcompanion.reconstruction import (
     ReconstructionConfig,
     compare_runs,
@@ -262,66 +261,6 @@ def run_detection_cmd(
             if any(counts.values()):
                 shown.append(f"{detector}: unscored replies {counts} (left out, listed in items)")
         print_run(ds, shown, [], f"{out}/summary.json, contrasts.json, items.jsonl", models)
-
-
-@run_app.command("questions")
-def run_questions_cmd(
-    dataset: DatasetOpt = "sample",
-    out: Annotated[Path, typer.Option(help="run folder")] = Path("runs/questions"),
-    model: ModelOpt = "embedded",
-    base_url: BaseUrlOpt = None,
-    api_key_env: KeyEnvOpt = None,
-    judge_model: JudgeOpt = None,
-    judge_base_url: JudgeUrlOpt = None,
-    judge_api_key_env: JudgeKeyOpt = None,
-    systems: Annotated[
-        str, typer.Option(help="contexts: full (whole history if it fits), retrieval")
-    ] = "full,retrieval",
-    k: Annotated[int, typer.Option(help="messages retrieved by BM25")] = 10,
-    context_tokens: Annotated[int, typer.Option(help="the model's context window")] = 4096,
-    official: Annotated[str, typer.Option(help="LoCoMo's official scorer: auto, on, off")] = "auto",
-    limit: LimitOpt = None,
-    max_tokens: Annotated[int, typer.Option(help="answer budget")] = 64,
-    seed: SeedOpt = 0,
-    n_boot: BootOpt = 2000,
-) -> None:
-    """Answer each question from the chosen context; judge against gold (and LoCoMo's F1)."""
-    with friendly_errors():
-        if official not in ("auto", "on", "off"):
-            raise ValueError("--official must be auto, on or off")
-        models = ModelSettings(
-            model=model,
-            base_url=base_url,
-            api_key_env=api_key_env,
-            judge_model=judge_model,
-            judge_base_url=judge_base_url,
-            judge_api_key_env=judge_api_key_env,
-        )
-        config = QuestionsConfig(
-            systems=tuple(_csv(systems)),
-            k=k,
-            context_tokens=context_tokens,
-            limit=limit,
-            seed=seed,
-            n_boot=n_boot,
-            official=None if official == "auto" else official == "on",
-            models=models,
-            max_tokens=max_tokens,
-        )
-        ds = load_dataset(dataset)
-        result = with_progress(
-            f"questions on {ds.name}",
-            lambda progress: run_questions(ds, out, config, progress=progress),
-        )
-        shown: list[Table | str] = []
-        for system, facets in result.summary.items():
-            title = f"Questions on {ds.name}, context '{system}' (95% bootstrap intervals)"
-            shown += [
-                table_of(title, facets, "questions"),
-                f"counts: {result.counts.get(system, {})}",
-            ]
-        wrote = f"{out}/summary.json, counts.json, items.jsonl, usage.json"
-        print_run(ds, shown, result.warnings, wrote, models)
 
 
 @run_app.command("reconstruction")
