@@ -238,11 +238,12 @@ class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
 
     def aggregate(self, plan: Plan[ChatProbe], rows: Rows, config: ChatConfig) -> Outcome:
         result = summarise(rows, config)
+        unscored = {"replies the judge left unscored": _unscored(rows)}
         outcome = Outcome(
             summary=result.summary(),
             warnings=list(result.warnings),
             result=result,
-            failures={"replies the judge left unscored": _unscored(rows)},
+            failures={k: v for k, v in unscored.items() if v},
         )
         result.warnings = list(plan.warnings) + result.warnings
         return outcome

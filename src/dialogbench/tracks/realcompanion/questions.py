@@ -329,7 +329,7 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
             files={"counts.json": {"official scorer": ctx.official, "counts": result.counts}},
             warnings=list(result.warnings),
             result=result,
-            failures={"answers the judge left unscored": unscored},
+            failures={"answers the judge left unscored": unscored} if unscored else {},
         )
         result.warnings = list(plan.warnings) + result.warnings
         return outcome
