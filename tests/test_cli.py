@@ -366,9 +366,11 @@ def test_run_chat_against_a_loopback_server(tmp_path: Path) -> None:
                 "100",
             ],
         )
-    assert result.exit_code == 0, result.output
-    assert "Paired gains" in result.output and "judges its own replies" in result.output
+    assert result.exit_code == 3, result.output  # unscored replies: a run with failures
+    assert "Paired gains" in result.output
     assert "unscored" in result.output  # the server's prose is no verdict: shown, not scored 0
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["roles"]["judge"] == {"same_as": "model"}  # it judged its own replies
 
 
 def test_run_reconstruction_against_a_loopback_server(tmp_path: Path) -> None:
@@ -427,7 +429,7 @@ def test_run_questions_against_a_loopback_server(tmp_path: Path) -> None:
                 "100",
             ],
         )
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output  # its own prose is no verdict: unscored
     assert "context 'retrieval'" in result.output and "counts:" in result.output
 
 
@@ -435,9 +437,15 @@ def test_model_tracks_say_what_the_corpus_lacks(
     locomo_dir: Path, memorybank_dir: Path, tmp_path: Path
 ) -> None:
     cases = [
-        (["chat", "--dataset", str(locomo_dir)], "no chat item with a reference reply"),
+        (
+            ["chat", "--dataset", str(locomo_dir), "--model", "embedded"],
+            "no chat item with a reference reply",
+        ),
         (["reconstruction", "--dataset", str(locomo_dir)], "has a profile or persona"),
-        (["questions", "--dataset", str(memorybank_dir)], "no gold answers"),
+        (
+            ["questions", "--dataset", str(memorybank_dir), "--model", "embedded"],
+            "no gold answers",
+        ),
     ]
     for args, says in cases:
         result = runner.invoke(app, ["run", *args, "--out", str(tmp_path)])

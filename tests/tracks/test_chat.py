@@ -8,6 +8,7 @@ import asyncio
 import json
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,11 @@ from dialogbench.data.registry import load_dataset
 from dialogbench.judging.prompts import JUDGE_SYSTEM
 from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
+from dialogbench.runner import Outcome, RoleSpec
 from dialogbench.testing import ChatServer
-from dialogbench.tracks.common import ModelSettings
 from dialogbench.tracks.realcompanion import chat_prompts as cp
 from dialogbench.tracks.realcompanion.chat import (
+    CHAT,
     COLD,
     CONDITIONS,
     LOCUS_NONE,
@@ -197,17 +199,17 @@ def test_run_against_a_scripted_server(tmp_path: Path, monkeypatch: pytest.Monke
     probes = [p for s in ds.subjects for p in build_chat_probes(s)[0]]
     broken = probes[5].probe.text.strip()
     with ChatServer(reply=Scripted(broken)) as srv:
-        config = ChatConfig(
-            models=ModelSettings(model="openai-compatible/scripted", base_url=srv.base_url),
-            n_boot=200,
-            framing="memories",
-        )
+        model = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
+        config = ChatConfig(n_boot=200, framing="memories")
         out = tmp_path / "run"
-        result = run_chat(ds, out, config)
+        result = run_chat(ds, out, config, model=model)
         asked = srv.request_count
         assert asked == 64 * 5 + 64 + 2  # replies, one judge call per probe, 2 corrections
-        assert run_chat(ds, out, config).summary() == result.summary()  # resume: no request
+        assert run_chat(ds, out, config, model=model).summary() == result.summary()  # resume
         assert srv.request_count == asked
+        # an aggregation setting re-aggregates the saved probes: no call at all
+        fewer = run_chat(ds, out, replace(config, n_boot=100), model=model)
+        assert srv.request_count == asked and fewer.probes == 64
 
     rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
     assert len(rows) == 64 * 5 and result.unscored["judge"] == 1 and result.probes == 64
@@ -241,17 +243,60 @@ def test_run_against_a_scripted_server(tmp_path: Path, monkeypatch: pytest.Monke
     assert summary["unscored"]["judge"] == 1
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["config"]["framing"] == "memories"
-    assert manifest["config"]["prompt_sha256"] == cp.PROMPT_SHA256
+    assert manifest["resolved"]["prompt_sha256"] == cp.PROMPT_SHA256
+    assert manifest["roles"]["judge"] == {"same_as": "model"}
     usage = json.loads((out / "usage.json").read_text())
-    assert usage["replies"]["calls"] == 320 and usage["judged"]["calls"] == 66
+    assert usage["roles"]["model"]["calls"] == 320 and usage["roles"]["judge"]["calls"] == 66
+    assert usage["stages"]["solve"]["model"]["calls"] == 320
+    assert usage["stages"]["score"]["judge"]["calls"] == 66
+    solved = [json.loads(x) for x in (out / "parts" / "solved.jsonl").read_text().splitlines()]
+    assert sorted(u["unit"] for u in solved) == sorted(
+        f"{p.subject_id}/{p.item.probe_id}" for p in probes
+    )  # one line per probe, in the order they finished
+    assert all(len(u["rows"]) == 5 for u in solved)
+    assert CHAT.judgments(rows) == {
+        f"{r['subject']}/{r['probe']}/{r['condition']}": r["content_match"]
+        for r in rows
+        if r["judged"]
+    }
+
+
+def test_another_judge_rejudges_without_the_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    ds = load_dataset("sample")
+    config = ChatConfig(n_boot=100, limit=4)
+    out = tmp_path / "run"
+    with (
+        ChatServer(reply=Scripted("<never>")) as answerer,
+        ChatServer(reply=Scripted("<never>")) as judge,
+    ):
+        model = RoleSpec("openai-compatible/scripted", base_url=answerer.base_url)
+        first = run_chat(ds, out, config, model=model)
+        replies = answerer.request_count
+        assert replies == 4 * 5 + 4  # the model judged its own replies
+        other = RoleSpec("openai-compatible/judge", base_url=judge.base_url)
+        again = run_chat(ds, out, config, model=model, judge_model=other)
+        assert answerer.request_count == replies  # the replies were kept
+        assert judge.request_count == 4  # one blinded call per probe
+    assert again.summary() == first.summary()  # the same scripted verdicts
+    assert again.usage["roles"]["judge"]["model"] == "openai-compatible/judge"
+    assert set(CHAT.headline(Outcome(summary=None, result=again))) >= {
+        "content_match C0",
+        "gain C2-C1",
+    }
 
 
 def test_bad_configuration_fails_first(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="needs a model"):
         run_chat(load_dataset("sample"), tmp_path, ChatConfig())
-    embedded = ModelSettings(model="embedded")
+    embedded = RoleSpec("embedded")
     with pytest.raises(ValueError, match="framing"):
-        run_chat(load_dataset("sample"), tmp_path, ChatConfig(models=embedded, framing="x"))  # type: ignore[arg-type]
+        run_chat(load_dataset("sample"), tmp_path, ChatConfig(framing="x"), model=embedded)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="--limit"):
+        run_chat(load_dataset("sample"), tmp_path, ChatConfig(limit=0), model=embedded)
+    assert not (tmp_path / "manifest.json").exists()
 
 
 # -- the real embedded model ------------------------------------------------------------------
@@ -272,4 +317,4 @@ def test_embedded_model_short_run(tmp_path: Path) -> None:
     scored = [r for r in rows if r["judged"]]
     assert all(0 <= r["content_match"] <= 3 for r in scored)
     assert len(scored) + 5 * result.unscored["judge"] == 10
-    assert result.usage["replies"]["completion_tokens"] > 0
+    assert result.usage["roles"]["model"]["completion_tokens"] > 0

@@ -23,11 +23,12 @@ from dialogbench.data.registry import load_dataset
 from dialogbench.judging.prompts import JUDGE_SYSTEM
 from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
+from dialogbench.runner import OptionError, Outcome, RoleSpec, check
 from dialogbench.scoring.locomo import CATEGORY_NAMES, open_domain_gold
 from dialogbench.testing import ChatServer
-from dialogbench.tracks.common import ModelSettings
 from dialogbench.tracks.realcompanion import questions_prompts as qp
 from dialogbench.tracks.realcompanion.questions import (
+    QUESTIONS,
     QuestionsConfig,
     build_asked,
     limit_asked,
@@ -125,10 +126,16 @@ def test_limit_draws_across_categories() -> None:
 
 
 def test_bad_configurations_fail_early(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="systems"):
-        QuestionsConfig(systems=("oracle",))
+    with pytest.raises(OptionError, match="--systems"):
+        check(QuestionsConfig(systems=("oracle",)))
+    with pytest.raises(OptionError, match="--k"):
+        check(QuestionsConfig(k=0))
     with pytest.raises(ValueError, match="needs a model"):
         run_questions(load_dataset("sample"), tmp_path, QuestionsConfig())
+    embedded = RoleSpec("embedded")
+    with pytest.raises(OptionError, match="twice"):
+        config = QuestionsConfig(systems=("retrieval", "retrieval"))
+        run_questions(load_dataset("sample"), tmp_path, config, model=embedded)
     assert not (tmp_path / "manifest.json").exists()
 
 
@@ -194,19 +201,17 @@ def test_scripted_run_on_the_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     sizes = sorted(a.full_tokens or 0 for a in asked)
     budget = sizes[len(sizes) // 4]  # about a quarter fit the budget; the rest fall back
     with ChatServer(reply=Scripted(answers, broken)) as srv:
-        config = QuestionsConfig(
-            models=ModelSettings(model="openai-compatible/scripted", base_url=srv.base_url),
-            context_tokens=budget,
-            n_boot=200,
-        )
+        model = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
+        config = QuestionsConfig(context_tokens=budget, n_boot=200)
         out = tmp_path / "run"
-        result = run_questions(ds, out, config, tokenizer=Words())
+        result = run_questions(ds, out, config, model=model, tokenizer=Words())
         asked_requests = srv.request_count
-        assert run_questions(ds, out, config, tokenizer=Words()).summary.keys() == {
-            "full",
-            "retrieval",
-        }
+        again = run_questions(ds, out, config, model=model, tokenizer=Words())
+        assert again.summary.keys() == {"full", "retrieval"}
         assert srv.request_count == asked_requests  # resumed: nothing asked again
+        fewer = replace(config, n_boot=100)  # an aggregation setting: no call at all
+        run_questions(ds, out, fewer, model=model, tokenizer=Words())
+        assert srv.request_count == asked_requests
 
     n = len(questions)
     assert result.official  # the sample's categories are LoCoMo's
@@ -243,14 +248,21 @@ def test_scripted_run_on_the_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert set(s) >= {"all", "answerable", "unanswerable", "category=temporal"}
 
     usage = json.loads((out / "usage.json").read_text())
-    assert usage["retrieval"]["answer"]["calls"] == n
-    assert usage["retrieval"]["judge"]["calls"] == n + 2  # two corrections of the broken one
-    assert usage["tokens_processed"] > 0
+    assert usage["stages"]["solve"]["model"]["calls"] == 2 * n
+    assert usage["stages"]["score"]["judge"]["calls"] == 2 * (n + 2)  # 2 corrections each
+    assert usage["total"]["tokens_processed"] > 0
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["config"]["prompt_sha256"] == qp.PROMPT_SHA256
-    assert manifest["config"]["model_settings"]["model"] == "openai-compatible/scripted"
-    assert manifest["config"]["judge_settings"]["same_as"] == "model under test"
-    assert manifest["config"]["tokenizer name"] == "words"
+    assert manifest["resolved"]["prompt_sha256"] == qp.PROMPT_SHA256
+    assert manifest["roles"]["model"]["model"] == "openai-compatible/scripted"
+    assert manifest["roles"]["judge"] == {"same_as": "model"}
+    assert manifest["resolved"]["tokenizer name"] == "words"
+    solved = [json.loads(x) for x in (out / "parts" / "solved.jsonl").read_text().splitlines()]
+    assert len(solved) == 2 * n and all(len(u["rows"]) == 1 for u in solved)
+    assert QUESTIONS.judgments(rows) == {
+        f"{r['system']}/{r['subject']}/{r['question']}": r["judge"]
+        for r in rows
+        if r["judge"] is not None
+    }
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["full"]["all"]["judge"]) == {"value", "ci_low", "ci_high", "n"}
     assert json.loads((out / "counts.json").read_text())["counts"]["full"]["judge_unscored"] == 1
@@ -265,28 +277,30 @@ def test_a_separate_judge_and_no_official_scorer(
     assert not uses_official(ds, QuestionsConfig())
     answers = {"What breed is Biscuit?": "greyhound"}
     with ChatServer(reply=Scripted(answers)) as answerer, ChatServer(reply=Scripted({})) as judge:
-        config = QuestionsConfig(
-            systems=("retrieval",),
-            models=ModelSettings(
-                model="openai-compatible/answerer",
-                base_url=answerer.base_url,
-                judge_model="openai-compatible/judge",
-                judge_base_url=judge.base_url,
-                judge_api_key_env="JUDGE_KEY",
-            ),
-            n_boot=100,
-        )
-        result = run_questions(ds, tmp_path / "run", config)
-        assert answerer.request_count == 2 and judge.request_count == 2
+        config = QuestionsConfig(systems=("retrieval",), n_boot=100)
+        model = RoleSpec("openai-compatible/answerer", base_url=answerer.base_url)
+        judge_spec = RoleSpec("openai-compatible/judge", judge.base_url, "JUDGE_KEY")
+        out = tmp_path / "run"
+        itself = run_questions(ds, out, config, model=model)  # the model judges itself
+        assert answerer.request_count == 4 and judge.request_count == 0
+        result = run_questions(ds, out, config, model=model, judge_model=judge_spec)
+        assert answerer.request_count == 4  # the answers were kept: only re-judged
+        assert judge.request_count == 2
+    assert itself.summary["retrieval"]["all"]["judge"].value == 0.5
     assert set(result.summary["retrieval"]["all"]) == {"judge", "abstention_rule"}
     assert result.summary["retrieval"]["all"]["judge"].value == 0.5  # one right, one "I don't know"
-    assert result.usage["retrieval"]["judge"]["model"] == "openai-compatible/judge"
-    text = (tmp_path / "run" / "manifest.json").read_text()
+    assert result.usage["roles"]["judge"]["model"] == "openai-compatible/judge"
+    assert QUESTIONS.headline(Outcome(summary=None, result=result)) == {
+        "retrieval judge all": 0.5,
+        "retrieval judge answerable": 0.5,
+        "retrieval judge unanswerable": pytest.approx(math.nan, nan_ok=True),
+    }
+    text = (out / "manifest.json").read_text()
     assert "sk-judge-secret" not in text  # only the variable's name is recorded
-    recorded = json.loads(text)["config"]
-    assert recorded["models"]["judge_api_key_env"] == "JUDGE_KEY"
-    assert recorded["judge_settings"]["model"] == "openai-compatible/judge"
-    assert recorded["judge_settings"]["base_url"] == config.models.judge_base_url
+    recorded = json.loads(text)["roles"]
+    assert recorded["judge"]["api_key_env"] == "JUDGE_KEY"
+    assert recorded["judge"]["model"] == "openai-compatible/judge"
+    assert recorded["judge"]["base_url"] == judge_spec.base_url
 
 
 # -- LoCoMo: the official scorer per category ------------------------------------------------
@@ -304,13 +318,9 @@ def test_locomo_official_scores_per_category(
         right = open_domain_gold(gold) if q.category == "open-domain" else gold
         answers[q.text.strip()] = qp.NOT_AVAILABLE if not q.answerable else right
     with ChatServer(reply=Scripted(answers)) as srv:
-        config = QuestionsConfig(
-            systems=("retrieval",),
-            models=ModelSettings(model="openai-compatible/scripted", base_url=srv.base_url),
-            limit=10,
-            n_boot=100,
-        )
-        result = run_questions(ds, tmp_path / "run", config)
+        config = QuestionsConfig(systems=("retrieval",), limit=10, n_boot=100)
+        model = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
+        result = run_questions(ds, tmp_path / "run", config, model=model)
     s = result.summary["retrieval"]
     cats = {k for k in s if k.startswith("category=")}
     assert cats == {f"category={c}" for c in CATEGORY_NAMES}  # 2 of each of the 5
@@ -344,5 +354,5 @@ def test_embedded_model_short_run(tmp_path: Path) -> None:
     judged = sum(1 for r in rows if r["judged"])
     assert judged + result.counts["full"]["judge_unscored"] == 2
     assert all(r["judge_raw"] for r in rows if not r["judged"])
-    assert result.usage["full"]["answer"]["completion_tokens"] > 0
-    assert result.usage["full"]["judge"]["model"] == "embedded"
+    assert result.usage["roles"]["model"]["completion_tokens"] > 0
+    assert result.usage["roles"]["judge"]["model"] == "embedded"

@@ -49,13 +49,11 @@ from dialogbench.tracks.common import ModelSettings
 from dialogbench.tracks.demo.aggregate import AwarenessTable, TableRow, paper_table
 from dialogbench.tracks.demo.awareness import AwarenessConfig, run_awareness
 from dialogbench.tracks.demo.interaction import InteractionConfig, run_interaction
-from dialogbench.tracks.realcompanion.chat import ChatConfig, run_chat
 from dialogbench.tracks.realcompanion.detection import (
     DetectionConfig,
     default_detectors,
     run_detection,
 )
-from dialogbench.tracks.realcompanion.questions import QuestionsConfig, run_questions
 from dialogbench.tracks.realcompanion.reconstruction import (
     ReconstructionConfig,
     compare_runs,
@@ -195,121 +193,6 @@ def run_detection_cmd(
             if any(counts.values()):
                 shown.append(f"{detector}: unscored replies {counts} (left out, listed in items)")
         print_run(ds, shown, [], f"{out}/summary.json, contrasts.json, items.jsonl", models)
-
-
-@run_app.command("chat")
-def run_chat_cmd(
-    dataset: DatasetOpt = "sample",
-    out: Annotated[Path, typer.Option(help="run folder")] = Path("runs/chat"),
-    model: ModelOpt = "embedded",
-    base_url: BaseUrlOpt = None,
-    api_key_env: KeyEnvOpt = None,
-    judge_model: JudgeOpt = None,
-    judge_base_url: JudgeUrlOpt = None,
-    judge_api_key_env: JudgeKeyOpt = None,
-    framing: Annotated[
-        str, typer.Option(help="label supplied messages as 'turns' or 'memories'")
-    ] = "turns",
-    limit: LimitOpt = None,
-    max_tokens: Annotated[int, typer.Option(help="reply budget")] = 256,
-    seed: SeedOpt = 0,
-    n_boot: BootOpt = 2000,
-) -> None:
-    """Replies under five context conditions, judged together against the reference reply."""
-    with friendly_errors():
-        if framing not in ("turns", "memories"):
-            raise ValueError("--framing must be 'turns' or 'memories'")
-        models = ModelSettings(
-            model=model,
-            base_url=base_url,
-            api_key_env=api_key_env,
-            judge_model=judge_model,
-            judge_base_url=judge_base_url,
-            judge_api_key_env=judge_api_key_env,
-        )
-        config = ChatConfig(
-            framing="memories" if framing == "memories" else "turns",
-            limit=limit,
-            seed=seed,
-            n_boot=n_boot,
-            models=models,
-            max_tokens=max_tokens,
-        )
-        if judge_model is None:
-            console.print(f"note: {model} judges its own replies (pass --judge-model to change)")
-        ds = load_dataset(dataset)
-        result = with_progress(
-            f"chat on {ds.name}", lambda progress: run_chat(ds, out, config, progress=progress)
-        )
-        title = f"Chat on {ds.name}: content match 0-3 (95% bootstrap intervals)"
-        misfire = "Misfire: replies using earlier context where none is needed"
-        shown = [
-            table_of(title, result.content_match, "condition"),
-            table_of("Paired gains", result.gains, "gain"),
-            table_of(misfire, result.misfire, "condition"),
-        ]
-        wrote = f"{out}/summary.json, items.jsonl, usage.json"
-        print_run(ds, shown, result.warnings, wrote, models)
-
-
-@run_app.command("questions")
-def run_questions_cmd(
-    dataset: DatasetOpt = "sample",
-    out: Annotated[Path, typer.Option(help="run folder")] = Path("runs/questions"),
-    model: ModelOpt = "embedded",
-    base_url: BaseUrlOpt = None,
-    api_key_env: KeyEnvOpt = None,
-    judge_model: JudgeOpt = None,
-    judge_base_url: JudgeUrlOpt = None,
-    judge_api_key_env: JudgeKeyOpt = None,
-    systems: Annotated[
-        str, typer.Option(help="contexts: full (whole history if it fits), retrieval")
-    ] = "full,retrieval",
-    k: Annotated[int, typer.Option(help="messages retrieved by BM25")] = 10,
-    context_tokens: Annotated[int, typer.Option(help="the model's context window")] = 4096,
-    official: Annotated[str, typer.Option(help="LoCoMo's official scorer: auto, on, off")] = "auto",
-    limit: LimitOpt = None,
-    max_tokens: Annotated[int, typer.Option(help="answer budget")] = 64,
-    seed: SeedOpt = 0,
-    n_boot: BootOpt = 2000,
-) -> None:
-    """Answer each question from the chosen context; judge against gold (and LoCoMo's F1)."""
-    with friendly_errors():
-        if official not in ("auto", "on", "off"):
-            raise ValueError("--official must be auto, on or off")
-        models = ModelSettings(
-            model=model,
-            base_url=base_url,
-            api_key_env=api_key_env,
-            judge_model=judge_model,
-            judge_base_url=judge_base_url,
-            judge_api_key_env=judge_api_key_env,
-        )
-        config = QuestionsConfig(
-            systems=tuple(_csv(systems)),
-            k=k,
-            context_tokens=context_tokens,
-            limit=limit,
-            seed=seed,
-            n_boot=n_boot,
-            official=None if official == "auto" else official == "on",
-            models=models,
-            max_tokens=max_tokens,
-        )
-        ds = load_dataset(dataset)
-        result = with_progress(
-            f"questions on {ds.name}",
-            lambda progress: run_questions(ds, out, config, progress=progress),
-        )
-        shown: list[Table | str] = []
-        for system, facets in result.summary.items():
-            title = f"Questions on {ds.name}, context '{system}' (95% bootstrap intervals)"
-            shown += [
-                table_of(title, facets, "questions"),
-                f"counts: {result.counts.get(system, {})}",
-            ]
-        wrote = f"{out}/summary.json, counts.json, items.jsonl, usage.json"
-        print_run(ds, shown, result.warnings, wrote, models)
 
 
 @run_app.command("reconstruction")

@@ -29,40 +29,37 @@ Figures (means with 95% bootstrap intervals over probes):
     unscored        judge verdicts that could not be used (kept in items.jsonl with raw and
                     error, left out of every figure), and failed reply calls per condition
 
-RUN_DIR/manifest.json   dataset, config, model and judge settings, prompt sha256
+One unit per probe (`subject/probe`): solve writes its five replies, score makes its one
+blinded judge call; the runner writes the run folder (manifest, parts, usage):
+
 RUN_DIR/items.jsonl     one record per probe x condition: supplied ids, reply, score, flag,
                         blinded label and the label mapping; judge raw + error if unscored
 RUN_DIR/summary.json    the figures above
-RUN_DIR/usage.json      calls and tokens of the replies and of the judge
 RUN_DIR/warnings.json   data repairs, probes left out, unscored verdicts
-RUN_DIR/parts/          replies, then judged rows; a rerun of the same run keeps them
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import numpy as np
+from rich.table import Table
 
 from dialogbench.data.model import ChatItem, Dataset, Message, Subject
 from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, BlindVerdict, Judge
 from dialogbench.models.model import Call, Model
 from dialogbench.models.types import GenerateConfig, ModelError
-from dialogbench.report.run import Progress, RunDir, dataset_info, to_json
+from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import build_probes
 from dialogbench.retrieval.bm25 import BM25Retriever
+from dialogbench.runner import Outcome, Plan, Progress, Role, TrackBase, option, register, run_track
+from dialogbench.runner.roles import Given
+from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
-from dialogbench.tracks.common import (
-    ModelSettings,
-    read_usage,
-    spent,
-    stratified_limit,
-    write_usage,
-)
+from dialogbench.tracks.common import stratified_limit
 from dialogbench.tracks.realcompanion import chat_prompts as cp
 
 TRACK = "chat"
@@ -77,19 +74,24 @@ REPLY_TAG, JUDGE_TAG = "chat:reply", "chat:judge"
 
 @dataclass(frozen=True)
 class ChatConfig:
-    """Framing, the model under test and its settings, the judge and its settings, a limit."""
+    """Framing, the reply and judge settings, a limit, the bootstrap (models are roles)."""
 
-    framing: cp.Framing = "turns"
-    limit: int | None = None
-    """At most this many probes, drawn in turn from each stratum x need group (seeded)."""
-    seed: int = 0
-    n_boot: int = 2000
-    models: ModelSettings = field(default_factory=ModelSettings)
-    """The model under test and the judge (none set: the model under test judges itself)."""
-    temperature: float = 0.0
-    max_tokens: int = 256
-    judge_max_tokens: int = 1024
-    max_fixes: int = 2
+    framing: Literal["turns", "memories"] = option(
+        "turns", help="label the supplied messages as earlier turns or as retrieved memories"
+    )
+    limit: int | None = option(
+        None, help="at most this many probes, drawn in turn from each stratum x need", min=1
+    )
+    seed: int = option(0, help="seed of the limit draw, the replies and the bootstrap", min=0)
+    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
+    temperature: float = option(0.0, help="sampling temperature of the replies", min=0, max=2)
+    max_tokens: int = option(256, help="reply budget (tokens)", min=1)
+    judge_max_tokens: int = option(
+        1024, help="the judge's budget per verdict (tokens)", min=1, stage="score"
+    )
+    max_fixes: int = option(
+        2, help="corrective retries of an unusable verdict", min=0, max=10, stage="score"
+    )
 
     def reply_config(self) -> GenerateConfig:
         return GenerateConfig(
@@ -186,158 +188,172 @@ def limit_probes(probes: Sequence[ChatProbe], limit: int | None, seed: int) -> l
 # -- running --------------------------------------------------------------------------------
 
 
+class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
+    """One unit per probe: its five replies (solve), then one blinded judge call (score)."""
+
+    name: ClassVar[str] = TRACK
+    summary: ClassVar[str] = (
+        "Replies under five context conditions, judged together against the reference reply."
+    )
+    config_type = ChatConfig
+    roles: ClassVar[tuple[Role, ...]] = (
+        Role("model", "solve", "the model under test (writes the replies)"),
+        Role("judge", "score", "the judge of the replies", fallback="model"),
+    )
+    judged: ClassVar[bool] = True
+
+    def plan(self, data: Dataset, config: ChatConfig) -> Plan[ChatProbe]:
+        probes: list[ChatProbe] = []
+        warnings = list(data.warnings)
+        for subject in data.subjects:
+            got, why = build_chat_probes(subject)
+            probes += got
+            warnings += why
+        if not probes:
+            raise ValueError(
+                f"dataset {data.name!r} has no chat item with a reference reply: the chat "
+                "track needs chat.jsonl items (probe, reference ids, reference reply)"
+            )
+        probes = limit_probes(probes, config.limit, config.seed)
+        units = {f"{p.subject_id}/{p.item.probe_id}": p for p in probes}
+        return Plan(units, warnings=warnings, resolved={"prompt_sha256": cp.PROMPT_SHA256})
+
+    async def solve(
+        self, unit: ChatProbe, models: Models, config: ChatConfig, plan: Plan[ChatProbe]
+    ) -> Rows:
+        return await _reply(unit, models["model"], config)
+
+    async def score(
+        self,
+        unit: ChatProbe,
+        rows: Rows,
+        models: Models,
+        config: ChatConfig,
+        plan: Plan[ChatProbe],
+    ) -> Rows:
+        judge = Judge(
+            models["judge"], cp.CHAT_RUBRIC, config.judge_config(), max_fixes=config.max_fixes
+        )
+        return await _judge(unit, rows, judge)
+
+    def aggregate(self, plan: Plan[ChatProbe], rows: Rows, config: ChatConfig) -> Outcome:
+        result = summarise(rows, config)
+        unscored = {"replies the judge left unscored": _unscored(rows)}
+        outcome = Outcome(
+            summary=result.summary(),
+            warnings=list(result.warnings),
+            result=result,
+            failures={k: v for k, v in unscored.items() if v},
+        )
+        result.warnings = list(plan.warnings) + result.warnings
+        return outcome
+
+    def show(self, outcome: Outcome, config: ChatConfig) -> list[Table | str]:
+        result: ChatResult = outcome.result
+        misfire = "Misfire: replies using earlier context where none is needed"
+        return [
+            _table("Chat: content match 0-3 (95% bootstrap intervals)", result.content_match),
+            _table("Paired gains", result.gains, "gain"),
+            _table(misfire, result.misfire),
+        ]
+
+    def judgments(self, rows: Rows) -> dict[str, float]:
+        """`subject/probe/condition` -> the judge's content match (0-3)."""
+        return {
+            f"{r['subject']}/{r['probe']}/{r['condition']}": float(r["content_match"])
+            for r in rows
+            if r.get("content_match") is not None
+        }
+
+    def headline(self, outcome: Outcome) -> dict[str, float]:
+        """Content match per condition and every paired gain, over all probes."""
+        result: ChatResult = outcome.result
+        out = {f"content_match {c}": e["all"].value for c, e in result.content_match.items()}
+        out.update({f"gain {g}": e["all"].value for g, e in result.gains.items()})
+        return out
+
+
+CHAT = register(ChatTrack())
+
+
 def run_chat(
     dataset: Dataset,
     out: Path,
     config: ChatConfig = ChatConfig(),
-    model: Model | None = None,
+    model: Given | None = None,
     progress: Progress | None = None,
-    judge_model: Model | None = None,
+    judge_model: Given | None = None,
 ) -> ChatResult:
     """Reply under every condition, judge each probe's replies in one blinded call, write
-    the run folder and return the figures. Finished parts of the same run are kept.
+    the run folder and return the figures. Finished probes of the same run are kept.
 
-    `model` (else one built from `config.models.model`, with the response cache) writes the
-    replies; `judge_model` (else `config.models.judge_model`, else the model under test)
-    judges.
+    `model` (a `Model` or a `RoleSpec`) writes the replies; `judge_model` (else the model
+    under test) judges.
     """
-    if config.framing not in cp.FRAMINGS:
-        raise ValueError(f"framing must be one of {', '.join(cp.FRAMINGS)}, not {config.framing!r}")
-    if model is None and config.models.model is None:
-        raise ValueError("the chat track needs a model: set ChatConfig.models.model or pass model=")
-    probes: list[ChatProbe] = []
-    warnings = list(dataset.warnings)
-    for subject in dataset.subjects:
-        got, why = build_chat_probes(subject)
-        probes += got
-        warnings += why
-    if not probes:
-        raise ValueError(
-            f"dataset {dataset.name!r} has no chat item with a reference reply: the chat track "
-            "needs chat.jsonl items (probe, reference ids, reference reply)"
-        )
-    probes = limit_probes(probes, config.limit, config.seed)
-    run = RunDir(out)
-    done = run.start(
-        TRACK,
-        dataset_info(dataset),
-        config,
-        warnings,
-        {
-            **config.models.recorded(model, judge_model),
-            "prompt_sha256": cp.PROMPT_SHA256,
-        },
-    )
-    asyncio.run(_work(run, done, probes, config, model, judge_model, progress))
-    result = summarise(run.read_part("judged"), config)
-    result.usage = {part: read_usage(run, part) for part in ("replies", "judged")}
-    result.warnings = warnings + result.warnings
-    files: dict[str, Any] = {
-        "summary.json": to_json(result.summary()),
-        "usage.json": result.usage,
-        "warnings.json": {"warnings": result.warnings},
-    }
-    run.finish(["judged"], files)
+    roles = {k: v for k, v in (("model", model), ("judge", judge_model)) if v is not None}
+    finished = run_track(CHAT, dataset, out, config, roles=roles, progress=progress)
+    result: ChatResult = finished.outcome.result
+    result.usage = finished.usage
+    result.warnings = finished.warnings
     return result
 
 
-async def _work(
-    run: RunDir,
-    done: set[str],
-    probes: Sequence[ChatProbe],
-    config: ChatConfig,
-    model: Model | None,
-    judge_model: Model | None,
-    progress: Progress | None,
-) -> None:
-    """Write the parts not yet done: replies, then judged rows (with their usage)."""
-    async with config.models.opened(model, judge_model) as (model, judge_model):
-        if "replies" not in done:
-            if progress:
-                progress("replies", 0, 2)
-            before = model.ledger.totals(REPLY_TAG)
-            rows = await _reply(probes, model, config)
-            write_usage(run, "replies", spent(model, REPLY_TAG, before))
-            run.write_part("replies", rows)
-        if "judged" not in done:
-            if progress:
-                progress("judge", 1, 2)
-            before = judge_model.ledger.totals(JUDGE_TAG)
-            judge = Judge(
-                judge_model, cp.CHAT_RUBRIC, config.judge_config(), max_fixes=config.max_fixes
-            )
-            judged = await _judge(probes, run.read_part("replies"), judge)
-            write_usage(run, "judged", spent(judge_model, JUDGE_TAG, before))
-            run.write_part("judged", judged)
-        if progress:
-            progress("summary", 2, 2)
+def _table(title: str, table: dict[str, dict[str, Estimate]], label: str = "condition") -> Table:
+    columns = list(dict.fromkeys(col for row in table.values() for col in row))
+    return summary_table(title, table, columns, row_label=label)
 
 
 def _ids(messages: Sequence[Message]) -> list[str]:
     return [m.id for m in messages]
 
 
-async def _reply(
-    probes: Sequence[ChatProbe], model: Model, config: ChatConfig
-) -> list[dict[str, Any]]:
-    """One reply per probe x condition, in one batch."""
+async def _reply(p: ChatProbe, model: Model, config: ChatConfig) -> Rows:
+    """One reply per condition of one probe, each the same call as ever (same cache key)."""
     calls = [
         Call(cp.reply_messages(p.contexts[c], p.probe, config.framing), config.reply_config())
-        for p in probes
         for c in CONDITIONS
     ]
-    outs = iter(await model.generate_many(calls, tag=REPLY_TAG))
+    outs = await model.generate_many(calls, tag=REPLY_TAG)
     rows = []
-    for p in probes:
-        for c in CONDITIONS:
-            got = next(outs)
-            failed = isinstance(got, ModelError)
-            rows.append(
-                {
-                    "subject": p.subject_id,
-                    "probe": p.item.probe_id,
-                    "condition": c,
-                    "framing": config.framing,
-                    "stratum": p.item.stratum,
-                    "tier": p.item.tier,
-                    "needs_memory": p.needs_memory,
-                    "cold_open": p.cold_open,
-                    "locus_none": p.locus_none,
-                    "supplied": _ids(p.contexts[c]),
-                    "reply": None if isinstance(got, ModelError) else got.text,
-                    "reply_error": str(got) if failed else None,
-                }
-            )
+    for c, got in zip(CONDITIONS, outs, strict=True):
+        failed = isinstance(got, ModelError)
+        rows.append(
+            {
+                "subject": p.subject_id,
+                "probe": p.item.probe_id,
+                "condition": c,
+                "framing": config.framing,
+                "stratum": p.item.stratum,
+                "tier": p.item.tier,
+                "needs_memory": p.needs_memory,
+                "cold_open": p.cold_open,
+                "locus_none": p.locus_none,
+                "supplied": _ids(p.contexts[c]),
+                "reply": None if isinstance(got, ModelError) else got.text,
+                "reply_error": str(got) if failed else None,
+            }
+        )
     return rows
 
 
-async def _judge(
-    probes: Sequence[ChatProbe], rows: list[dict[str, Any]], judge: Judge
-) -> list[dict[str, Any]]:
-    """One blinded judge call per probe over its replies (each probe shuffled by a seed
-    drawn from its own content); rows gain score, flag, label and the label mapping."""
-    by_probe: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for r in rows:
-        by_probe.setdefault((r["subject"], r["probe"]), []).append(r)
-
-    async def one(p: ChatProbe) -> BlindVerdict | None:
-        mine = by_probe[(p.subject_id, p.item.probe_id)]
-        candidates = {r["condition"]: r["reply"] for r in mine if r["reply"] is not None}
-        if not candidates:
-            return None
-        return await judge.score_blind(
+async def _judge(p: ChatProbe, rows: Rows, judge: Judge) -> Rows:
+    """One blinded judge call over the probe's replies (shuffled by a seed drawn from its
+    own content); rows gain score, flag, label and the label mapping."""
+    candidates = {r["condition"]: r["reply"] for r in rows if r["reply"] is not None}
+    verdict: BlindVerdict | None = None
+    if candidates:
+        verdict = await judge.score_blind(
             candidates,
             reference=p.item.reference_reply,
             context=cp.judge_context(p.probe),
             tag=JUDGE_TAG,
         )
+    return [{**r, **_verdict_fields(r["condition"], verdict)} for r in rows]
 
-    verdicts = await asyncio.gather(*(one(p) for p in probes))
-    out = []
-    for p, v in zip(probes, verdicts, strict=True):
-        for r in by_probe[(p.subject_id, p.item.probe_id)]:
-            out.append({**r, **_verdict_fields(r["condition"], v)})
-    return out
+
+def _unscored(rows: Rows) -> int:
+    """Replies written but left unscored (an unusable verdict)."""
+    return sum(1 for r in rows if r["reply"] is not None and not r["judged"])
 
 
 def _verdict_fields(condition: str, v: BlindVerdict | None) -> dict[str, Any]:

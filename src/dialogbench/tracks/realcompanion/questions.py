@@ -28,28 +28,28 @@ Scores per question (all on [0, 1]; NaN where a score does not apply or went uns
     set_f1           set-based token F1 (NOT the official metric), where official_f1 is
                      computed and the category is not adversarial
 
-RUN_DIR/manifest.json   dataset, config, model and judge settings, prompt sha256, tokenizer
+One unit per system x question (`system/subject/question`): solve asks for its answer,
+score judges and scores it; the runner writes the run folder (manifest, parts, usage):
+
 RUN_DIR/items.jsonl     one record per question x system: context ids, fell_back, answer,
                         verdict (raw + error when unscored), every score
 RUN_DIR/summary.json    system -> facet (all, answerable, unanswerable, category=C) ->
                         metric -> {value, ci_low, ci_high, n}
 RUN_DIR/counts.json     questions, unscored verdicts, failed answers, fallbacks per system
-RUN_DIR/usage.json      per system: calls and tokens of the answers and of the judge
 RUN_DIR/warnings.json   data repairs, unscored verdicts, questions left out of a score
-RUN_DIR/parts/          one per system; a rerun of the same run keeps them
 """
 
 from __future__ import annotations
 
-import asyncio
 import math
 import warnings as warnings_module
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+from rich.table import Table
 
 from dialogbench.data.model import Dataset, Question, Subject
 from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge, Verdict
@@ -57,57 +57,74 @@ from dialogbench.judging.rubric import Rubric
 from dialogbench.models.model import Call, Model
 from dialogbench.models.tokenizer import GGUFTokenizer, TokenCounter
 from dialogbench.models.types import GenerateConfig, ModelError
-from dialogbench.report.run import Progress, RunDir, dataset_info, to_json
+from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import build_probes
 from dialogbench.retrieval.bm25 import BM25Retriever
+from dialogbench.runner import (
+    OptionError,
+    Outcome,
+    Plan,
+    Progress,
+    Role,
+    TrackBase,
+    option,
+    register,
+    run_track,
+)
+from dialogbench.runner.roles import Given
+from dialogbench.runner.track import Models, Rows
 from dialogbench.scoring.locomo import ADVERSARIAL, CATEGORY_NAMES, is_abstention, locomo_score
 from dialogbench.scoring.locomo import set_f1 as set_f1_score
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
-from dialogbench.tracks.common import (
-    ModelSettings,
-    spent,
-    stratified_limit,
-    usage_by_part,
-    write_usage,
-)
+from dialogbench.tracks.common import stratified_limit
 from dialogbench.tracks.realcompanion import questions_prompts as qp
 
 TRACK = "questions"
 SYSTEMS = ("full", "retrieval")
 METRICS = ("judge", "abstention_rule", "official_f1", "set_f1")
+MAX_K = 10_000
 ANSWER_TAG, JUDGE_TAG = "questions:answer", "questions:judge"
 
 
 @dataclass(frozen=True)
 class QuestionsConfig:
-    """Systems, context settings, the model and the judge with their settings, a limit."""
+    """Systems, context settings, the answer and judge settings, a limit (models are roles)."""
 
-    systems: tuple[str, ...] = SYSTEMS
-    k: int = 10
-    """Messages BM25 picks for `retrieval` (and for a `full` question that falls back)."""
-    context_tokens: int = 4096
-    """The model's context budget: `full` shows the whole history only within it."""
-    tokenizer: str = "embedded"
-    """Counts tokens for the budget: `embedded` (SmolLM2-135M) or the path of a GGUF file."""
-    limit: int | None = None
-    """At most this many questions, drawn in turn from each category (seeded)."""
-    seed: int = 0
-    n_boot: int = 2000
-    official: bool | None = None
-    """LoCoMo's official scorer: None = when the dataset is LoCoMo or its categories are."""
-    models: ModelSettings = field(default_factory=ModelSettings)
-    """The model under test and the judge (none set: the model under test judges)."""
-    temperature: float = 0.0
-    max_tokens: int = 64
-    judge_max_tokens: int = 512
-    max_fixes: int = 2
-
-    def __post_init__(self) -> None:
-        bad = [s for s in self.systems if s not in SYSTEMS]
-        if bad or not self.systems:
-            raise ValueError(f"systems must be among {', '.join(SYSTEMS)}, got {self.systems}")
-        if self.k < 1 or self.context_tokens < 1:
-            raise ValueError("k and context_tokens must be positive")
+    systems: tuple[str, ...] = option(
+        SYSTEMS, help="contexts: full (whole history if it fits), retrieval", choices=SYSTEMS
+    )
+    k: int = option(
+        10,
+        help="messages BM25 picks for retrieval (and for a full that falls back)",
+        min=1,
+        max=MAX_K,
+    )
+    context_tokens: int = option(
+        4096,
+        help="the model's context budget: full shows the whole history only within it",
+        min=1,
+    )
+    tokenizer: str = option(
+        "embedded", help="counts tokens for the budget: embedded (SmolLM2-135M) or a GGUF path"
+    )
+    limit: int | None = option(
+        None, help="at most this many questions, drawn in turn from each category", min=1
+    )
+    seed: int = option(0, help="seed of the limit draw, the answers and the bootstrap", min=0)
+    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
+    official: bool | None = option(
+        None,
+        help="LoCoMo's official scorer (default: when the dataset or its categories are LoCoMo's)",
+        stage="score",
+    )
+    temperature: float = option(0.0, help="sampling temperature of the answers", min=0, max=2)
+    max_tokens: int = option(64, help="answer budget (tokens)", min=1)
+    judge_max_tokens: int = option(
+        512, help="the judge's budget per verdict (tokens)", min=1, stage="score"
+    )
+    max_fixes: int = option(
+        2, help="corrective retries of an unusable verdict", min=0, max=10, stage="score"
+    )
 
     def answer_config(self) -> GenerateConfig:
         return GenerateConfig(
@@ -216,169 +233,203 @@ def _gguf_path(spec: str) -> Path | None:
     return None if spec == "embedded" else Path(spec)
 
 
+Unit = tuple[str, Asked]
+"""A system and one question it answers."""
+
+
+@dataclass
+class Context:
+    """What every unit shares: the subjects' messages and whether the official scorer runs."""
+
+    subjects: dict[str, Subject]
+    official: bool
+
+
+class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
+    """One unit per system x question: its answer (solve), then its verdict and scores."""
+
+    name: ClassVar[str] = TRACK
+    summary: ClassVar[str] = (
+        "Answer each question from the chosen context; judge against gold (and LoCoMo's F1)."
+    )
+    config_type = QuestionsConfig
+    roles: ClassVar[tuple[Role, ...]] = (
+        Role("model", "solve", "the model under test (answers the questions)"),
+        Role("judge", "score", "the judge of the answers", fallback="model"),
+    )
+    judged: ClassVar[bool] = True
+
+    def __init__(self, tokenizer: TokenCounter | None = None) -> None:
+        self.tokenizer = tokenizer
+        """Overrides `QuestionsConfig.tokenizer` (tests pass a deterministic counter)."""
+
+    def plan(self, data: Dataset, config: QuestionsConfig) -> Plan[Unit]:
+        if len(set(config.systems)) < len(config.systems):
+            raise OptionError("systems", f"a system is named twice: {','.join(config.systems)}")
+        counter: TokenCounter | None = None
+        if "full" in config.systems:
+            counter = self.tokenizer or GGUFTokenizer(_gguf_path(config.tokenizer))
+        try:
+            asked = [
+                a
+                for s in data.subjects
+                for a in build_asked(s, config.k, counter, config.max_tokens)
+            ]
+        finally:
+            if self.tokenizer is None and isinstance(counter, GGUFTokenizer):
+                counter.close()  # ours to free
+        if not asked:
+            raise ValueError(f"dataset {data.name!r} has no questions")
+        if not any(a.question.answer is not None or not a.question.answerable for a in asked):
+            raise ValueError(
+                f"dataset {data.name!r} has questions but no gold answers (and none marked "
+                "unanswerable): the question track scores against gold"
+            )
+        asked = limit_asked(asked, config.limit, config.seed)
+        units: dict[str, Unit] = {}
+        for system in config.systems:
+            for a in asked:
+                key = f"{system}/{a.subject_id}/{a.question.id}"
+                if key in units:
+                    raise ValueError(f"dataset {data.name!r}: question id {key!r} appears twice")
+                units[key] = (system, a)
+        context = Context({s.id: s for s in data.subjects}, uses_official(data, config))
+        resolved = {
+            "prompt_sha256": qp.PROMPT_SHA256,
+            "tokenizer name": counter.name if counter is not None else None,
+        }
+        return Plan(units, warnings=list(data.warnings), resolved=resolved, context=context)
+
+    async def solve(
+        self, unit: Unit, models: Models, config: QuestionsConfig, plan: Plan[Unit]
+    ) -> Rows:
+        ctx: Context = plan.context
+        system, a = unit
+        return [await _answer(system, a, ctx.subjects[a.subject_id], models["model"], config)]
+
+    async def score(
+        self, unit: Unit, rows: Rows, models: Models, config: QuestionsConfig, plan: Plan[Unit]
+    ) -> Rows:
+        ctx: Context = plan.context
+        out = []
+        for row in rows:
+            row = {**row, **await _judge(row, models["judge"], config)}
+            out.append({**row, **score_row(row, ctx.official)})
+        return out
+
+    def aggregate(self, plan: Plan[Unit], rows: Rows, config: QuestionsConfig) -> Outcome:
+        ctx: Context = plan.context
+        parts: dict[str, Rows] = {s: [] for s in config.systems}
+        for row in rows:
+            parts[row["system"]].append(row)
+        result = summarise(parts, ctx.official, config)
+        unscored = sum(c["judge_unscored"] for c in result.counts.values())
+        outcome = Outcome(
+            summary=result.summary,
+            files={"counts.json": {"official scorer": ctx.official, "counts": result.counts}},
+            warnings=list(result.warnings),
+            result=result,
+            failures={"answers the judge left unscored": unscored} if unscored else {},
+        )
+        result.warnings = list(plan.warnings) + result.warnings
+        return outcome
+
+    def show(self, outcome: Outcome, config: QuestionsConfig) -> list[Table | str]:
+        result: QuestionsResult = outcome.result
+        shown: list[Table | str] = []
+        for system, facets in result.summary.items():
+            title = f"Questions, context '{system}' (95% bootstrap intervals)"
+            columns = list(dict.fromkeys(col for row in facets.values() for col in row))
+            shown += [
+                summary_table(title, facets, columns, row_label="questions"),
+                f"counts: {result.counts.get(system, {})}",
+            ]
+        return shown
+
+    def judgments(self, rows: Rows) -> dict[str, float]:
+        """`system/subject/question` -> the judge's score on [0, 1]."""
+        return {
+            f"{r['system']}/{r['subject']}/{r['question']}": float(r["judge"])
+            for r in rows
+            if r.get("judge") is not None
+        }
+
+    def headline(self, outcome: Outcome) -> dict[str, float]:
+        """The judge score per system: over all, answerable and unanswerable questions."""
+        result: QuestionsResult = outcome.result
+        return {
+            f"{system} judge {facet}": facets[facet]["judge"].value
+            for system, facets in result.summary.items()
+            for facet in ("all", "answerable", "unanswerable")
+            if facet in facets
+        }
+
+
+QUESTIONS = register(QuestionsTrack())
+
+
 def run_questions(
     dataset: Dataset,
     out: Path,
     config: QuestionsConfig = QuestionsConfig(),
-    model: Model | None = None,
+    model: Given | None = None,
     progress: Progress | None = None,
-    judge_model: Model | None = None,
+    judge_model: Given | None = None,
     tokenizer: TokenCounter | None = None,
 ) -> QuestionsResult:
     """Answer every question with every system, judge and score the answers, write the run
-    folder and return the figures. Finished systems of the same run are kept.
+    folder and return the figures. Finished questions of the same run are kept.
 
-    `model` (else one built from `config.models.model`, with the response cache) answers;
-    `judge_model` (else `config.models.judge_model`, else the model under test) judges.
-    `tokenizer` overrides `config.tokenizer` (tests pass a deterministic counter).
+    `model` (a `Model` or a `RoleSpec`) answers; `judge_model` (else the model under test)
+    judges. `tokenizer` overrides `config.tokenizer` (tests pass a deterministic counter).
     """
-    if model is None and config.models.model is None:
-        raise ValueError(
-            "the question track needs a model: set QuestionsConfig.models.model or pass model="
-        )
-    counter: TokenCounter | None = None
-    if "full" in config.systems:
-        counter = tokenizer or GGUFTokenizer(_gguf_path(config.tokenizer))
-    try:
-        asked = [
-            a
-            for s in dataset.subjects
-            for a in build_asked(s, config.k, counter, config.max_tokens)
-        ]
-    finally:
-        if tokenizer is None and isinstance(counter, GGUFTokenizer):
-            counter.close()  # ours to free
-    if not asked:
-        raise ValueError(f"dataset {dataset.name!r} has no questions")
-    if not any(a.question.answer is not None or not a.question.answerable for a in asked):
-        raise ValueError(
-            f"dataset {dataset.name!r} has questions but no gold answers (and none marked "
-            "unanswerable): the question track scores against gold"
-        )
-    asked = limit_asked(asked, config.limit, config.seed)
-    official = uses_official(dataset, config)
-    run = RunDir(out)
-    done = run.start(
-        TRACK,
-        dataset_info(dataset),
-        config,
-        dataset.warnings,
-        {
-            **config.models.recorded(model, judge_model),
-            "prompt_sha256": qp.PROMPT_SHA256,
-            "tokenizer name": counter.name if counter is not None else None,
-            "official scorer": official,
-        },
-    )
-    todo = [s for s in config.systems if s not in done]
-    subjects = {s.id: s for s in dataset.subjects}
-    asyncio.run(_work(run, todo, asked, subjects, official, config, (model, judge_model), progress))
-    result = summarise({s: run.read_part(s) for s in config.systems}, official, config)
-    result.usage = usage_by_part(run, config.systems)
-    result.warnings = list(dataset.warnings) + result.warnings
-    files: dict[str, Any] = {
-        "summary.json": to_json(result.summary),
-        "counts.json": {"official scorer": official, "counts": result.counts},
-        "usage.json": result.usage,
-        "warnings.json": {"warnings": result.warnings},
-    }
-    run.finish(config.systems, files)
+    track = QUESTIONS if tokenizer is None else QuestionsTrack(tokenizer)
+    roles = {k: v for k, v in (("model", model), ("judge", judge_model)) if v is not None}
+    finished = run_track(track, dataset, out, config, roles=roles, progress=progress)
+    result: QuestionsResult = finished.outcome.result
+    result.usage = finished.usage
+    result.warnings = finished.warnings
     return result
 
 
-async def _work(
-    run: RunDir,
-    todo: Sequence[str],
-    asked: Sequence[Asked],
-    subjects: dict[str, Subject],
-    official: bool,
-    config: QuestionsConfig,
-    models: tuple[Model | None, Model | None],
-    progress: Progress | None,
-) -> None:
-    """Answer, judge and score each system not yet done; one part (and its usage) each."""
-    if todo:
-        async with config.models.opened(*models) as (model, judger):
-            for i, system in enumerate(todo):
-                if progress:
-                    progress(system, i, len(todo))
-                before = (model.ledger.totals(ANSWER_TAG), judger.ledger.totals(JUDGE_TAG))
-                rows = await _answer(system, asked, subjects, model, config)
-                await _judge(rows, judger, config)
-                for row in rows:
-                    row.update(score_row(row, official))
-                usage = {
-                    "answer": spent(model, ANSWER_TAG, before[0]),
-                    "judge": spent(judger, JUDGE_TAG, before[1]),
-                }
-                write_usage(run, system, usage)
-                run.write_part(system, rows)
-    if progress:
-        progress("summary", len(todo), len(todo))
-
-
 async def _answer(
-    system: str,
-    asked: Sequence[Asked],
-    subjects: dict[str, Subject],
-    model: Model,
-    config: QuestionsConfig,
-) -> list[dict[str, Any]]:
-    """One answer per question, in one batch; rows record what was shown."""
-    rows: list[dict[str, Any]] = []
-    calls: list[Call] = []
-    for a in asked:
-        mode, positions = shown(a, system, config.context_tokens)
-        q, msgs = a.question, subjects[a.subject_id].messages
-        lines = [qp.render(msgs[i]) for i in positions]
-        calls.append(
-            Call(qp.answer_messages(lines, mode, q.text, q.asked_at), config.answer_config())
-        )
-        rows.append(
-            {
-                "system": system,
-                "subject": a.subject_id,
-                "question": q.id,
-                "category": q.category,
-                "answerable": q.answerable,
-                "text": q.text,
-                "gold": q.answer,
-                "shown": mode,
-                "fell_back": system == "full" and mode != "full",
-                "full_tokens_est": a.full_tokens,
-                "context_ids": [msgs[i].id for i in positions],
-            }
-        )
-    outs = await model.generate_many(calls, tag=ANSWER_TAG)
-    for row, got in zip(rows, outs, strict=True):
-        failed = isinstance(got, ModelError)
-        row["answer"] = None if isinstance(got, ModelError) else got.text.strip()
-        row["answer_error"] = str(got) if failed else None
-    return rows
-
-
-async def _judge(rows: list[dict[str, Any]], model: Model, config: QuestionsConfig) -> None:
-    """Judge every answered question: correctness against the gold when answerable,
-    abstention when not. Rows gain the verdict (raw and error when unscored)."""
-    judges = {
-        True: Judge(
-            model, qp.CORRECTNESS_RUBRIC, config.judge_config(), max_fixes=config.max_fixes
-        ),
-        False: Judge(
-            model, qp.ABSTENTION_RUBRIC, config.judge_config(), max_fixes=config.max_fixes
-        ),
+    system: str, a: Asked, subject: Subject, model: Model, config: QuestionsConfig
+) -> dict[str, Any]:
+    """One answer to one question; the row records what was shown."""
+    mode, positions = shown(a, system, config.context_tokens)
+    q, msgs = a.question, subject.messages
+    lines = [qp.render(msgs[i]) for i in positions]
+    call = Call(qp.answer_messages(lines, mode, q.text, q.asked_at), config.answer_config())
+    row: dict[str, Any] = {
+        "system": system,
+        "subject": a.subject_id,
+        "question": q.id,
+        "category": q.category,
+        "answerable": q.answerable,
+        "text": q.text,
+        "gold": q.answer,
+        "shown": mode,
+        "fell_back": system == "full" and mode != "full",
+        "full_tokens_est": a.full_tokens,
+        "context_ids": [msgs[i].id for i in positions],
     }
+    (got,) = await model.generate_many([call], tag=ANSWER_TAG)
+    failed = isinstance(got, ModelError)
+    row["answer"] = None if isinstance(got, ModelError) else got.text.strip()
+    row["answer_error"] = str(got) if failed else None
+    return row
 
-    async def one(row: dict[str, Any]) -> Verdict | None:
-        if row["answer"] is None or (row["answerable"] and row["gold"] is None):
-            return None
-        judge = judges[bool(row["answerable"])]
-        reference = row["gold"] if row["answerable"] else None
-        return await judge.score(row["answer"], reference, row["text"], tag=JUDGE_TAG)
 
-    verdicts = await asyncio.gather(*(one(r) for r in rows))
-    for row, v in zip(rows, verdicts, strict=True):
-        row.update(verdict_fields(v, judges[bool(row["answerable"])].rubric))
+async def _judge(row: dict[str, Any], model: Model, config: QuestionsConfig) -> dict[str, Any]:
+    """The verdict fields of one answered row: correctness against the gold when
+    answerable, abstention when not (raw and error when unscored)."""
+    rubric = qp.CORRECTNESS_RUBRIC if row["answerable"] else qp.ABSTENTION_RUBRIC
+    if row["answer"] is None or (row["answerable"] and row["gold"] is None):
+        return verdict_fields(None, rubric)
+    judge = Judge(model, rubric, config.judge_config(), max_fixes=config.max_fixes)
+    reference = row["gold"] if row["answerable"] else None
+    verdict = await judge.score(row["answer"], reference, row["text"], tag=JUDGE_TAG)
+    return verdict_fields(verdict, rubric)
 
 
 def verdict_fields(v: Verdict | None, rubric: Rubric) -> dict[str, Any]:
