@@ -243,8 +243,15 @@ def show(
 ) -> None:
     """Print a finished run: the track's tables, its own warnings (the data's repairs stay in
     warnings.json), failures, the embedded note and what it wrote."""
+    console.print(f"[bold]{track.name}[/] on {data.name} (sha256 {data.sha256[:12]})")
     for thing in track.show(finished.outcome, config):
         console.print(thing)
+    for role, settings in finished.manifest.roles.items():
+        if "same_as" in settings:
+            console.print(
+                f"note: the {role} is the {settings['same_as']} (pass --{role}-model to set it "
+                "apart)"
+            )
     known = set(getattr(data, "warnings", []))
     for w in finished.outcome.warnings:
         if w not in known:
@@ -262,8 +269,23 @@ def show(
     console.print(f"wrote {finished.path}/: {', '.join(wrote)}")
 
 
+ORDER = (
+    "retrieval",
+    "detection",
+    "chat",
+    "questions",
+    "reconstruction",
+    "coverage",
+    "privacy",
+    "demo-awareness",
+    "demo-interaction",
+)
+"""The order `dialogbench run --help` lists the built-in tracks in; others follow."""
+
+
 def register_commands(app: typer.Typer, tracks: dict[str, Track[Any, Any]]) -> None:
-    for track in tracks.values():
+    known = [tracks[n] for n in ORDER if n in tracks]
+    for track in known + [t for n, t in tracks.items() if n not in ORDER]:
         app.command(track.name, help=track.summary)(run_command(track))
 
 
