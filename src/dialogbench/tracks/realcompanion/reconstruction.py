@@ -58,7 +58,7 @@ import numpy as np
 from dialogbench.data.model import Dataset, PersonaEntry, ProfileClaim, Role, Subject
 from dialogbench.data.release import write_profile_persona
 from dialogbench.models.model import Call, Model
-from dialogbench.models.structured import CORRECTION, Structured, parse_reply
+from dialogbench.models.structured import CORRECTION, Structured
 from dialogbench.models.tokenizer import IntArray, TokenCounter
 from dialogbench.models.types import ChatMessage, GenerateConfig, ModelError
 from dialogbench.models.usage import UsageTotals
@@ -505,47 +505,13 @@ async def ask(
     sample: int,
     tag: str,
 ) -> list[Structured[Reconstruction]]:
-    """Every prompt's `Reconstruction`: one batch, then up to `max_fixes` corrections each."""
+    """Every prompt's `Reconstruction`: one batch, then the corrections of the unusable
+    replies as the next batch, up to `max_fixes` times."""
     gen = config.generate_config()
-    outs = await model.generate_many([Call(list(p), gen, sample) for p in prompts], tag=tag)
-    results: list[Structured[Reconstruction]] = []
-    fixes: dict[int, list[ChatMessage]] = {}
-    schema = json.dumps(gen.json_schema)
-    for i, (prompt, out) in enumerate(zip(prompts, outs, strict=True)):
-        if isinstance(out, ModelError):
-            results.append(Structured(error=f"call failed: {out}", attempts=1))
-            continue
-        try:
-            results.append(
-                Structured(
-                    value=parse_reply(out.text, config.reply_model()), raw=out.text, attempts=1
-                )
-            )
-        except ValueError as e:
-            results.append(Structured(raw=out.text, error=str(e), attempts=1))
-            if config.max_fixes > 0:
-                fixes[i] = [
-                    *prompt,
-                    {"role": "assistant", "content": out.text},
-                    {"role": "user", "content": CORRECTION.format(error=e, schema=schema)},
-                ]
-    again = await asyncio.gather(
-        *(
-            model.generate_structured(
-                convo,
-                config.reply_model(),
-                gen,
-                max_fixes=config.max_fixes - 1,
-                sample=sample,
-                tag=tag,
-            )
-            for convo in fixes.values()
-        )
+    calls = [Call(list(p), gen, sample) for p in prompts]
+    return await model.generate_structured_many(
+        calls, config.reply_model(), max_fixes=config.max_fixes, tag=tag
     )
-    for i, got in zip(fixes, again, strict=True):
-        raw = got.raw or results[i].raw
-        results[i] = got.model_copy(update={"attempts": got.attempts + 1, "raw": raw})
-    return results
 
 
 def _write_usage(run: RunDir, name: str, model: Model, tag: str, before: UsageTotals) -> None:
