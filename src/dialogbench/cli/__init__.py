@@ -51,11 +51,7 @@ from dialogbench.tracks.demo.awareness import AwarenessConfig, run_awareness
 from dialogbench.tracks.demo.interaction import InteractionConfig, run_interaction
 from dialogbench.tracks.realcompanion.chat import ChatConfig, run_chat
 from dialogbench.tracks.realcompanion.coverage import CoverageConfig, run_coverage
-from dialogbench.tracks.realcompanion.detection import (
-    DetectionConfig,
-    default_detectors,
-    run_detection,
-)
+from dialogbench.tracks.realcompanion.detection import DETECTION  # noqa: F401 (registers)
 from dialogbench.tracks.realcompanion.privacy import PrivacyConfig, run_privacy
 from dialogbench.tracks.realcompanion.questions import QuestionsConfig, run_questions
 from dialogbench.tracks.realcompanion.reconstruction import (
@@ -216,53 +212,6 @@ def run_privacy_cmd(
             row_label="features",
         )
         print_run(ds, [table], result.warnings, f"{out}/summary.json, breakdown.json, items.jsonl")
-
-
-@run_app.command("detection")
-def run_detection_cmd(
-    dataset: DatasetOpt = "sample",
-    out: Annotated[Path, typer.Option(help="run folder")] = Path("runs/detection"),
-    detectors: Annotated[
-        str | None,
-        typer.Option(help="comma-separated: lexical, bm25, model-context, model-retrieved"),
-    ] = None,
-    model: Annotated[str | None, typer.Option(help="provider/model, or 'embedded'")] = None,
-    base_url: BaseUrlOpt = None,
-    api_key_env: KeyEnvOpt = None,
-    limit: Annotated[int | None, typer.Option(help="at most N probes, across populations")] = None,
-    threshold: Annotated[float, typer.Option(help="operating point on the 0-1 score")] = 0.5,
-    max_tokens: Annotated[int, typer.Option(help="reply budget of model detectors")] = 48,
-    seed: SeedOpt = 0,
-    n_boot: BootOpt = 2000,
-) -> None:
-    """How well detectors tell probes that need earlier messages from those that do not."""
-    with friendly_errors():
-        models = ModelSettings(model=model, base_url=base_url, api_key_env=api_key_env)
-        config = DetectionConfig(
-            detectors=tuple(_csv(detectors)) if detectors else default_detectors(model is not None),
-            threshold=threshold,
-            seed=seed,
-            n_boot=n_boot,
-            limit=limit,
-            models=models,
-            max_tokens=max_tokens,
-        )
-        ds = load_dataset(dataset)
-        result = with_progress(
-            f"detection on {ds.name}",
-            lambda progress: run_detection(ds, out, config, None, progress),
-        )
-        title = f"Memory-need detection on {ds.name}: AUROC (95% bootstrap intervals)"
-        shown: list[Table | str] = [table_of(title, result.summary, "detector")]
-        for detector, contrasts in result.contrasts.items():
-            for name, c in contrasts.items():
-                if c.empty is None:
-                    shown.append(f"{detector}, {name}: {c.threshold.describe()}")
-        shown += [f"no figure for {name}: {why}" for name, why in result.empty.items()]
-        for detector, counts in result.unscored.items():
-            if any(counts.values()):
-                shown.append(f"{detector}: unscored replies {counts} (left out, listed in items)")
-        print_run(ds, shown, [], f"{out}/summary.json, contrasts.json, items.jsonl", models)
 
 
 @run_app.command("chat")
