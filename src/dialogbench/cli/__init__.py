@@ -54,11 +54,7 @@ from dialogbench.tracks.realcompanion.coverage import CoverageConfig, run_covera
 from dialogbench.tracks.realcompanion.detection import DETECTION  # noqa: F401 (registers)
 from dialogbench.tracks.realcompanion.privacy import PrivacyConfig, run_privacy
 from dialogbench.tracks.realcompanion.questions import QuestionsConfig, run_questions
-from dialogbench.tracks.realcompanion.reconstruction import (
-    ReconstructionConfig,
-    compare_runs,
-    run_reconstruction,
-)
+from dialogbench.tracks.realcompanion.reconstruction import compare_runs
 from dialogbench.tracks.realcompanion.retrieval import RETRIEVAL, RetrievalConfig
 
 app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False)
@@ -326,54 +322,6 @@ def run_questions_cmd(
                 f"counts: {result.counts.get(system, {})}",
             ]
         wrote = f"{out}/summary.json, counts.json, items.jsonl, usage.json"
-        print_run(ds, shown, result.warnings, wrote, models)
-
-
-@run_app.command("reconstruction")
-def run_reconstruction_cmd(
-    dataset: DatasetOpt = "sample",
-    out: Annotated[Path, typer.Option(help="run folder")] = Path("runs/reconstruction"),
-    model: ModelOpt = "embedded",
-    base_url: BaseUrlOpt = None,
-    api_key_env: KeyEnvOpt = None,
-    limit: LimitOpt = None,
-    runs: Annotated[int, typer.Option(help="repeated runs, for run agreement")] = 1,
-    context_tokens: Annotated[int, typer.Option(help="the model's context window")] = 4096,
-    max_tokens: Annotated[int, typer.Option(help="reply budget per call")] = 1024,
-    threshold: Annotated[
-        float, typer.Option(help="statement similarity for a field match (0: field only)")
-    ] = 0.25,
-    max_claims: Annotated[
-        int | None, typer.Option(help="bound the claims per reply (helps small models)")
-    ] = None,
-    max_persona: Annotated[int | None, typer.Option(help="bound the persona entries")] = None,
-    seed: SeedOpt = 0,
-    n_boot: BootOpt = 2000,
-) -> None:
-    """The model writes each subject's profile and persona; field-level P/R/F1 against gold."""
-    with friendly_errors():
-        models = ModelSettings(model=model, base_url=base_url, api_key_env=api_key_env)
-        config = ReconstructionConfig(
-            runs=runs,
-            context_tokens=context_tokens,
-            threshold=threshold,
-            limit=limit,
-            seed=seed,
-            n_boot=n_boot,
-            models=models,
-            max_tokens=max_tokens,
-            max_claims=max_claims,
-            max_persona=max_persona,
-        )
-        ds = load_dataset(dataset)
-        result = with_progress(
-            f"reconstruction on {ds.name}",
-            lambda progress: run_reconstruction(ds, out, config, progress=progress),
-        )
-        title = f"Reconstruction on {ds.name} (95% bootstrap intervals, subjects resampled)"
-        shown: list[Table | str] = [table_of(title, result.summary, "file")]
-        shown.append(f"unscored: {result.unscored}")
-        wrote = f"{out}/summary.json, subjects.json, items.jsonl, usage.json"
         print_run(ds, shown, result.warnings, wrote, models)
 
 
