@@ -19,7 +19,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from dialogbench.cli.run import register_commands, show
+from dialogbench.cli.run import register_commands, score, show
 from dialogbench.data.demo import DemoSet
 from dialogbench.data.demo.model import TASKS
 from dialogbench.data.demo.registry import DEMO_DATASETS, load_demo, locate_demo
@@ -63,6 +63,7 @@ data_app = typer.Typer(help="List, download, validate and import datasets.", no_
 app.add_typer(run_app, name="run")
 app.add_typer(data_app, name="data")
 register_commands(run_app, TRACKS)
+app.command("score")(score)
 _WIDE = None if os.isatty(1) else 160  # tables stay readable when piped or logged
 console = Console(width=_WIDE)
 err = Console(stderr=True, soft_wrap=True)
