@@ -397,7 +397,7 @@ def test_run_reconstruction_against_a_loopback_server(tmp_path: Path) -> None:
             ],
         )
     assert result.exit_code == 0, result.output
-    assert "Reconstruction on sample" in result.output
+    assert "Reconstruction (95% bootstrap intervals" in result.output
     assert (tmp_path / "summary.json").exists()
     same = runner.invoke(
         app, ["compare", "reconstruction", str(tmp_path), str(tmp_path), "--n-boot", "100"]
@@ -441,7 +441,10 @@ def test_model_tracks_say_what_the_corpus_lacks(
             ["chat", "--dataset", str(locomo_dir), "--model", "embedded"],
             "no chat item with a reference reply",
         ),
-        (["reconstruction", "--dataset", str(locomo_dir)], "has a profile or persona"),
+        (
+            ["reconstruction", "--model", "embedded", "--dataset", str(locomo_dir)],
+            "has a profile or persona",  # found before the model is opened
+        ),
         (
             ["questions", "--dataset", str(memorybank_dir), "--model", "embedded"],
             "no gold answers",

@@ -241,3 +241,48 @@ def test_generate_many_keeps_order_and_errors_in_place(tmp_path: Path) -> None:
         assert srv.request_count == 11  # only the failed call is asked again
     assert all(r.cached for i, r in enumerate(second) if i != 3)
     assert again.ledger.totals("batch").cached_calls == 9
+
+
+def test_structured_many_matches_one_by_one_round_by_round() -> None:
+    """The batched service sends the requests `generate_structured` sends, one round at a
+    time, and gives the same results (value, raw, error, attempts)."""
+
+    def reply(body: dict[str, Any]) -> str:
+        first = body["messages"][0]["content"]
+        corrections = sum("could not be used" in m["content"] for m in body["messages"])
+        if first == "fine":
+            return '{"name": "Maya", "age": 31}'
+        if first == "once" and corrections:
+            return '{"name": "Ada", "age": 36}'
+        return "no idea"
+
+    texts = ["fine", "once", "never"]
+    calls = [Call([{"role": "user", "content": t}], GenerateConfig(seed=1)) for t in texts]
+
+    async def many(model: Model) -> list[Any]:
+        try:
+            return await model.generate_structured_many(calls, Person, max_fixes=2)
+        finally:
+            await model.aclose()
+
+    async def one_by_one(model: Model) -> list[Any]:
+        try:
+            return [
+                await model.generate_structured(c.messages, Person, c.config, max_fixes=2)
+                for c in calls
+            ]
+        finally:
+            await model.aclose()
+
+    with ChatServer(reply=reply) as srv:
+        got = asyncio.run(many(_model(srv)))
+        batched = [json.dumps(r, sort_keys=True) for r in srv.requests]
+        rounds = [len(r["messages"]) for r in srv.requests]
+    with ChatServer(reply=reply) as srv:
+        want = asyncio.run(one_by_one(_model(srv)))
+        single = [json.dumps(r, sort_keys=True) for r in srv.requests]
+    assert got == want
+    assert [g.attempts for g in got] == [1, 2, 3]
+    assert got[2].raw == "no idea" and not got[2].ok
+    assert sorted(batched) == sorted(single)
+    assert rounds == [1, 1, 1, 3, 3, 5]  # first attempts, then corrections, batch by batch

@@ -20,8 +20,8 @@ from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
 from dialogbench.retrieval.base import Probe
 from dialogbench.retrieval.bm25 import STOPWORDS, tokenize
+from dialogbench.runner.roles import RoleSpec
 from dialogbench.testing import ChatServer
-from dialogbench.tracks.common import ModelSettings
 from dialogbench.tracks.realcompanion import detectors as det
 from dialogbench.tracks.realcompanion.detection import (
     ABSENT,
@@ -193,12 +193,14 @@ def test_sample_end_to_end_and_resume(tmp_path: Path) -> None:
         op = result.contrasts[name]["auroc vs own target"].threshold
         assert (op.n_pos, op.n_neg) == (26, 38) and op.caught + op.missed == 26
     assert result.empty == {}
-    assert result.usage == {}
+    assert result.usage["roles"] == {} and result.usage["total"]["calls"] == 0
 
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["track"] == "detection"
-    assert manifest["config"]["prompt_sha256"] == PROMPT_SHA256
-    assert manifest["config"]["cues_sha256"] == det.CUES_SHA256
+    assert manifest["config"]["detectors"] == ["lexical", "bm25"]  # the default, as run
+    assert manifest["roles"] == {}
+    assert manifest["resolved"]["prompt_sha256"] == PROMPT_SHA256
+    assert manifest["resolved"]["cues_sha256"] == det.CUES_SHA256
     items = [json.loads(x) for x in (tmp_path / "items.jsonl").read_text().splitlines()]
     assert len(items) == 2 * 122
     assert {"detector", "probe", "population", "label", "score", "track"} <= set(items[0])
@@ -210,11 +212,13 @@ def test_sample_end_to_end_and_resume(tmp_path: Path) -> None:
     contrasts = json.loads((tmp_path / "contrasts.json").read_text())
     assert contrasts["lexical"]["auroc vs referent absent"]["threshold"]["n_neg"] == 16
 
-    part = tmp_path / "parts" / "lexical.jsonl"
-    stamp = part.stat().st_mtime_ns
-    (tmp_path / "parts" / "bm25.jsonl").unlink()  # as if stopped before bm25 finished
+    part = tmp_path / "parts" / "solved.jsonl"
+    units = [json.loads(x) for x in part.read_text().splitlines()]
+    assert [u["unit"] for u in units] == ["lexical", "bm25"]  # one unit per detector
+    part.write_text(json.dumps(units[0]) + "\n")  # as if stopped before bm25 finished
     again = run_detection(ds, tmp_path, FAST)
-    assert part.stat().st_mtime_ns == stamp
+    lines = [json.loads(x) for x in part.read_text().splitlines()]
+    assert lines[0] == units[0] and [u["unit"] for u in lines] == ["lexical", "bm25"]
     assert again.summary == result.summary
 
 
@@ -245,6 +249,10 @@ def test_bad_configurations_fail_before_any_work(tmp_path: Path) -> None:
         run_detection(ds, tmp_path, DetectionConfig(detectors=("lexical", "psychic")))
     with pytest.raises(ValueError, match="need a model"):
         run_detection(ds, tmp_path, DetectionConfig(detectors=("model-context",)))
+    with pytest.raises(ValueError, match="threshold"):
+        run_detection(ds, tmp_path, DetectionConfig(threshold=1.5))
+    with pytest.raises(ValueError, match="limit"):
+        run_detection(ds, tmp_path, DetectionConfig(limit=0))
     assert not (tmp_path / "manifest.json").exists()
 
 
@@ -281,13 +289,10 @@ def test_model_detectors_against_a_scripted_server(
     question = next(u.probe.text.strip() for u in units if u.group == QUESTION)
     script = Scripted(positives, set(absent) | {question})
     with ChatServer(reply=script) as srv:
-        config = DetectionConfig(
-            detectors=ALL_DETECTORS,
-            models=ModelSettings(model="openai-compatible/scripted", base_url=srv.base_url),
-            n_boot=200,
-        )
+        config = DetectionConfig(n_boot=200)  # every detector: the default with a model
+        model = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
         out = tmp_path / "run"
-        result = run_detection(ds, out, config)
+        result = run_detection(ds, out, config, model)
         asked = srv.request_count
         for name in MODEL_DETECTORS:
             # 2 referent-absent probes and 1 question unscored: counted, left out, not 0
@@ -308,20 +313,35 @@ def test_model_detectors_against_a_scripted_server(
         assert len(broken) == 3
         assert all(r["raw"].startswith("I think") and r["attempts"] == 2 for r in broken)
         assert all(r["error"] for r in broken)
+        assert [r["detector"] for r in rows[:: len(units)]] == list(ALL_DETECTORS)
+        parts = [json.loads(x) for x in (out / "parts" / "solved.jsonl").read_text().splitlines()]
+        spent = {p["unit"]: p["usage"] for p in parts}
+        assert spent["lexical"] == {} and spent["bm25"] == {}
+        assert spent["model-context"]["model"]["calls"] == 122 + 3  # one fix per broken reply
+        assert spent["model-context"]["model"]["model"] == "openai-compatible/scripted"
         usage = json.loads((out / "usage.json").read_text())
-        assert usage["model-context"]["calls"] == 122 + 3  # one correction per broken reply
-        assert usage["model-context"]["model"] == "openai-compatible/scripted"
-        assert usage["model-context"]["tokens_processed"] > 0
+        assert usage["roles"]["model"]["calls"] == asked
+        assert usage["stages"]["solve"]["model"]["tokens_processed"] > 0
 
-        # resume: nothing left to ask; a fresh folder is answered from the cache
-        assert run_detection(ds, out, config).summary == result.summary
+        # resume: nothing left to ask; a new n_boot only redraws the figures
+        assert run_detection(ds, out, config, model).summary == result.summary
         assert srv.request_count == asked
-        run_detection(ds, tmp_path / "again", config)
+        stamp = (out / "parts" / "solved.jsonl").stat().st_mtime_ns
+        fewer = run_detection(ds, out, DetectionConfig(n_boot=100), model)
+        assert srv.request_count == asked and fewer.usage["total"]["calls"] == asked
+        assert fewer.usage["total"]["cached_calls"] == 0  # the saved units, not re-asked
+        # a new threshold moves the operating points only
+        high = run_detection(ds, out, DetectionConfig(n_boot=200, threshold=0.95), model)
+        assert srv.request_count == asked and high.summary == result.summary
+        assert high.usage["total"]["cached_calls"] == 0
+        assert (out / "parts" / "solved.jsonl").stat().st_mtime_ns == stamp
+        # a fresh folder is answered from the cache
+        run_detection(ds, tmp_path / "again", config, model)
         assert srv.request_count == asked  # every reply, usable or not, was cached
 
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["config"]["model_settings"]["model"] == "openai-compatible/scripted"
-    assert manifest["config"]["prompt_sha256"] == PROMPT_SHA256
+    assert manifest["roles"]["model"]["model"] == "openai-compatible/scripted"
+    assert manifest["resolved"]["prompt_sha256"] == PROMPT_SHA256
 
 
 # -- the real embedded model ------------------------------------------------------------------
@@ -344,7 +364,7 @@ def test_embedded_model_short_run(tmp_path: Path) -> None:
         assert len(scored) + sum(result.unscored[name].values()) == 6
         assert all(0.0 <= r["score"] <= 1.0 for r in scored)
         assert all(r["raw"] for r in mine if r["score"] is None)
-        assert result.usage[name]["model"] == "embedded"
-    assert result.usage["model-context"]["completion_tokens"] > 0
+    assert result.usage["roles"]["model"]["model"] == "embedded"
+    assert result.usage["roles"]["model"]["completion_tokens"] > 0
     e = result.summary["model-context"]["auroc vs own target"]
     assert np.isnan(e.value) or 0.0 <= e.value <= 1.0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,8 @@ from dialogbench.data.model import Dataset, Message, Subject
 from dialogbench.data.registry import load_dataset
 from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
+from dialogbench.runner.roles import RoleSpec
 from dialogbench.testing import ChatServer
-from dialogbench.tracks.common import ModelSettings
 from dialogbench.tracks.realcompanion import reconstruction_match as rm
 from dialogbench.tracks.realcompanion.reconstruction import (
     CharCounter,
@@ -28,6 +29,7 @@ from dialogbench.tracks.realcompanion.reconstruction import (
     fit_history,
     gold_records,
     history_budget,
+    make_counter,
     merge,
     prompt_tokens,
     run_reconstruction,
@@ -206,11 +208,11 @@ def test_scripted_server_perfect_and_unscored(
             runs=2,
             context_tokens=200_000,
             tokenizer="chars",
-            models=ModelSettings(model="openai-compatible/scripted", base_url=srv.base_url),
             n_boot=200,
         )
+        model = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
         out = tmp_path / "run"
-        result = run_reconstruction(ds, out, config)
+        result = run_reconstruction(ds, out, config, model)
         asked = srv.request_count
         assert asked == 2 * (1 + 2)  # per run: one call each, one correction for the broken
         for kind in ("profile", "persona", "all"):
@@ -230,28 +232,41 @@ def test_scripted_server_perfect_and_unscored(
         assert all(r["failed"][0]["raw"].startswith("She seems") for r in bad)
         usage = json.loads((out / "usage.json").read_text())
         assert usage["total"]["calls"] == 6 and usage["total"]["tokens_processed"] > 0
-        assert usage["runs"]["run-0"]["model"] == "openai-compatible/scripted"
+        assert usage["roles"]["model"]["model"] == "openai-compatible/scripted"
+        assert set(usage["stages"]) == {"solve"}  # matching calls no model
+        parts = [json.loads(x) for x in (out / "parts" / "solved.jsonl").read_text().splitlines()]
+        assert sorted(p["unit"] for p in parts) == sorted(
+            f"run-{r}/{s.id}" for r in range(2) for s in ds.subjects
+        )
         assert compare_runs(out, out, n_boot=100).value == 1.0
 
-        # resume: nothing asked again; a fresh folder is answered from the cache
-        assert run_reconstruction(ds, out, config).summary == result.summary
-        run_reconstruction(ds, tmp_path / "again", config)
+        # resume: nothing asked again; a new n_boot or threshold reuses the saved outputs
+        assert run_reconstruction(ds, out, config, model).summary == result.summary
+        solved = (out / "parts" / "solved.jsonl").stat().st_mtime_ns
+        fewer = run_reconstruction(ds, out, replace(config, n_boot=100), model)
+        assert fewer.usage["total"]["cached_calls"] == 0
+        strict = run_reconstruction(ds, out, replace(config, threshold=1.0), model)
+        assert strict.usage["total"]["cached_calls"] == 0 and srv.request_count == asked
+        assert (out / "parts" / "solved.jsonl").stat().st_mtime_ns == solved
+        assert json.loads((out / "manifest.json").read_text())["config"]["threshold"] == 1.0
+        run_reconstruction(ds, out, config, model)
+        # a fresh folder is answered from the cache
+        run_reconstruction(ds, tmp_path / "again", config, model)
         assert srv.request_count == asked
 
         # a tiny context budget: map over chunks, merge back to the released records
         chunked = ReconstructionConfig(
             context_tokens=3000,
             tokenizer="chars",
-            models=ModelSettings(model="openai-compatible/scripted", base_url=srv.base_url),
             n_boot=100,
             limit=1,
         )
-        small = run_reconstruction(ds, tmp_path / "chunked", chunked)
+        small = run_reconstruction(ds, tmp_path / "chunked", chunked, model)
         row = json.loads((tmp_path / "chunked" / "items.jsonl").read_text())
         assert row["chunks"] > 1 and srv.request_count == asked + row["chunks"]
         assert small.summary["all"]["f1"].value == 1.0  # duplicates across chunks dropped
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["config"]["counter"] == "chars/4"
+    assert manifest["resolved"]["counter"] == "chars/4"
     # what the model wrote is kept in the release format, readable by the release loader
     good = ds.subjects[0]
     written = out / "written" / "run-0" / good.id
@@ -295,9 +310,17 @@ def test_bad_configurations_fail_early(tmp_path: Path) -> None:
     ds = load_dataset("sample")
     with pytest.raises(ValueError, match="needs a model"):
         run_reconstruction(ds, tmp_path, ReconstructionConfig())
-    embedded = ModelSettings(model="embedded")
+    embedded = RoleSpec("embedded")
+    bad = ReconstructionConfig(tokenizer="x")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="--tokenizer"):
+        run_reconstruction(ds, tmp_path, bad, embedded)
+    with pytest.raises(ValueError, match="--threshold"):
+        run_reconstruction(ds, tmp_path, ReconstructionConfig(threshold=2.0), embedded)
+    with pytest.raises(ValueError, match="--runs"):
+        run_reconstruction(ds, tmp_path, ReconstructionConfig(runs=0), embedded)
     with pytest.raises(ValueError, match="unknown tokenizer"):
-        run_reconstruction(ds, tmp_path, ReconstructionConfig(models=embedded, tokenizer="x"))
+        make_counter("x")
+    assert not (tmp_path / "manifest.json").exists()
 
 
 # -- MemoryBank gold --------------------------------------------------------------------------
@@ -339,7 +362,7 @@ def test_embedded_model_short_run(tmp_path: Path) -> None:
     row = json.loads((tmp_path / "items.jsonl").read_text())
     assert row["chunks"] >= 1 and row["subject"] == first.id
     assert row["scored"] or (row["failed"] and result.unscored["pairs"] == 1)
-    assert result.usage["total"]["model"] == "embedded"
-    assert result.usage["total"]["completion_tokens"] > 0
+    assert result.usage["roles"]["model"]["model"] == "embedded"
+    assert result.usage["roles"]["model"]["completion_tokens"] > 0
     f1 = result.summary["all"]["f1"].value
     assert math.isnan(f1) or 0.0 <= f1 <= 1.0

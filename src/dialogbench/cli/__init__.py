@@ -49,16 +49,7 @@ from dialogbench.tracks.common import ModelSettings
 from dialogbench.tracks.demo.aggregate import AwarenessTable, TableRow, paper_table
 from dialogbench.tracks.demo.awareness import AwarenessConfig, run_awareness
 from dialogbench.tracks.demo.interaction import InteractionConfig, run_interaction
-from dialogbench.tracks.realcompanion.detection import (
-    DetectionConfig,
-    default_detectors,
-    run_detection,
-)
-from dialogbench.tracks.realcompanion.reconstruction import (
-    ReconstructionConfig,
-    compare_runs,
-    run_reconstruction,
-)
+from dialogbench.tracks.realcompanion.reconstruction import compare_runs
 from dialogbench.tracks.realcompanion.retrieval import RETRIEVAL, RetrievalConfig
 
 app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False)
@@ -146,101 +137,6 @@ def print_run(
     if models is not None and "embedded" in (models.model, models.judge_model):
         console.print("the embedded model is smoke quality: its scores only show the run works")
     console.print(f"wrote {wrote}")
-
-
-@run_app.command("detection")
-def run_detection_cmd(
-    dataset: DatasetOpt = "sample",
-    out: Annotated[Path, typer.Option(help="run folder")] = Path("runs/detection"),
-    detectors: Annotated[
-        str | None,
-        typer.Option(help="comma-separated: lexical, bm25, model-context, model-retrieved"),
-    ] = None,
-    model: Annotated[str | None, typer.Option(help="provider/model, or 'embedded'")] = None,
-    base_url: BaseUrlOpt = None,
-    api_key_env: KeyEnvOpt = None,
-    limit: Annotated[int | None, typer.Option(help="at most N probes, across populations")] = None,
-    threshold: Annotated[float, typer.Option(help="operating point on the 0-1 score")] = 0.5,
-    max_tokens: Annotated[int, typer.Option(help="reply budget of model detectors")] = 48,
-    seed: SeedOpt = 0,
-    n_boot: BootOpt = 2000,
-) -> None:
-    """How well detectors tell probes that need earlier messages from those that do not."""
-    with friendly_errors():
-        models = ModelSettings(model=model, base_url=base_url, api_key_env=api_key_env)
-        config = DetectionConfig(
-            detectors=tuple(_csv(detectors)) if detectors else default_detectors(model is not None),
-            threshold=threshold,
-            seed=seed,
-            n_boot=n_boot,
-            limit=limit,
-            models=models,
-            max_tokens=max_tokens,
-        )
-        ds = load_dataset(dataset)
-        result = with_progress(
-            f"detection on {ds.name}",
-            lambda progress: run_detection(ds, out, config, None, progress),
-        )
-        title = f"Memory-need detection on {ds.name}: AUROC (95% bootstrap intervals)"
-        shown: list[Table | str] = [table_of(title, result.summary, "detector")]
-        for detector, contrasts in result.contrasts.items():
-            for name, c in contrasts.items():
-                if c.empty is None:
-                    shown.append(f"{detector}, {name}: {c.threshold.describe()}")
-        shown += [f"no figure for {name}: {why}" for name, why in result.empty.items()]
-        for detector, counts in result.unscored.items():
-            if any(counts.values()):
-                shown.append(f"{detector}: unscored replies {counts} (left out, listed in items)")
-        print_run(ds, shown, [], f"{out}/summary.json, contrasts.json, items.jsonl", models)
-
-
-@run_app.command("reconstruction")
-def run_reconstruction_cmd(
-    dataset: DatasetOpt = "sample",
-    out: Annotated[Path, typer.Option(help="run folder")] = Path("runs/reconstruction"),
-    model: ModelOpt = "embedded",
-    base_url: BaseUrlOpt = None,
-    api_key_env: KeyEnvOpt = None,
-    limit: LimitOpt = None,
-    runs: Annotated[int, typer.Option(help="repeated runs, for run agreement")] = 1,
-    context_tokens: Annotated[int, typer.Option(help="the model's context window")] = 4096,
-    max_tokens: Annotated[int, typer.Option(help="reply budget per call")] = 1024,
-    threshold: Annotated[
-        float, typer.Option(help="statement similarity for a field match (0: field only)")
-    ] = 0.25,
-    max_claims: Annotated[
-        int | None, typer.Option(help="bound the claims per reply (helps small models)")
-    ] = None,
-    max_persona: Annotated[int | None, typer.Option(help="bound the persona entries")] = None,
-    seed: SeedOpt = 0,
-    n_boot: BootOpt = 2000,
-) -> None:
-    """The model writes each subject's profile and persona; field-level P/R/F1 against gold."""
-    with friendly_errors():
-        models = ModelSettings(model=model, base_url=base_url, api_key_env=api_key_env)
-        config = ReconstructionConfig(
-            runs=runs,
-            context_tokens=context_tokens,
-            threshold=threshold,
-            limit=limit,
-            seed=seed,
-            n_boot=n_boot,
-            models=models,
-            max_tokens=max_tokens,
-            max_claims=max_claims,
-            max_persona=max_persona,
-        )
-        ds = load_dataset(dataset)
-        result = with_progress(
-            f"reconstruction on {ds.name}",
-            lambda progress: run_reconstruction(ds, out, config, progress=progress),
-        )
-        title = f"Reconstruction on {ds.name} (95% bootstrap intervals, subjects resampled)"
-        shown: list[Table | str] = [table_of(title, result.summary, "file")]
-        shown.append(f"unscored: {result.unscored}")
-        wrote = f"{out}/summary.json, subjects.json, items.jsonl, usage.json"
-        print_run(ds, shown, result.warnings, wrote, models)
 
 
 DemoDatasetOpt = Annotated[str, typer.Option(help="cped, casino, sotopia, or a path")]

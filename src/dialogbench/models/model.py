@@ -291,5 +291,68 @@ class Model:
             convo = [*convo, {"role": "assistant", "content": raw}, correct(error)]
         return Structured(raw=raw, error=error, attempts=max_fixes + 1)
 
+    async def generate_parsed_many(
+        self,
+        calls: list[Call],
+        parse: Callable[[str], V],
+        correct: Callable[[str], ChatMessage],
+        *,
+        max_fixes: int = 2,
+        tag: str = "",
+    ) -> list[Structured[V]]:
+        """`generate_parsed` for many calls at once, round by round: every first attempt as
+        one batch (one cache look-up), then the corrections of the unusable replies as the
+        next batch, up to `max_fixes` rounds. Each call's requests are the ones
+        `generate_parsed` would send (same conversation, config and sample)."""
+        results: list[Structured[V]] = [Structured(error="no attempt") for _ in calls]
+        convos = {i: list(c.messages) for i, c in enumerate(calls)}
+        for attempt in range(1, max_fixes + 2):
+            if not convos:
+                break
+            batch = [replace(calls[i], messages=m) for i, m in convos.items()]
+            outs = await self.generate_many(batch, tag=tag)
+            again: dict[int, list[ChatMessage]] = {}
+            for (i, convo), out in zip(convos.items(), outs, strict=True):
+                if isinstance(out, ModelError):
+                    error = f"{CALL_FAILED}: {out}"
+                    results[i] = Structured(raw=results[i].raw, error=error, attempts=attempt)
+                    continue
+                try:
+                    results[i] = Structured(value=parse(out.text), raw=out.text, attempts=attempt)
+                    continue
+                except ValueError as e:
+                    why = str(e)
+                results[i] = Structured(raw=out.text, error=why, attempts=attempt)
+                again[i] = [*convo, {"role": "assistant", "content": out.text}, correct(why)]
+            convos = again
+        return results
+
+    async def generate_structured_many(
+        self,
+        calls: list[Call],
+        schema: type[T],
+        *,
+        max_fixes: int = 2,
+        tag: str = "",
+        correction: str = CORRECTION,
+    ) -> list[Structured[T]]:
+        """`generate_structured` for many calls (each call's config gets the schema), sent
+        round by round as `generate_parsed_many` does."""
+        json_schema = schema.model_json_schema()
+        shown = json.dumps(json_schema)
+        calls = [
+            replace(
+                c, config=replace(c.config, json_schema=json_schema, schema_name=schema.__name__)
+            )
+            for c in calls
+        ]
+        return await self.generate_parsed_many(
+            calls,
+            lambda raw: parse_reply(raw, schema),
+            lambda error: {"role": "user", "content": correction.format(error=error, schema=shown)},
+            max_fixes=max_fixes,
+            tag=tag,
+        )
+
     async def aclose(self) -> None:
         await self.provider.aclose()

@@ -181,8 +181,10 @@ class RunFolder:
         os.replace(tmp, self.path / "items.jsonl")
 
     def write(self, name: str, content: Any) -> None:
-        """A result file: JSON for `.json` names, text as given otherwise."""
+        """A result file: JSON for `.json` names, text as given otherwise (`name` may name
+        a subfolder, e.g. `written/run-0/S1/profile.json`)."""
         path = self.path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(content, str):
             tmp = path.with_suffix(path.suffix + ".tmp")
             tmp.write_text(content, encoding="utf-8")

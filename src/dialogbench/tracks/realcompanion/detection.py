@@ -37,37 +37,36 @@ RUN_DIR/contrasts.json    the same with operating points (threshold, own decisio
                           unscored counts
 RUN_DIR/populations.json  population sizes, contrast definitions, empty contrasts and why,
                           unscored probes per detector and population
-RUN_DIR/usage.json        model detectors: calls and tokens (kept per part across resumes)
+RUN_DIR/usage.json        calls and tokens of the model role (the model detectors)
 RUN_DIR/warnings.json     data repairs, empty contrasts, unscored replies
-RUN_DIR/parts/            finished detectors; a rerun of the same run keeps them
+RUN_DIR/parts/solved.jsonl  one line per finished detector; a rerun of the same run keeps them
+
+Units: one detector over every probe (the text detectors are vectorised per subject; a
+model detector sends every probe's prompt as one batch, then the corrections).
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel
+from rich.table import Table
 
 from dialogbench.data.model import Dataset, Subject
 from dialogbench.models.model import Model
 from dialogbench.models.types import GenerateConfig
-from dialogbench.models.usage import UsageTotals
-from dialogbench.report.run import Progress, RunDir, dataset_info, to_json
+from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import Probe, build_probes
+from dialogbench.runner import Outcome, Plan, Progress, TrackBase, option, register, run_track
+from dialogbench.runner.roles import Given, Role
+from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate
 from dialogbench.stats.roc import OperatingPoint, bootstrap_auroc, operating_point
-from dialogbench.tracks.common import (
-    ModelSettings,
-    read_usage,
-    spent,
-    stratified_limit,
-    write_usage,
-)
+from dialogbench.tracks.common import stratified_limit
 from dialogbench.tracks.realcompanion import detectors as det
 from dialogbench.tracks.realcompanion.detection_prompts import PROMPT_SHA256
 
@@ -96,28 +95,48 @@ def default_detectors(with_model: bool) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class DetectionConfig:
-    """Detectors, threshold, intervals, the model and its settings, and an item limit."""
+    """Detectors, threshold, intervals, the model detectors' reply settings, a probe limit."""
 
-    detectors: tuple[str, ...] = TEXT_DETECTORS
-    threshold: float = 0.5
-    """Scores at or above it are flagged (all detectors score on [0, 1])."""
-    seed: int = 0
-    n_boot: int = 2000
-    window: int = 3
+    detectors: tuple[str, ...] | None = option(
+        None,
+        help="detectors (default: lexical, bm25, and the model detectors when --model is given)",
+        choices=ALL_DETECTORS,
+    )
+    threshold: float = option(
+        0.5,
+        help="operating point: scores at or above it are flagged",
+        min=0,
+        max=1,
+        stage="aggregate",
+    )
+    seed: int = option(0, help="seed of the probe limit, the replies and the bootstrap", min=0)
+    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
+    window: int = option(
+        3,
+        help="messages that count as the recent thread, and that the model detectors see",
+        min=1,
+        max=1000,
+    )
     """Preceding messages that count as the recent thread; also how many messages the
     model detectors see (the preceding ones, or the best BM25 matches)."""
-    limit: int | None = None
-    """At most this many probes in all, drawn in turn from each population (seeded)."""
-    models: ModelSettings = field(default_factory=ModelSettings)
-    """The model the model detectors ask (`models.model`); no judge."""
-    max_tokens: int = 48
-    temperature: float = 0.0
-    max_fixes: int = 1
+    limit: int | None = option(
+        None, help="at most this many probes, drawn in turn from each population", min=1
+    )
+    max_tokens: int = option(48, help="reply budget of the model detectors", min=1, max=1_000_000)
+    temperature: float = option(
+        0.0, help="sampling temperature of the model detectors", min=0, max=2
+    )
+    max_fixes: int = option(1, help="corrections of an unusable model reply", min=0, max=10)
 
     def generate_config(self) -> GenerateConfig:
         return GenerateConfig(
             temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed
         )
+
+    @property
+    def chosen(self) -> tuple[str, ...]:
+        """The detectors as run (`configure` fills in the default)."""
+        return self.detectors if self.detectors is not None else TEXT_DETECTORS
 
 
 @dataclass(frozen=True)
@@ -154,8 +173,7 @@ class DetectionResult:
     unscored: dict[str, dict[str, int]]
     empty: dict[str, str] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=dict)
-    """Model detector -> calls and tokens its part took (kept with the part, so a resumed
-    run still reports what the finished parts cost)."""
+    """usage.json: calls and tokens per role and stage (the model detectors' calls)."""
     warnings: list[str] = field(default_factory=list)
 
 
@@ -219,103 +237,139 @@ def limit_units(units: Sequence[Unit], limit: int | None, seed: int) -> list[Uni
 # -- running --------------------------------------------------------------------------------
 
 
+@dataclass
+class Probes:
+    """What every detector unit shares: the probes with their populations, by subject."""
+
+    units: list[Unit]
+    subjects: dict[str, Subject]
+    by_subject: dict[str, list[int]]
+
+
+class DetectionTrack(TrackBase[DetectionConfig, str]):
+    """One unit per detector: it scores every probe (vectorised per subject, or one batch
+    of model calls)."""
+
+    name: ClassVar[str] = TRACK
+    summary: ClassVar[str] = (
+        "Tell probes that need earlier messages from those that do not; AUROC per contrast."
+    )
+    config_type = DetectionConfig
+    roles: ClassVar[tuple[Role, ...]] = (
+        Role("model", "solve", "the model the model detectors ask", required=False),
+    )
+
+    def configure(self, config: DetectionConfig, roles: frozenset[str]) -> DetectionConfig:
+        """Default detectors: the text ones, plus the model ones when a model is given."""
+        if config.detectors is None:
+            config = replace(config, detectors=default_detectors("model" in roles))
+        unknown = [d for d in config.chosen if d not in ALL_DETECTORS]
+        if unknown:
+            raise ValueError(f"unknown detector(s) {unknown}; known: {', '.join(ALL_DETECTORS)}")
+        wants_model = [d for d in config.chosen if d in MODEL_DETECTORS]
+        if wants_model and "model" not in roles:
+            raise ValueError(
+                f"detector(s) {', '.join(wants_model)} need a model: pass --model "
+                "(e.g. `embedded`) or model="
+            )
+        return config
+
+    def plan(self, data: Dataset, config: DetectionConfig) -> Plan[str]:
+        units = limit_units(build_units(data, config.window), config.limit, config.seed)
+        by_subject: dict[str, list[int]] = {}
+        for i, u in enumerate(units):
+            by_subject.setdefault(u.probe.subject_id, []).append(i)
+        context = Probes(units, {s.id: s for s in data.subjects}, by_subject)
+        return Plan(
+            {name: name for name in config.chosen},
+            warnings=list(data.warnings),
+            resolved={"prompt_sha256": PROMPT_SHA256, "cues_sha256": det.CUES_SHA256},
+            context=context,
+        )
+
+    async def solve(
+        self, unit: str, models: Models, config: DetectionConfig, plan: Plan[str]
+    ) -> Rows:
+        ctx: Probes = plan.context
+        scored: list[det.Scored | None] = [None] * len(ctx.units)
+        for sid, idx in ctx.by_subject.items():
+            got = _detect(unit, ctx.subjects[sid], [ctx.units[i].probe for i in idx], config)
+            for i, one in zip(idx, got, strict=True):
+                scored[i] = one
+        if unit in MODEL_DETECTORS:
+            await _ask_model(unit, scored, models["model"], config)
+        return [_row(unit, u, s) for u, s in zip(ctx.units, scored, strict=True)]
+
+    def aggregate(self, plan: Plan[str], rows: Rows, config: DetectionConfig) -> Outcome:
+        ctx: Probes = plan.context
+        by_detector: dict[str, Rows] = {}
+        for row in rows:
+            by_detector.setdefault(row["detector"], []).append(row)
+        result = summarise(by_detector, ctx.units, config)
+        files = {
+            "contrasts.json": result.contrasts,
+            "populations.json": {
+                "populations": result.populations,
+                "contrasts": {
+                    k: {"positives": p, "negatives": n} for k, (p, n) in CONTRASTS.items()
+                },
+                "empty": result.empty,
+                "unscored": result.unscored,
+            },
+        }
+        failures = {
+            f"unscored {name} replies": sum(counts.values())
+            for name, counts in result.unscored.items()
+            if any(counts.values())
+        }
+        outcome = Outcome(
+            summary=result.summary,
+            files=files,
+            warnings=list(result.warnings),
+            result=result,
+            failures=failures,
+        )
+        result.warnings = list(plan.warnings) + result.warnings
+        return outcome
+
+    def show(self, outcome: Outcome, config: DetectionConfig) -> list[Table | str]:
+        result: DetectionResult = outcome.result
+        title = "Memory-need detection: AUROC (95% bootstrap intervals)"
+        metrics = list(CONTRASTS)
+        shown: list[Table | str] = [summary_table(title, result.summary, metrics, "detector")]
+        for detector, contrasts in result.contrasts.items():
+            for name, c in contrasts.items():
+                if c.empty is None:
+                    shown.append(f"{detector}, {name}: {c.threshold.describe()}")
+        shown += [f"no figure for {name}: {why}" for name, why in result.empty.items()]
+        for detector, counts in result.unscored.items():
+            if any(counts.values()):
+                shown.append(f"{detector}: unscored replies {counts} (left out, listed in items)")
+        return shown
+
+
+DETECTION = register(DetectionTrack())
+
+
 def run_detection(
     dataset: Dataset,
     out: Path,
     config: DetectionConfig = DetectionConfig(),
-    model: Model | None = None,
+    model: Given | None = None,
     progress: Progress | None = None,
 ) -> DetectionResult:
     """Score every probe with every configured detector, write the run folder, and return
-    the figures. Parts (one per detector) a previous run of the same run finished are kept.
+    the figures. Detectors a previous run of the same run finished are kept.
 
-    The model detectors use `model`, else one built from `config.models.model` with the
-    response cache (`$DIALOGBENCH_CACHE`), which is closed at the end. All model calls run in
-    one event loop.
+    `model` (a `Model` or a `RoleSpec`) is what the model detectors ask; without it the
+    default detectors are the text ones.
     """
-    unknown = [d for d in config.detectors if d not in ALL_DETECTORS]
-    if unknown:
-        raise ValueError(f"unknown detector(s) {unknown}; known: {', '.join(ALL_DETECTORS)}")
-    wants_model = [d for d in config.detectors if d in MODEL_DETECTORS]
-    if wants_model and model is None and config.models.model is None:
-        raise ValueError(
-            f"detector(s) {', '.join(wants_model)} need a model: set "
-            "DetectionConfig.models.model (e.g. 'embedded') or pass model="
-        )
-    units = limit_units(build_units(dataset, config.window), config.limit, config.seed)
-    run = RunDir(out)
-    settings = config.models.recorded(model)["model_settings"] if wants_model else {}
-    done = run.start(
-        TRACK,
-        dataset_info(dataset),
-        config,
-        dataset.warnings,
-        {
-            "model_settings": settings,
-            "prompt_sha256": PROMPT_SHA256,
-            "cues_sha256": det.CUES_SHA256,
-        },
-    )
-    subjects = {s.id: s for s in dataset.subjects}
-    todo = [d for d in config.detectors if d not in done]
-    asyncio.run(_score_all(run, todo, units, subjects, config, model, progress))
-    if progress:
-        progress("summary", 1, 1)
-    result = summarise(run, units, config)
-    result.usage = {d: read_usage(run, d) for d in config.detectors if d in MODEL_DETECTORS}
-    result.warnings = list(dataset.warnings) + result.warnings
-    files: dict[str, Any] = {
-        "summary.json": to_json(result.summary),
-        "contrasts.json": to_json(result.contrasts),
-        "populations.json": {
-            "populations": result.populations,
-            "contrasts": {k: {"positives": p, "negatives": n} for k, (p, n) in CONTRASTS.items()},
-            "empty": result.empty,
-            "unscored": result.unscored,
-        },
-        "warnings.json": {"warnings": result.warnings},
-    }
-    if result.usage:
-        files["usage.json"] = result.usage
-    run.finish(config.detectors, files)
+    roles = {"model": model} if model is not None else {}
+    finished = run_track(DETECTION, dataset, out, config, roles=roles, progress=progress)
+    result: DetectionResult = finished.outcome.result
+    result.usage = finished.usage
+    result.warnings = finished.warnings
     return result
-
-
-async def _score_all(
-    run: RunDir,
-    todo: Sequence[str],
-    units: Sequence[Unit],
-    subjects: dict[str, Subject],
-    config: DetectionConfig,
-    model: Model | None,
-    progress: Progress | None,
-) -> None:
-    """Score the detectors not yet done, writing one part each (and, for a model detector,
-    the calls and tokens it took)."""
-    owned = None
-    if model is None and any(d in MODEL_DETECTORS for d in todo):
-        model = owned = config.models.open()
-    by_subject: dict[str, list[int]] = {}
-    for i, u in enumerate(units):
-        by_subject.setdefault(u.probe.subject_id, []).append(i)
-    try:
-        for d_index, name in enumerate(todo):
-            if progress:
-                progress(name, d_index, len(todo))
-            before = model.ledger.totals(f"detection:{name}") if model else UsageTotals()
-            scored: list[det.Scored | None] = [None] * len(units)
-            for sid, idx in by_subject.items():
-                got = _detect(name, subjects[sid], [units[i].probe for i in idx], config)
-                for i, one in zip(idx, got, strict=True):
-                    scored[i] = one
-            if name in MODEL_DETECTORS:
-                assert model is not None
-                await _ask_model(name, scored, model, config)
-                write_usage(run, name, spent(model, f"detection:{name}", before))
-            run.write_part(name, [_row(name, u, s) for u, s in zip(units, scored, strict=True)])
-    finally:
-        if owned is not None:
-            await owned.aclose()
 
 
 def _detect(
@@ -382,8 +436,10 @@ def _row(detector: str, u: Unit, s: det.Scored | None) -> dict[str, Any]:
 # -- figures --------------------------------------------------------------------------------
 
 
-def summarise(run: RunDir, units: Sequence[Unit], config: DetectionConfig) -> DetectionResult:
-    """Figures from the stored parts."""
+def summarise(
+    rows: dict[str, Rows], units: Sequence[Unit], config: DetectionConfig
+) -> DetectionResult:
+    """Figures from each detector's rows (one per probe, in the order of `units`)."""
     groups = np.array([u.group for u in units])
     populations = {g: int((groups == g).sum()) for g in GROUPS}
     empty = {
@@ -395,15 +451,15 @@ def summarise(run: RunDir, units: Sequence[Unit], config: DetectionConfig) -> De
     contrasts: dict[str, dict[str, Contrast]] = {}
     unscored: dict[str, dict[str, int]] = {}
     warnings = [f"{name}: {why}" for name, why in empty.items()]
-    for name in config.detectors:
-        rows = run.read_part(name)
-        score = np.array([np.nan if r["score"] is None else r["score"] for r in rows], float)
-        decision = np.array([np.nan if r["decision"] is None else r["decision"] for r in rows])
+    for name in config.chosen:
+        mine = rows[name]
+        score = np.array([np.nan if r["score"] is None else r["score"] for r in mine], float)
+        decision = np.array([np.nan if r["decision"] is None else r["decision"] for r in mine])
         missing = np.isnan(score)
         unscored[name] = {g: int((missing & (groups == g)).sum()) for g in GROUPS}
         if missing.any():
             warnings.append(
-                f"{name}: {int(missing.sum())} of {len(rows)} probes unscored (the reply could "
+                f"{name}: {int(missing.sum())} of {len(mine)} probes unscored (the reply could "
                 "not be used); left out of its AUROCs and operating points"
             )
         for cname, (pos_group, neg_groups) in CONTRASTS.items():

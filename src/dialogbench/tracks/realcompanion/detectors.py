@@ -15,12 +15,11 @@ BM25 finds no earlier message sharing a word with the probe (nothing to show).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -28,8 +27,8 @@ import scipy.sparse as sp
 
 from dialogbench.data.model import Subject
 from dialogbench.models.model import Call, Model
-from dialogbench.models.structured import CORRECTION, Structured, parse_reply
-from dialogbench.models.types import ChatMessage, GenerateConfig, ModelError
+from dialogbench.models.structured import Structured
+from dialogbench.models.types import ChatMessage, GenerateConfig
 from dialogbench.retrieval.base import FloatArray, IntArray, Probe
 from dialogbench.retrieval.bm25 import STOPWORDS, BM25Index, BM25Params, rank_sparse, tokenize
 from dialogbench.tracks.realcompanion.detection_prompts import (
@@ -278,41 +277,7 @@ async def ask(
     max_fixes: int,
     tag: str,
 ) -> list[Structured[MemoryNeed]]:
-    """Every prompt's `MemoryNeed`: one batch (one cache look-up), then corrections.
-
-    A reply that does not parse is sent back with the correction message, as
-    `Model.generate_structured` does, up to `max_fixes` times.
-    """
-    schema = MemoryNeed.model_json_schema()
-    config = replace(config, json_schema=schema, schema_name=MemoryNeed.__name__)
-    outs = await model.generate_many([Call(list(p), config) for p in prompts], tag=tag)
-    results: list[Structured[MemoryNeed]] = []
-    fixes: dict[int, list[ChatMessage]] = {}
-    for i, (prompt, out) in enumerate(zip(prompts, outs, strict=True)):
-        if isinstance(out, ModelError):
-            results.append(Structured(error=f"call failed: {out}", attempts=1))
-            continue
-        try:
-            value = parse_reply(out.text, MemoryNeed)
-            results.append(Structured(value=value, raw=out.text, attempts=1))
-        except ValueError as e:
-            results.append(Structured(raw=out.text, error=str(e), attempts=1))
-            if max_fixes > 0:
-                fixes[i] = [
-                    *prompt,
-                    {"role": "assistant", "content": out.text},
-                    {
-                        "role": "user",
-                        "content": CORRECTION.format(error=e, schema=json.dumps(schema)),
-                    },
-                ]
-    again = await asyncio.gather(
-        *(
-            model.generate_structured(convo, MemoryNeed, config, max_fixes=max_fixes - 1, tag=tag)
-            for convo in fixes.values()
-        )
-    )
-    for i, got in zip(fixes, again, strict=True):
-        raw = got.raw or results[i].raw  # a failed correction call keeps the first reply
-        results[i] = got.model_copy(update={"attempts": got.attempts + 1, "raw": raw})
-    return results
+    """Every prompt's `MemoryNeed`: one batch (one cache look-up), then corrections of the
+    unusable replies as the next batch, up to `max_fixes` times."""
+    calls = [Call(list(p), config) for p in prompts]
+    return await model.generate_structured_many(calls, MemoryNeed, max_fixes=max_fixes, tag=tag)

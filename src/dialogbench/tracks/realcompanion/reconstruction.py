@@ -27,9 +27,15 @@ Figures (see `reconstruction_match` for the matching rule):
     run agreement           per subject, the mean pooled F1 between every pair of its
                             scored runs (runs differ by sample index, so by seed and cache
                             key); then the mean over subjects, resampling subjects
-    tokens processed        prompt + completion tokens from the model's ledger, per run
+    tokens processed        prompt + completion tokens of the model role (usage.json)
     agreement between       `compare_runs(run_a, run_b)`: the mean pooled F1 between every
     systems                 run of system A and every run of system B, per shared subject
+
+Stages. A unit is one subject in one run (its chunks sent as one batch, then the
+corrections). Solving writes the profile and persona; scoring matches them against the
+released ones (deterministic, no judge: `threshold` is a score-stage option, so a new
+threshold re-matches saved outputs without calling the model); aggregating draws the
+figures (`n_boot`).
 
 RUN_DIR/manifest.json   dataset, config, model settings, prompt and matcher digests, counter
 RUN_DIR/items.jsonl     one record per run x subject: the written profile and persona,
@@ -37,37 +43,43 @@ RUN_DIR/items.jsonl     one record per run x subject: the written profile and pe
 RUN_DIR/summary.json    kind -> {precision, recall, f1}; "run agreement" -> {f1}
 RUN_DIR/subjects.json   per subject: mean P/R/F1 over runs, run agreement, unscored runs
 RUN_DIR/unscored.json   unscored (run, subject) pairs, in all and per subject
-RUN_DIR/usage.json      calls and tokens per run and in total (kept per part)
+RUN_DIR/written/run-R/SUBJECT/   each scored output in the release format
+RUN_DIR/usage.json      calls and tokens of the model role
 RUN_DIR/warnings.json   data repairs, skipped subjects, cut messages, unscored replies
-RUN_DIR/parts/          finished runs; a rerun of the same run keeps them
+RUN_DIR/parts/solved.jsonl, scored.jsonl   finished units; a rerun of the same run keeps them
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import numpy as np
+from rich.table import Table
 
 from dialogbench.data.model import Dataset, PersonaEntry, ProfileClaim, Role, Subject
-from dialogbench.data.release import write_profile_persona
+from dialogbench.data.release import PERSONA, PROFILE
 from dialogbench.models.model import Call, Model
-from dialogbench.models.structured import CORRECTION, Structured, parse_reply
+from dialogbench.models.structured import CORRECTION, Structured
 from dialogbench.models.tokenizer import IntArray, TokenCounter
 from dialogbench.models.types import ChatMessage, GenerateConfig, ModelError
-from dialogbench.models.usage import UsageTotals
-from dialogbench.report.run import Progress, RunDir, dataset_info, to_json
+from dialogbench.report.table import summary_table
+from dialogbench.runner import Outcome, Plan, Progress, TrackBase, option, register, run_track
+from dialogbench.runner.record import RunFolder
+from dialogbench.runner.roles import Given
+from dialogbench.runner.roles import Role as ModelRole
+from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
-from dialogbench.tracks.common import ModelSettings, read_usage, spent, usage_total, write_usage
 from dialogbench.tracks.realcompanion import reconstruction_match as rm
 from dialogbench.tracks.realcompanion.reconstruction_prompts import (
     PROMPT_SHA256,
+    ClaimReply,
+    PersonaReply,
     Reconstruction,
     reconstruction_messages,
     render,
@@ -84,30 +96,40 @@ TOKENIZERS = ("auto", "gguf", "chars")
 
 @dataclass(frozen=True)
 class ReconstructionConfig:
-    """Runs, context budget, matching, intervals, the model and its settings, a limit."""
+    """Runs, context budget, matching, intervals, the reply settings, a subject limit."""
 
-    runs: int = 1
+    runs: int = option(1, help="repeated runs per subject (run r uses seed + r)", min=1, max=1000)
     """Repeated runs per subject; run r uses sample index r (seed + r, its own cache keys)."""
-    context_tokens: int = 4096
-    """The model's context window; longer histories are chunked (embedded: 4096)."""
-    tokenizer: str = "auto"
-    """How prompt tokens are counted: auto | gguf | chars (see the module docstring)."""
-    threshold: float = 0.25
+    context_tokens: int = option(
+        4096, help="the model's context window; longer histories are chunked", min=1
+    )
+    tokenizer: Literal["auto", "gguf", "chars"] = option(
+        "auto", help="how prompt tokens are counted (see the track's docstring)"
+    )
+    threshold: float = option(
+        0.25,
+        help="statement similarity for a field match (0: field only)",
+        min=0,
+        max=1,
+        stage="score",
+    )
     """Statement similarity (content-word F1) at or above which two records agree."""
-    limit: int | None = None
-    """At most this many subjects (the first ones that have a profile or persona)."""
-    seed: int = 0
-    n_boot: int = 2000
-    models: ModelSettings = field(default_factory=ModelSettings)
-    """The model that writes the profiles and personas (`models.model`); no judge."""
-    max_tokens: int = 1024
-    temperature: float = 0.7
-    """Above 0 so that repeated runs can differ (each run is seeded)."""
-    max_fixes: int = 1
-    max_claims: int | None = None
-    """At most this many profile claims per reply (None: unbounded)."""
-    max_persona: int | None = None
-    """At most this many persona entries per reply (None: unbounded)."""
+    limit: int | None = option(
+        None, help="at most this many subjects (the first with a profile or persona)", min=1
+    )
+    seed: int = option(0, help="seed of the replies and the bootstrap", min=0)
+    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
+    max_tokens: int = option(1024, help="reply budget per call", min=1, max=1_000_000)
+    temperature: float = option(
+        0.7, help="sampling temperature (above 0 so repeated runs can differ)", min=0, max=2
+    )
+    max_fixes: int = option(1, help="corrections of an unusable reply", min=0, max=10)
+    max_claims: int | None = option(
+        None, help="bound the claims per reply (helps small models)", min=1, max=10_000
+    )
+    max_persona: int | None = option(
+        None, help="bound the persona entries per reply", min=1, max=10_000
+    )
 
     def reply_model(self) -> type[Reconstruction]:
         return reply_model(self.max_claims, self.max_persona)
@@ -131,6 +153,7 @@ class ReconstructionResult:
     subjects: dict[str, dict[str, Any]]
     unscored: dict[str, Any]
     usage: dict[str, Any] = field(default_factory=dict)
+    """usage.json: calls and tokens per role and stage."""
     warnings: list[str] = field(default_factory=list)
 
 
@@ -366,135 +389,195 @@ def select_subjects(dataset: Dataset, limit: int | None) -> tuple[list[Subject],
     return have[:limit] if limit is not None else have, warnings
 
 
+Unit = tuple[int, Subject]
+"""A run index and a subject."""
+
+
+@dataclass
+class Histories:
+    """What every unit shares: each subject's history, chunked to fit."""
+
+    histories: dict[str, History]
+    subjects: list[Subject]
+
+
+class ReconstructionTrack(TrackBase[ReconstructionConfig, Unit]):
+    """One unit per (run, subject): solve writes the profile and persona (all chunks as one
+    batch), score matches them against the released ones (no judge)."""
+
+    name: ClassVar[str] = TRACK
+    summary: ClassVar[str] = (
+        "The model writes each subject's profile and persona; field-level P/R/F1 against gold."
+    )
+    config_type = ReconstructionConfig
+    roles: ClassVar[tuple[ModelRole, ...]] = (
+        ModelRole("model", "solve", "the model that writes the profiles and personas"),
+    )
+    judged: ClassVar[bool] = True
+    """Scoring is the deterministic matching (no judge role), kept apart from solving so a
+    new `threshold` re-matches saved outputs without calling the model."""
+
+    def __init__(self, counter: TokenCounter | None = None) -> None:
+        self.counter = counter
+        """Overrides `config.tokenizer` (tests)."""
+
+    def plan(self, data: Dataset, config: ReconstructionConfig) -> Plan[Unit]:
+        subjects, warnings = select_subjects(data, config.limit)
+        if not subjects:
+            raise ValueError(f"no subject of {data.name} has a profile or persona to score")
+        counter = self.counter or make_counter(config.tokenizer)
+        histories = {
+            s.id: fit_history(s, counter, history_budget(counter, person_of(s), config))
+            for s in subjects
+        }
+        for sid, h in histories.items():
+            if h.cut:
+                warnings.append(f"{sid}: {len(h.cut)} message(s) cut to fit the context budget")
+        units = {f"run-{r}/{s.id}": (r, s) for r in range(config.runs) for s in subjects}
+        return Plan(
+            units,
+            warnings=list(data.warnings) + warnings,
+            resolved={
+                "prompt_sha256": PROMPT_SHA256,
+                "matcher_sha256": rm.MATCHER_SHA256,
+                "dedupe_threshold": DEDUPE_THRESHOLD,
+                "counter": counter.name,
+            },
+            context=Histories(histories, subjects),
+        )
+
+    async def solve(
+        self, unit: Unit, models: Models, config: ReconstructionConfig, plan: Plan[Unit]
+    ) -> Rows:
+        r, s = unit
+        h: History = plan.context.histories[s.id]
+        prompts = [
+            reconstruction_messages(person_of(s), h.lines[a:b], c + 1, len(h.spans))
+            for c, (a, b) in enumerate(h.spans)
+        ]
+        mine = await ask(models["model"], prompts, config, sample=r, tag=f"{TRACK}:run-{r}")
+        written = None
+        if all(got.value is not None for got in mine):
+            merged = merge([got.value for got in mine if got.value is not None])
+            written = {
+                "profile": [c.model_dump() for c in merged.profile],
+                "persona": [e.model_dump() for e in merged.persona],
+            }
+        return [
+            {
+                "run": r,
+                "subject": s.id,
+                "written": written,
+                "chunks": len(h.spans),
+                "cut_messages": list(h.cut),
+                "attempts": [got.attempts for got in mine],
+                "failed": [
+                    {"chunk": c, "raw": got.raw, "error": got.error}
+                    for c, got in enumerate(mine)
+                    if got.value is None
+                ],
+            }
+        ]
+
+    async def score(
+        self,
+        unit: Unit,
+        rows: Rows,
+        models: Models,
+        config: ReconstructionConfig,
+        plan: Plan[Unit],
+    ) -> Rows:
+        r, s = unit
+        (solved,) = rows
+        row: dict[str, Any]
+        if solved["written"] is not None:
+            written = _reconstruction(solved["written"])
+            row = score_row(r, s, written, config.threshold)
+            row["dropped_ids"] = to_release(s, written)[2]
+        else:
+            row = {"run": r, "subject": s.id, "scored": False}
+        for key in ("chunks", "cut_messages", "attempts", "failed"):
+            row[key] = solved[key]
+        return [row]
+
+    def aggregate(self, plan: Plan[Unit], rows: Rows, config: ReconstructionConfig) -> Outcome:
+        ctx: Histories = plan.context
+        result = summarise(rows, ctx.subjects, config)
+        files: dict[str, Any] = {"subjects.json": result.subjects, "unscored.json": result.unscored}
+        by_id = {s.id: s for s in ctx.subjects}
+        for row in rows:
+            if row["scored"]:
+                folder = f"written/run-{row['run']}/{row['subject']}"
+                files.update(release_files(folder, by_id[row["subject"]], row))
+        failures = {"unscored (run, subject) pairs": result.unscored["pairs"]}
+        outcome = Outcome(
+            summary=result.summary,
+            files=files,
+            warnings=list(result.warnings),
+            result=result,
+            failures={k: v for k, v in failures.items() if v},
+        )
+        result.warnings = list(plan.warnings) + result.warnings
+        return outcome
+
+    def show(self, outcome: Outcome, config: ReconstructionConfig) -> list[Table | str]:
+        result: ReconstructionResult = outcome.result
+        title = "Reconstruction (95% bootstrap intervals, subjects resampled)"
+        columns = list(dict.fromkeys(c for row in result.summary.values() for c in row))
+        return [
+            summary_table(title, result.summary, columns, row_label="file"),
+            f"unscored: {result.unscored}",
+        ]
+
+
+RECONSTRUCTION = register(ReconstructionTrack())
+
+
 def run_reconstruction(
     dataset: Dataset,
     out: Path,
     config: ReconstructionConfig = ReconstructionConfig(),
-    model: Model | None = None,
+    model: Given | None = None,
     progress: Progress | None = None,
     counter: TokenCounter | None = None,
 ) -> ReconstructionResult:
     """Write every selected subject's profile and persona `config.runs` times, score them,
-    write the run folder and return the figures. Runs a previous run finished are kept.
+    write the run folder and return the figures. Units a previous run finished are kept.
 
-    The model is `model`, else one built from `config.models.model` with the response cache
-    (`$DIALOGBENCH_CACHE`), closed at the end. `counter` overrides `config.tokenizer`.
+    `model` is a `Model` or a `RoleSpec`. `counter` overrides `config.tokenizer`.
     """
-    if model is None and config.models.model is None:
-        raise ValueError(
-            "the reconstruction track needs a model: set config.models.model or model="
-        )
-    if config.runs < 1:
-        raise ValueError("runs must be at least 1")
-    subjects, warnings = select_subjects(dataset, config.limit)
-    if not subjects:
-        raise ValueError(f"no subject of {dataset.name} has a profile or persona to score")
-    counter = counter or make_counter(config.tokenizer)
-    histories = {
-        s.id: fit_history(s, counter, history_budget(counter, person_of(s), config))
-        for s in subjects
-    }
-    for sid, h in histories.items():
-        if h.cut:
-            warnings.append(f"{sid}: {len(h.cut)} message(s) cut to fit the context budget")
-    run = RunDir(out)
-    done = run.start(
-        TRACK,
-        dataset_info(dataset),
-        config,
-        dataset.warnings,
-        {
-            "model_settings": config.models.recorded(model)["model_settings"],
-            "prompt_sha256": PROMPT_SHA256,
-            "matcher_sha256": rm.MATCHER_SHA256,
-            "dedupe_threshold": DEDUPE_THRESHOLD,
-            "counter": counter.name,
-        },
-    )
-    names = [f"run-{r}" for r in range(config.runs)]
-    todo = [r for r, n in enumerate(names) if n not in done]
-    asyncio.run(_run_all(run, todo, subjects, histories, config, model, progress))
-    result = summarise(run, names, subjects, config)
-    result.usage = _usage(run, names)
-    result.warnings = list(dataset.warnings) + warnings + result.warnings
-    run.finish(
-        names,
-        {
-            "summary.json": to_json(result.summary),
-            "subjects.json": result.subjects,
-            "unscored.json": result.unscored,
-            "usage.json": result.usage,
-            "warnings.json": {"warnings": result.warnings},
-        },
-    )
+    if model is None:
+        raise ValueError("the reconstruction track needs a model: pass model= (e.g. embedded)")
+    track = RECONSTRUCTION if counter is None else ReconstructionTrack(counter)
+    finished = run_track(track, dataset, out, config, roles={"model": model}, progress=progress)
+    result: ReconstructionResult = finished.outcome.result
+    result.usage = finished.usage
+    result.warnings = finished.warnings
     return result
 
 
-async def _run_all(
-    run: RunDir,
-    todo: Sequence[int],
-    subjects: Sequence[Subject],
-    histories: dict[str, History],
-    config: ReconstructionConfig,
-    model: Model | None,
-    progress: Progress | None,
-) -> None:
-    owned = None
-    if model is None and todo:
-        model = owned = config.models.open()
-    try:
-        for k, r in enumerate(todo):
-            if progress:
-                progress(f"run {r}", k, len(todo))
-            assert model is not None
-            await _one_run(run, r, subjects, histories, config, model)
-    finally:
-        if owned is not None:
-            await owned.aclose()
+def _reconstruction(written: dict[str, Any]) -> Reconstruction:
+    """A saved output as a `Reconstruction` (its records as the reply model dumped them)."""
+    return Reconstruction(
+        profile=[ClaimReply.model_validate(c) for c in written["profile"]],
+        persona=[PersonaReply.model_validate(e) for e in written["persona"]],
+    )
 
 
-async def _one_run(
-    run: RunDir,
-    r: int,
-    subjects: Sequence[Subject],
-    histories: dict[str, History],
-    config: ReconstructionConfig,
-    model: Model,
-) -> None:
-    """All chunks of all subjects in one batch; one part (and its usage) per run."""
-    tag = f"{TRACK}:run-{r}"
-    before = model.ledger.totals(tag)
-    prompts, owner = [], []
-    for s in subjects:
-        h = histories[s.id]
-        for c, (a, b) in enumerate(h.spans):
-            prompts.append(reconstruction_messages(person_of(s), h.lines[a:b], c + 1, len(h.spans)))
-            owner.append(s.id)
-    replies = await ask(model, prompts, config, sample=r, tag=tag)
-    rows = []
-    for s in subjects:
-        mine = [got for got, sid in zip(replies, owner, strict=True) if sid == s.id]
-        h = histories[s.id]
-        row: dict[str, Any]
-        if all(got.value is not None for got in mine):
-            written = merge([got.value for got in mine if got.value is not None])
-            row = score_row(r, s, written, config.threshold)
-            profile, persona, dropped = to_release(s, written)
-            write_profile_persona(run.path / "written" / f"run-{r}" / s.id, profile, persona)
-            row["dropped_ids"] = dropped
-        else:
-            row = {"run": r, "subject": s.id, "scored": False}
-        row["chunks"] = len(h.spans)
-        row["cut_messages"] = list(h.cut)
-        row["attempts"] = [got.attempts for got in mine]
-        row["failed"] = [
-            {"chunk": c, "raw": got.raw, "error": got.error}
-            for c, got in enumerate(mine)
-            if got.value is None
-        ]
-        rows.append(row)
-    _write_usage(run, f"run-{r}", model, tag, before)
-    run.write_part(f"run-{r}", rows)
+def release_files(folder: str, subject: Subject, row: dict[str, Any]) -> dict[str, str]:
+    """A scored row's output as release files (`profile.json`, `persona.json`, each only
+    when it has records), by path in the run folder."""
+    profile, persona, _ = to_release(subject, _reconstruction(row))
+    files = {}
+    if profile:
+        claims = [c.model_dump(mode="json", exclude_defaults=True) for c in profile]
+        files[f"{folder}/{PROFILE}"] = json.dumps({"claims": claims}, indent=2, ensure_ascii=False)
+    if persona:
+        entries = [e.model_dump(mode="json", exclude_defaults=True) for e in persona]
+        files[f"{folder}/{PERSONA}"] = json.dumps(
+            {"entries": entries}, indent=2, ensure_ascii=False
+        )
+    return files
 
 
 async def ask(
@@ -505,71 +588,22 @@ async def ask(
     sample: int,
     tag: str,
 ) -> list[Structured[Reconstruction]]:
-    """Every prompt's `Reconstruction`: one batch, then up to `max_fixes` corrections each."""
+    """Every prompt's `Reconstruction`: one batch, then the corrections of the unusable
+    replies as the next batch, up to `max_fixes` times."""
     gen = config.generate_config()
-    outs = await model.generate_many([Call(list(p), gen, sample) for p in prompts], tag=tag)
-    results: list[Structured[Reconstruction]] = []
-    fixes: dict[int, list[ChatMessage]] = {}
-    schema = json.dumps(gen.json_schema)
-    for i, (prompt, out) in enumerate(zip(prompts, outs, strict=True)):
-        if isinstance(out, ModelError):
-            results.append(Structured(error=f"call failed: {out}", attempts=1))
-            continue
-        try:
-            results.append(
-                Structured(
-                    value=parse_reply(out.text, config.reply_model()), raw=out.text, attempts=1
-                )
-            )
-        except ValueError as e:
-            results.append(Structured(raw=out.text, error=str(e), attempts=1))
-            if config.max_fixes > 0:
-                fixes[i] = [
-                    *prompt,
-                    {"role": "assistant", "content": out.text},
-                    {"role": "user", "content": CORRECTION.format(error=e, schema=schema)},
-                ]
-    again = await asyncio.gather(
-        *(
-            model.generate_structured(
-                convo,
-                config.reply_model(),
-                gen,
-                max_fixes=config.max_fixes - 1,
-                sample=sample,
-                tag=tag,
-            )
-            for convo in fixes.values()
-        )
+    calls = [Call(list(p), gen, sample) for p in prompts]
+    return await model.generate_structured_many(
+        calls, config.reply_model(), max_fixes=config.max_fixes, tag=tag
     )
-    for i, got in zip(fixes, again, strict=True):
-        raw = got.raw or results[i].raw
-        results[i] = got.model_copy(update={"attempts": got.attempts + 1, "raw": raw})
-    return results
-
-
-def _write_usage(run: RunDir, name: str, model: Model, tag: str, before: UsageTotals) -> None:
-    """What run `name` spent, with the tokens that cached replies stood for."""
-    record = spent(model, tag, before)
-    cached = record["cached_prompt_tokens"] + record["cached_completion_tokens"]
-    record["tokens_with_cached"] = record["tokens_processed"] + cached
-    write_usage(run, name, record)
-
-
-def _usage(run: RunDir, names: Sequence[str]) -> dict[str, Any]:
-    """Per run usage as recorded with its part, and the sum over runs."""
-    per = {name: read_usage(run, name) for name in names}
-    return {"runs": per, "total": usage_total(per.values())}
 
 
 # -- figures ---------------------------------------------------------------------------------
 
 
 def summarise(
-    run: RunDir, names: Sequence[str], subjects: Sequence[Subject], config: ReconstructionConfig
+    rows: Rows, subjects: Sequence[Subject], config: ReconstructionConfig
 ) -> ReconstructionResult:
-    """Figures from the stored parts."""
-    rows = [row for name in names for row in run.read_part(name)]
+    """Figures from the scored rows (one per run and subject)."""
     scored = [r for r in rows if r["scored"]]
     clusters = [r["subject"] for r in scored]
     summary: dict[str, dict[str, Estimate]] = {}
@@ -661,7 +695,16 @@ def compare_runs(
 
 
 def _outputs(folder: Path) -> dict[str, list[dict[str, list[rm.Record]]]]:
+    """Subject -> every usable output of the run folder, from its solved units
+    (`parts/solved.jsonl`); a folder without them (an older run) is read from items.jsonl."""
     out: dict[str, list[dict[str, list[rm.Record]]]] = {}
+    solved = RunFolder(folder).read("solved")
+    if solved:
+        for record in solved.values():
+            for row in record.rows:
+                if row.get("written") is not None:
+                    out.setdefault(row["subject"], []).append(_written(row["written"]))
+        return out
     for line in (folder / "items.jsonl").read_text(encoding="utf-8").splitlines():
         if line.strip():
             row = json.loads(line)
