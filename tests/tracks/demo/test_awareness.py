@@ -7,6 +7,7 @@ import asyncio
 import json
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,8 @@ from dialogbench.judging.prompts import FRAMINGS, single_messages
 from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
 from dialogbench.models.structured import parse_reply
+from dialogbench.runner import RoleSpec
 from dialogbench.testing import ChatServer
-from dialogbench.tracks.common import ModelSettings
 from dialogbench.tracks.demo import awareness_prompts as ap
 from dialogbench.tracks.demo.awareness import (
     AwarenessConfig,
@@ -432,34 +433,50 @@ def test_scripted_run_resumes_and_counts(tmp_path: Path, monkeypatch: pytest.Mon
     script = Scripted(answers)
     out = tmp_path / "run"
     with ChatServer(reply=script) as srv:
-        settings = ModelSettings(model="openai-compatible/scripted", base_url=srv.base_url)
-        config = AwarenessConfig(n_boot=200, max_fixes=1, models=settings)
-        seen: list[str] = []
+        settings = RoleSpec("openai-compatible/scripted", srv.base_url)
+        config = AwarenessConfig(n_boot=200, max_fixes=1)
+        seen: list[tuple[str, int, int]] = []
         monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache1.sqlite"))
-        result = run_awareness(ds, out, config, progress=lambda w, i, n: seen.append(w))
+        result = run_awareness(
+            ds, out, config, model=settings, progress=lambda w, i, n: seen.append((w, i, n))
+        )
         first = srv.request_count
         # 9 items: one prediction never parses (2 tries) and is never judged; one verdict
         # never validates (2 tries)
         assert (script.predictions, script.verdicts) == (10, 9) and first == 19
-        assert seen == [
-            "goal-en",
-            "persona-zh",
-            "scene-en",
-            "utterance-en",
-            "utterance-zh",
-            "summary",
-        ]
+        assert seen[0] == ("solve", 0, 18) and seen[-1][1:] == (18, 18)
+        assert {w for w, _, _ in seen} == {"solve", "score"}
         items_text = (out / "items.jsonl").read_text()
 
         # a fresh response cache each time: what is not asked again was kept, not cached
         monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache2.sqlite"))
-        again = run_awareness(ds, out, config)  # everything finished: nothing asked
+        again = run_awareness(ds, out, config, model=settings)  # all finished: nothing asked
         assert srv.request_count == first and again.summary.keys() == result.summary.keys()
-        (out / "parts" / "persona-zh.jsonl").unlink()  # as if killed during that part
+        for stage in ("solved", "scored"):  # as if killed before the persona-zh items
+            part = out / "parts" / f"{stage}.jsonl"
+            kept = [x for x in part.read_text().splitlines() if '"unit": "persona-zh:' not in x]
+            part.write_text("".join(x + "\n" for x in kept))
         monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache3.sqlite"))
-        run_awareness(ds, out, config)
+        run_awareness(ds, out, config, model=settings)
         assert srv.request_count == first + 4  # two predictions and two verdicts, no more
         assert (out / "items.jsonl").read_text() == items_text
+
+        # a new n_boot only redraws the figures; a new judge re-judges, the model is not asked
+        monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache4.sqlite"))
+        before = srv.request_count
+        run_awareness(ds, tmp_path / "boot", config, model=settings)
+        solved = srv.request_count - before
+        run_awareness(ds, tmp_path / "boot", replace(config, n_boot=100), model=settings)
+        assert srv.request_count == before + solved
+        predictions = script.predictions
+        judge = RoleSpec("openai-compatible/other-judge", srv.base_url)
+        rejudged = run_awareness(
+            ds, tmp_path / "boot", replace(config, n_boot=100), model=settings, judge_model=judge
+        )
+        assert script.predictions == predictions and script.verdicts > 9
+        assert rejudged.usage["stages"]["score"]["judge"]["model"] == (
+            "openai-compatible/other-judge"
+        )
 
     counts = json.loads((out / "counts.json").read_text())
     assert counts["en"]["utterance"] == {
@@ -539,15 +556,17 @@ def test_scripted_run_resumes_and_counts(tmp_path: Path, monkeypatch: pytest.Mon
     zh = "zh: the awareness average leaves out goal, scene (no item in this run), so"
     assert any(zh in w for w in warnings), warnings
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["config"]["prompt_sha256"] == ap.PROMPT_SHA256
-    assert manifest["config"]["model_settings"]["model"] == "openai-compatible/scripted"
-    assert manifest["config"]["judge_settings"]["same_as"] == "model under test"
+    assert manifest["resolved"]["prompt_sha256"] == ap.PROMPT_SHA256
+    assert manifest["roles"]["model"]["model"] == "openai-compatible/scripted"
+    assert manifest["roles"]["judge"] == {"same_as": "model"}
     assert manifest["dataset"]["sha256"] == "0" * 64 and manifest["track"] == "demo-awareness"
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["awareness"]["en"]["average"]) == {"value", "ci_low", "ci_high", "n"}
     usage = json.loads((out / "usage.json").read_text())
-    assert usage["utterance-en"]["prediction"]["calls"] == 4  # 3 items + 1 correction
-    assert usage["tokens_processed"] > 0
+    assert usage["roles"]["model"]["calls"] == 10  # 9 items + 1 correction
+    assert usage["roles"]["judge"]["calls"] == 9  # 8 parsed answers + 1 correction
+    assert usage["stages"]["solve"]["model"]["calls"] == 10
+    assert usage["total"]["tokens_processed"] > 0
 
 
 def test_limit_draws_from_every_task_and_language() -> None:
@@ -570,14 +589,14 @@ def test_bad_configurations_fail_early(tmp_path: Path) -> None:
         AwarenessConfig(tasks=("mood",))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="needs a model"):
         run_awareness(demo_set([goal_item(1)]), tmp_path, AwarenessConfig())
-    settings = ModelSettings(model="openai-compatible/x", base_url="http://127.0.0.1:9")
+    settings = RoleSpec("openai-compatible/x", "http://127.0.0.1:9")
     with pytest.raises(ValueError, match="no items"):
-        run_awareness(
-            demo_set([goal_item(1)]), tmp_path, AwarenessConfig(("scene",), models=settings)
-        )
+        run_awareness(demo_set([goal_item(1)]), tmp_path, AwarenessConfig(("scene",)), settings)
     bad = goal_item(1).model_copy(update={"gold": {"mood": "x"}})
     with pytest.raises(DataError):
-        run_awareness(demo_set([bad]), tmp_path, AwarenessConfig(models=settings))
+        run_awareness(demo_set([bad]), tmp_path, AwarenessConfig(), settings)
+    with pytest.raises(ValueError, match="limit"):
+        AwarenessConfig(limit=0)
     assert not (tmp_path / "manifest.json").exists()
 
 
@@ -622,9 +641,9 @@ def test_gold_answers_on_cped_and_casino_score_full_marks(
     ds = real_set()
     monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
     with ChatServer(reply=GoldEcho(ds.items)) as srv:
-        settings = ModelSettings(model="openai-compatible/echo", base_url=srv.base_url)
-        config = AwarenessConfig(limit=12, n_boot=100, models=settings)
-        result = run_awareness(ds, tmp_path / "run", config)
+        settings = RoleSpec("openai-compatible/echo", srv.base_url)
+        config = AwarenessConfig(limit=12, n_boot=100)
+        result = run_awareness(ds, tmp_path / "run", config, model=settings)
     assert {lang: set(c) for lang, c in result.counts.items()} == {
         "en": {"goal", "persona", "utterance"},  # CaSiNo
         "zh": {"persona", "scene", "utterance"},  # CPED
@@ -672,6 +691,6 @@ def test_embedded_model_on_a_cped_item(tmp_path: Path) -> None:
     else:
         assert c["scored"] + c["judge_unscored"] == 1
         assert row["verdict"]["scored"] or row["verdict"]["raw"]
-    assert result.usage["scene-zh"]["prediction"]["completion_tokens"] > 0
+    assert result.usage["roles"]["model"]["completion_tokens"] > 0
     manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert manifest["config"]["model_settings"]["model"] == "embedded"
+    assert manifest["roles"]["model"]["model"] == "embedded"
