@@ -64,9 +64,10 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from rich.table import Table
 
 from dialogbench.data.demo.items import PARTICIPANTS, get_path
-from dialogbench.data.demo.model import TASKS, TRAITS, AwarenessItem, DemoSet, Lang, Task
+from dialogbench.data.demo.model import TASKS, TRAITS, AwarenessItem, DemoSet, Task
 from dialogbench.data.errors import DataError
 from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge, Verdict
+from dialogbench.lang import Lang
 from dialogbench.models.model import Model
 from dialogbench.models.structured import Structured
 from dialogbench.models.types import GenerateConfig
