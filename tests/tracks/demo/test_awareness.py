@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from dialogbench.data.demo.labels import match_label, normalise_gender
 from dialogbench.data.demo.model import AwarenessItem, DemoSet
 from dialogbench.data.demo.registry import load_demo
 from dialogbench.data.errors import DataError
@@ -28,7 +29,6 @@ from dialogbench.tracks.demo.awareness import (
     AwarenessConfig,
     answer_schema,
     label_metrics,
-    match_label,
     number_metrics,
     objective_outcomes,
     run_awareness,
@@ -229,6 +229,20 @@ def test_labels_are_matched_after_normalising() -> None:
     assert match_label("ecstatic", SENTIMENTS) is None
     assert match_label("m", SENTIMENTS) is None  # a synonym counts only inside the set
     assert match_label(3, SENTIMENTS) is None
+    assert match_label("pos", SENTIMENTS) == "positive"
+
+
+def test_gold_and_prediction_read_boy_the_same_way() -> None:
+    # the loaders read a gold "boy" as male (data.demo.labels); a predicted one is too
+    assert normalise_gender("boy") == "male"
+    assert match_label("boy", ["male", "female"]) == "male"
+    assert match_label("Girl.", ["male", "female"]) == "female"
+    item = persona_item(1)
+    gold = item.gold["participant1"]["gender"]
+    answer = json.loads(json.dumps(item.gold))
+    answer["participant1"]["gender"] = "boy" if gold == "male" else "girl"
+    outcome = objective_outcomes(item, answer)["participant1.gender"]
+    assert outcome["label"] == gold and outcome["correct"] is True
 
 
 def test_objective_outcomes_by_hand() -> None:

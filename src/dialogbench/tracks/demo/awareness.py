@@ -16,10 +16,12 @@ Per item:
                  whether the predicted label is right; `goal_completion` and
                  `familiarity`: the absolute error.
 
-Labels. A predicted label is matched to the label set after normalising case, spaces,
-`_`/`-` and a few common synonyms (`M` -> male, `高` -> high, `积极` -> positive, ...). A
-label still outside the set is valid JSON, not a schema error: it is kept as given and
-counted as a wrong answer (and `out_of_set`) by the objective metrics; the judge sees it.
+Labels. Gold and predicted labels are matched to the label set the same way,
+`data.demo.labels.match_label`: after normalising case, spaces, `_`/`-`, quotes and a final
+full stop, and through the loaders' own readings of gender, level, sentiment and age band
+(`M`, `boy` -> male, `高` -> high, `积极` -> positive, ...). A label still outside the set
+is valid JSON, not a schema error: it is kept as given and counted as a wrong answer (and
+`out_of_set`) by the objective metrics; the judge sees it.
 
 Objective metrics, per language and field (persona fields pool both participants, e.g.
 `gender`, `big_five.openness`): accuracy and macro-F1 (the standard definition, as
@@ -52,7 +54,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -64,6 +65,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from rich.table import Table
 
 from dialogbench.data.demo.items import PARTICIPANTS, get_path
+from dialogbench.data.demo.labels import match_label
 from dialogbench.data.demo.model import TASKS, TRAITS, AwarenessItem, DemoSet, Task
 from dialogbench.data.errors import DataError
 from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge, Verdict
@@ -244,50 +246,6 @@ def answer_schema(item: AwarenessItem) -> type[BaseModel]:
 
 
 # -- labels ---------------------------------------------------------------------------------
-
-SYNONYMS = {
-    "m": "male",
-    "man": "male",
-    "男": "male",
-    "男性": "male",
-    "f": "female",
-    "woman": "female",
-    "女": "female",
-    "女性": "female",
-    "高": "high",
-    "低": "low",
-    "pos": "positive",
-    "正向": "positive",
-    "正面": "positive",
-    "积极": "positive",
-    "neg": "negative",
-    "负向": "negative",
-    "负面": "negative",
-    "消极": "negative",
-    "中性": "neutral",
-    "中立": "neutral",
-}
-"""Common ways of writing a label, mapped to it (used only when the label is in the set)."""
-
-_SEPARATORS = re.compile(r"[\s_\-]+")
-
-
-def normalise(text: str) -> str:
-    """Lower case, `_`/`-`/spaces as one space, no surrounding quotes or final full stop."""
-    text = text.strip().strip("\"'\u201c\u201d\u2018\u2019").strip().rstrip(".。").strip()
-    return _SEPARATORS.sub(" ", text.lower()).strip()
-
-
-def match_label(value: object, labels: Sequence[str]) -> str | None:
-    """The label of `labels` that `value` names (after `normalise` and `SYNONYMS`), or None."""
-    if not isinstance(value, str):
-        return None
-    by_norm = {normalise(label): label for label in labels}
-    key = normalise(value)
-    if key in by_norm:
-        return by_norm[key]
-    synonym = SYNONYMS.get(key)
-    return by_norm.get(normalise(synonym)) if synonym else None
 
 
 def field_name(path: str) -> str:
