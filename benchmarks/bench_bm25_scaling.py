@@ -127,7 +127,7 @@ class Generator:
         at = np.searchsorted(self.cdf, self.rng.random(n), side="right")
         return self.vocab[np.minimum(at, len(self.vocab) - 1)]
 
-    def sentence(self, content: Sequence[str]) -> str:
+    def sentence(self, content: Sequence[str] | np.ndarray) -> str:
         """Content words with function words mixed in, as a capitalised sentence."""
         out: list[str] = []
         for w in content:
@@ -135,7 +135,7 @@ class Generator:
                 out.append(FUNCTION_WORDS[self.rng.integers(len(FUNCTION_WORDS))])
             out.append(str(w))
         text = " ".join(out)
-        return text[:1].upper() + text[1:] + self.rng.choice([".", "!", "?", "..."])
+        return text[:1].upper() + text[1:] + str(self.rng.choice([".", "!", "?", "..."]))
 
     def messages(self, n: int) -> list[str]:
         lengths = np.clip(np.rint(self.rng.lognormal(np.log(12), 0.55, size=n)), 5, 40)
@@ -234,7 +234,9 @@ def rank_bm25_one(docs: Sequence[list[str]], probe: Probe) -> tuple[np.ndarray, 
     return scores, bm
 
 
-def run_size(n_messages: int, n_probes: int, vocab: int, seed: int, repeats: int, sample: int):
+def run_size(
+    n_messages: int, n_probes: int, vocab: int, seed: int, repeats: int, sample: int
+) -> SizeResult:
     gen = Generator(seed, vocab)
     texts = gen.messages(n_messages)
     probes = gen.probes(texts, n_probes)

@@ -219,7 +219,7 @@ def test_dataset_json_of_the_wrong_shape(
 
 def test_duplicate_question_ids(tmp_path: Path) -> None:
     folder = _subject(tmp_path)
-    q = {"id": "q1", "category": "x", "text": "?", "evidence_ids": ["m1"]}
+    q: dict[str, object] = {"id": "q1", "category": "x", "text": "?", "evidence_ids": ["m1"]}
     _write(folder, "questions.jsonl", [q, {**q, "text": "again?"}])
     e = _error(tmp_path)
     assert e.path.endswith("questions.jsonl") and (e.record, e.field) == ("line 2", "id")

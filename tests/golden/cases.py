@@ -299,7 +299,7 @@ class _Instance:
         self.root, self.h, self.user = root, h, user
         self.words = _words(user)
         self.head = self.words[:150]
-        self.examples = sorted(
+        self.examples: list[str] = sorted(
             {x.strip() for m in _SUCH_AS.findall(user) for x in m.split(",") if x.strip()}
         )
         self.labels: dict[str, list[str]] = {}

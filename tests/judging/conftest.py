@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from judging_support import QA, Harness
 
 from dialogbench.judging import Rubric
+from judging.judging_support import QA, Harness
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ import json
 from collections.abc import Callable
 
 import pytest
-from judging_support import Body, Harness, shown_candidates
 
 from dialogbench.judging import CalibrationProbe, CalibrationReport, PassRule, calibrate
+from judging.judging_support import Body, Harness, shown_candidates
 
 RULE = PassRule("accuracy", 6)
 

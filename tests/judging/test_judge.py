@@ -8,10 +8,10 @@ import re
 from typing import Any
 
 import pytest
-from judging_support import Body, Harness, first_prompt, shown_candidates
 
 from dialogbench.judging import BlindVerdict, Dimension, Rubric, Verdict
 from dialogbench.testing import ok, status
+from judging.judging_support import Body, Harness, first_prompt, shown_candidates
 
 
 def verdict_json(accuracy: Any = 7, clarity: Any = 4, uses_context: bool = False) -> str:

@@ -10,10 +10,10 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from judging_support import Body, Harness, shown_candidates
 
 from dialogbench.judging import Panel, Verdict, panel_agreement
 from dialogbench.stats.agreement import krippendorff_alpha
+from judging.judging_support import Body, Harness, shown_candidates
 
 WORTHS = [1, 3, 4, 6, 9]
 

@@ -7,8 +7,6 @@ import json
 import re
 import string
 
-from judging_support import QA, Harness, first_prompt
-
 from dialogbench.judging import Dimension, Flag, Rubric, blind_schema, verdict_schema
 from dialogbench.judging.prompts import (
     EN,
@@ -19,6 +17,7 @@ from dialogbench.judging.prompts import (
     single_messages,
 )
 from dialogbench.testing import ok
+from judging.judging_support import QA, Harness, first_prompt
 
 QA_ZH = Rubric(
     name="qa-zh",

@@ -31,7 +31,8 @@ Doc = list[str]
 
 def dense_scores(index: BM25Index, queries: Sequence[Doc], cutoffs: Sequence[int]) -> np.ndarray:
     q = index.query_matrix(queries)
-    return index.score(q, np.array(cutoffs, dtype=np.int64)).toarray()[:, : index.n_docs]
+    scores: np.ndarray = index.score(q, np.array(cutoffs, dtype=np.int64)).toarray()
+    return scores[:, : index.n_docs]
 
 
 def brute_bm25(

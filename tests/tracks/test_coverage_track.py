@@ -6,6 +6,7 @@ import csv
 import importlib.util
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,9 +16,11 @@ from dialogbench.data.locomo import load_locomo
 from dialogbench.data.model import ChatItem, Dataset, Message, Question, Role, Subject
 from dialogbench.data.registry import load_dataset
 from dialogbench.models.embedded import GGUFUnavailable, default_gguf
+from dialogbench.runner import OptionError, check
 from dialogbench.tracks.realcompanion.coverage import (
     CoverageConfig,
     budget_label,
+    parse_tokens,
     run_coverage,
 )
 
@@ -131,7 +134,11 @@ def test_hand_computed_coverage(tmp_path: Path) -> None:
         "n": "3",
     }
     manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert manifest["track"] == "coverage" and manifest["config"]["tokenizer name"] == "words"
+    assert manifest["track"] == "coverage" and manifest["config"]["tokenizer"] == "embedded"
+    assert manifest["resolved"] == {
+        "tokenizer name": "words",
+        "overhead": {"user": 2, "assistant": 3, "system": 3},
+    }
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["tokenizer"]["name"] == "words"
     assert summary["tokenizer"]["overhead per message"] == {"user": 2, "assistant": 3, "system": 3}
@@ -143,10 +150,16 @@ def test_cluster_by_subject_and_resume(tmp_path: Path) -> None:
     result = run_coverage(ds, tmp_path, config, tokenizer=WordCounter())
     assert result.summary["all references"]["coverage@11"].value == pytest.approx(1 / 3)
     assert result.summary["all references"]["coverage@11"].n == 6
-    part = tmp_path / "parts" / "subject-0000.jsonl"
-    stamp = part.stat().st_mtime_ns
-    run_coverage(ds, tmp_path, config, tokenizer=WordCounter())
-    assert part.stat().st_mtime_ns == stamp  # finished subjects are kept
+    solved = tmp_path / "parts" / "solved.jsonl"
+    units = [json.loads(line)["unit"] for line in solved.read_text().splitlines()]
+    assert units == ["subject-0000", "subject-0001"]
+    stamp = solved.stat().st_mtime_ns
+    again = run_coverage(ds, tmp_path, replace(config, n_boot=300), tokenizer=WordCounter())
+    assert solved.stat().st_mtime_ns == stamp  # a new n_boot keeps every solved subject
+    assert again.summary["all references"]["coverage@11"].value == pytest.approx(1 / 3)
+    run_coverage(ds, tmp_path, replace(config, budgets=(5, 11)), tokenizer=WordCounter())
+    rows = [json.loads(x) for x in (tmp_path / "items.jsonl").read_text().splitlines()]
+    assert "window@11" in rows[0] and "window@20" not in rows[0]  # new budgets: solved again
 
 
 def test_no_references_is_a_clear_error(tmp_path: Path) -> None:
@@ -156,8 +169,13 @@ def test_no_references_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_budget_validation_and_labels() -> None:
-    with pytest.raises(ValueError, match="positive"):
-        CoverageConfig(budgets=(0,))
+    with pytest.raises(OptionError, match="--budgets: 0 is below the minimum 1"):
+        check(CoverageConfig(budgets=(0,)))
+    with pytest.raises(ValueError, match="repeat"):
+        CoverageConfig(budgets=(8, 8))
+    assert [parse_tokens(t) for t in ("8k", "1M", "5000", " 1.5k")] == [8192, 2**20, 5000, 1536]
+    with pytest.raises(ValueError, match="not a number"):
+        parse_tokens("8x")
     assert [budget_label(b) for b in CoverageConfig().budgets] == [
         "8k",
         "16k",
@@ -210,3 +228,19 @@ def test_locomo(locomo_dir: Path, tmp_path: Path) -> None:
     }
     tokens = json.loads((tmp_path / "tokens.json").read_text())
     assert tokens["tokens back"]["nearest"]["median"] <= tokens["tokens back"]["furthest"]["median"]
+
+
+def test_cli_options(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from dialogbench.cli import app
+
+    runner = CliRunner()
+    bad = runner.invoke(app, ["run", "coverage", "--out", str(tmp_path), "--cluster", "subjcet"])
+    assert bad.exit_code == 2 and "--cluster" in bad.output and "subject" in bad.output
+    assert not (tmp_path / "manifest.json").exists()
+    bad = runner.invoke(app, ["run", "coverage", "--out", str(tmp_path), "--budgets", "8x"])
+    assert bad.exit_code == 2 and "--budgets" in bad.output
+    shown = runner.invoke(app, ["run", "coverage", "--help"], env={"COLUMNS": "200"})
+    for name in ("--budgets", "--tokenizer", "--seed", "--n-boot", "--cluster", "--dataset"):
+        assert name in shown.output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -106,12 +107,35 @@ def test_config_and_speaker_checks(tmp_path: Path) -> None:
 def test_sample_runs_and_resumes(tmp_path: Path) -> None:
     ds = load_dataset("sample")
     assert eligible_speakers(ds, 15).keys == ("maya/Maya", "tomas/Tomas")
-    run_privacy(ds, tmp_path, FAST)
-    part = tmp_path / "parts" / "style-r000.jsonl"
-    stamp = part.stat().st_mtime_ns
+    first = run_privacy(ds, tmp_path, FAST)
+    solved = tmp_path / "parts" / "solved.jsonl"
+    units = [json.loads(line)["unit"] for line in solved.read_text().splitlines()]
+    assert units[0] == "style-r000" and units[-1] == "shuffled-authors-r009"
+    assert len(units) == 2 * FAST.repeats
+    stamp = solved.stat().st_mtime_ns
     (tmp_path / "summary.json").unlink()
-    run_privacy(ds, tmp_path, FAST)
-    assert part.stat().st_mtime_ns == stamp and (tmp_path / "summary.json").exists()
+    again = run_privacy(ds, tmp_path, replace(FAST, n_boot=300, cluster="speaker"))
+    assert solved.stat().st_mtime_ns == stamp and (tmp_path / "summary.json").exists()
+    assert again.summary["style"]["accuracy"].value == first.summary["style"]["accuracy"].value
+    run_privacy(ds, tmp_path, replace(FAST, repeats=2))  # a solve field: every unit redone
+    units = [json.loads(line)["unit"] for line in solved.read_text().splitlines()]
+    assert len(units) == 4
+
+
+def test_cli_options(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from dialogbench.cli import app
+
+    runner = CliRunner()
+    for bad in (["--cluster", "subject"], ["--sample-size", "0"], ["--strip", "[oops"]):
+        got = runner.invoke(app, ["run", "privacy", "--out", str(tmp_path), *bad])
+        assert got.exit_code == 2 and bad[0][2:] in got.output, got.output
+    shown = runner.invoke(app, ["run", "privacy", "--help"], env={"COLUMNS": "200"})
+    for name in ("--sample-size", "--min-messages", "--repeats", "--ngram", "--max-ngrams"):
+        assert name in shown.output
+    for name in ("--control", "--no-control", "--strip", "--seed", "--n-boot", "--cluster"):
+        assert name in shown.output
 
 
 def test_locomo(locomo_dir: Path, tmp_path: Path) -> None:

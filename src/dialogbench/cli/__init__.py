@@ -19,7 +19,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from dialogbench.cli.run import register_commands, show
+from dialogbench.cli.run import register_commands, score, show
 from dialogbench.data.demo import DemoSet
 from dialogbench.data.demo.model import TASKS
 from dialogbench.data.demo.registry import DEMO_DATASETS, load_demo, locate_demo
@@ -50,13 +50,11 @@ from dialogbench.tracks.demo.aggregate import AwarenessTable, TableRow, paper_ta
 from dialogbench.tracks.demo.awareness import AWARENESS  # noqa: F401  (registers it)
 from dialogbench.tracks.demo.interaction import INTERACTION  # noqa: F401  (registers it)
 from dialogbench.tracks.realcompanion.chat import ChatConfig, run_chat
-from dialogbench.tracks.realcompanion.coverage import CoverageConfig, run_coverage
 from dialogbench.tracks.realcompanion.detection import (
     DetectionConfig,
     default_detectors,
     run_detection,
 )
-from dialogbench.tracks.realcompanion.privacy import PrivacyConfig, run_privacy
 from dialogbench.tracks.realcompanion.questions import QuestionsConfig, run_questions
 from dialogbench.tracks.realcompanion.reconstruction import (
     ReconstructionConfig,
@@ -71,6 +69,7 @@ data_app = typer.Typer(help="List, download, validate and import datasets.", no_
 app.add_typer(run_app, name="run")
 app.add_typer(data_app, name="data")
 register_commands(run_app, TRACKS)
+app.command("score")(score)
 _WIDE = None if os.isatty(1) else 160  # tables stay readable when piped or logged
 console = Console(width=_WIDE)
 err = Console(stderr=True, soft_wrap=True)
@@ -149,73 +148,6 @@ def print_run(
     if models is not None and "embedded" in (models.model, models.judge_model):
         console.print("the embedded model is smoke quality: its scores only show the run works")
     console.print(f"wrote {wrote}")
-
-
-@run_app.command("coverage")
-def run_coverage_cmd(
-    dataset: DatasetOpt = "sample",
-    out: Annotated[Path, typer.Option(help="run folder")] = Path("runs/coverage"),
-    budgets: Annotated[
-        str, typer.Option(help="token budgets, e.g. 8k,16k,32k,64k,128k,1M")
-    ] = "8k,16k,32k,64k,128k,1M",
-    seed: SeedOpt = 0,
-    n_boot: BootOpt = 2000,
-    cluster: Annotated[str, typer.Option(help="resample 'item's or whole 'subject's")] = "item",
-) -> None:
-    """Share of probes whose required messages fit in a recency window of B tokens."""
-    with friendly_errors():
-        config = CoverageConfig(
-            budgets=tuple(_tokens(b) for b in _csv(budgets)),
-            seed=seed,
-            n_boot=n_boot,
-            cluster="subject" if cluster == "subject" else "item",
-        )
-        ds = load_dataset(dataset)
-        result = with_progress(
-            f"coverage on {ds.name}", lambda progress: run_coverage(ds, out, config, progress)
-        )
-        metrics = [m for m in next(iter(result.summary.values()))]
-        console.print(
-            summary_table(
-                f"Context coverage on {ds.name} (95% bootstrap intervals)",
-                result.summary,
-                metrics,
-                row_label="required",
-            )
-        )
-        console.print(f"wrote {out}/summary.json, coverage.csv (plot-ready), items.jsonl")
-
-
-@run_app.command("privacy")
-def run_privacy_cmd(
-    dataset: DatasetOpt = "sample",
-    out: Annotated[Path, typer.Option(help="run folder")] = Path("runs/privacy"),
-    sample_size: Annotated[int, typer.Option(help="held-out messages per trial")] = 10,
-    min_messages: Annotated[int, typer.Option(help="speakers with fewer are left out")] = 15,
-    repeats: Annotated[int, typer.Option(help="trials per speaker")] = 10,
-    seed: SeedOpt = 0,
-    n_boot: BootOpt = 2000,
-) -> None:
-    """Attribute held-out writing to its author from content-free style features."""
-    with friendly_errors():
-        config = PrivacyConfig(
-            sample_size=sample_size,
-            min_messages=min_messages,
-            repeats=repeats,
-            seed=seed,
-            n_boot=n_boot,
-        )
-        ds = load_dataset(dataset)
-        result = with_progress(
-            f"privacy on {ds.name}", lambda progress: run_privacy(ds, out, config, progress)
-        )
-        table = summary_table(
-            f"Authorship attribution on {ds.name} (95% bootstrap intervals)",
-            result.summary,
-            ["accuracy", "chance", "top-3 accuracy", "top-3 chance", "mrr"],
-            row_label="features",
-        )
-        print_run(ds, [table], result.warnings, f"{out}/summary.json, breakdown.json, items.jsonl")
 
 
 @run_app.command("detection")
@@ -513,16 +445,6 @@ def compare_reconstruction_cmd(
             f"agreement (F1) {e.value:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}] over {e.n} "
             "subject-run pairs"
         )
-
-
-def _tokens(text: str) -> int:
-    """'8k' -> 8192, '1M' -> 1048576, '5000' -> 5000."""
-    text = text.strip().lower()
-    scale = {"k": 2**10, "m": 2**20}.get(text[-1:], 1)
-    try:
-        return int(float(text[:-1] if scale > 1 else text) * scale)
-    except ValueError:
-        raise ValueError(f"budget {text!r} is not a number like 8k, 1M or 5000") from None
 
 
 @app.command()

@@ -5,18 +5,21 @@ then the runner; and `dialogbench score`, which re-judges a finished run."""
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable
 from dataclasses import MISSING, Field, fields
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.table import Table
 from rich.text import Text
 
 from dialogbench.cli.ui import EXIT_USAGE, console, csv, err, friendly_errors, with_progress
 from dialogbench.data.demo.registry import load_demo
 from dialogbench.data.registry import load_dataset
 from dialogbench.runner.options import OptionError, check, describe, flag, kind_of, metavar
+from dialogbench.runner.rescore import finished_manifest, rescore
 from dialogbench.runner.roles import DEFAULT_MAX_CONNECTIONS, Role, RoleSpec
 from dialogbench.runner.runner import Finished, models_of, run_track
 from dialogbench.runner.track import Track
@@ -89,7 +92,8 @@ def given_roles(track: Track[Any, Any], options: dict[str, Any]) -> dict[str, Ro
         key_env = options.pop(f"{u}api_key_env")
         conns = options.pop(f"{u}max_connections")
         if conns < 1:
-            raise OptionError(f"{u}max_connections", f"{conns} is below the minimum 1")
+            option = f"--{role_prefix(role)}max-connections"
+            raise ValueError(f"{option}: {conns} is below the minimum 1")
         if spec is None:
             if base_url is not None or key_env is not None:
                 name = "--model" if role.name == "model" else f"--{role.name}-model"
@@ -155,13 +159,16 @@ def read_field(config_type: type[Any], f: Field[Any], text: str) -> Any:
     parse = f.metadata.get("parse")
 
     def one(item: str) -> Any:
-        try:
-            if parse is not None:
+        if parse is not None:
+            try:
                 return parse(item)
+            except ValueError as e:
+                raise OptionError(f.name, str(e), f) from None
+        try:
             return kind.base(item) if kind.base is not str else item
         except ValueError:
             what = {int: "an integer", float: "a number"}.get(kind.base, "a value")
-            raise OptionError(f.name, f"{item!r} is not {what}") from None
+            raise OptionError(f.name, f"{item!r} is not {what}", f) from None
 
     if kind.many:
         values = [one(v) for v in csv(text)]
@@ -258,6 +265,109 @@ def show(
 def register_commands(app: typer.Typer, tracks: dict[str, Track[Any, Any]]) -> None:
     for track in tracks.values():
         app.command(track.name, help=track.summary)(run_command(track))
+
+
+def _per_judge(values: list[str] | None, n: int, option: str) -> list[str | None]:
+    if not values:
+        return [None] * n
+    if len(values) == 1:
+        return [values[0]] * n
+    if len(values) != n:
+        raise ValueError(f"give {option} once, or once per --judge-model ({n})")
+    return list(values)
+
+
+def setting_changes(track: Track[Any, Any], settings: list[str]) -> dict[str, Any]:
+    """`--set n_boot=500` pairs, for score- and aggregate-stage fields only."""
+    by_name = {f.name: f for f in fields(track.config_type)}
+    changes: dict[str, Any] = {}
+    for item in settings:
+        name, sep, text = item.partition("=")
+        key = name.strip().lstrip("-").replace("-", "_")
+        if not sep or key not in by_name:
+            allowed = ", ".join(n for n, f in by_name.items() if f.metadata.get("stage") != "solve")
+            raise ValueError(f"--set {item!r}: expected NAME=VALUE with NAME one of {allowed}")
+        f = by_name[key]
+        if f.metadata.get("stage", "solve") == "solve":
+            raise ValueError(
+                f"--set {key}: it changes what the model under test is asked; rerun the track "
+                "with it instead"
+            )
+        changes[key] = read_field(track.config_type, f, text)
+    return changes
+
+
+def score(
+    run_dir: Annotated[Path, typer.Argument(help="a finished run folder")],
+    judge_model: Annotated[
+        list[str] | None,
+        typer.Option(help="judge spec; repeat for a panel (default: the run's own judge)"),
+    ] = None,
+    judge_base_url: Annotated[
+        list[str] | None, typer.Option(help="the judge's server URL (once, or once per judge)")
+    ] = None,
+    judge_api_key_env: Annotated[
+        list[str] | None,
+        typer.Option(help="variable holding the judge's API key (once, or once per judge)"),
+    ] = None,
+    judge_max_connections: Annotated[
+        int, typer.Option(help="requests in flight to each judge", min=1)
+    ] = DEFAULT_MAX_CONNECTIONS,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="new run folder (default: re-judge RUN_DIR in place; a panel: RUN_DIR/judges/)"
+        ),
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="NAME=VALUE of a score or aggregate setting, e.g. n_boot=500"),
+    ] = None,
+) -> None:
+    """Re-judge and re-aggregate a finished run from its saved outputs (the model under test
+    is never called). Two or more --judge-model: figures per judge, their agreement
+    (Krippendorff's alpha) and the spread of each headline figure."""
+    with friendly_errors():
+        _, track = finished_manifest(run_dir)
+        specs = judge_model or []
+        urls = _per_judge(judge_base_url, len(specs), "--judge-base-url")
+        keys = _per_judge(judge_api_key_env, len(specs), "--judge-api-key-env")
+        judges = [
+            RoleSpec(m, u, k, judge_max_connections)
+            for m, u, k in zip(specs, urls, keys, strict=True)
+        ]
+        changes = setting_changes(track, set_ or [])
+        result = with_progress(
+            f"score {run_dir}",
+            lambda progress: rescore(run_dir, judges, out, load_data, progress, changes),
+        )
+        for name, finished in result.runs.items():
+            if name:
+                console.print(f"[bold]judge {name}[/] -> {finished.path}")
+            for thing in track.show(finished.outcome, finished.config):
+                console.print(thing)
+            for cause, n in finished.failures.items():
+                err.print(Text.assemble(("failed: ", "bold red"), f"{n} {cause}"))
+        if result.agreement is not None and result.spread is not None:
+            console.print(panel_table(result.agreement, result.spread))
+    raise typer.Exit(result.exit_code)
+
+
+def panel_table(agreement: dict[str, Any], spread: dict[str, dict[str, float]]) -> Table:
+    """Each headline figure per judge with its spread, under the judges' alpha."""
+    alpha = agreement["krippendorff_alpha"]
+    shown = "undefined (no variation)" if alpha is None else f"{alpha:.3f}"
+    table = Table(
+        title=f"Judges: Krippendorff's alpha {shown} over {agreement['rows']} rows",
+        title_justify="left",
+    )
+    judges = list(agreement["judges"])
+    table.add_column("figure", style="bold")
+    for j in [*judges, "spread"]:
+        table.add_column(j, justify="right")
+    for figure, values in spread.items():
+        table.add_row(figure, *(f"{values.get(j, math.nan):.3f}" for j in [*judges, "spread"]))
+    return table
 
 
 __all__ = ["EXIT_USAGE", "register_commands", "run_command"]

@@ -66,3 +66,19 @@ def panel_agreement(
             if verdict is not None and verdict.scores is not None and dimension in verdict.scores:
                 ratings[c, u] = verdict.scores[dimension]
     return krippendorff_alpha(ratings, level)
+
+
+def rating_agreement(
+    ratings: Mapping[str, Mapping[str, float]], level: Level = "interval"
+) -> tuple[float, int]:
+    """Alpha of judge -> {row id: rating} (NaN or absent = missing), and how many rows at
+    least two judges rated."""
+    judges = list(ratings)
+    rows = sorted({r for by_row in ratings.values() for r in by_row})
+    matrix = np.full((len(judges), len(rows)), np.nan)
+    for c, judge in enumerate(judges):
+        for u, row in enumerate(rows):
+            if row in ratings[judge]:
+                matrix[c, u] = ratings[judge][row]
+    paired = int((np.sum(~np.isnan(matrix), axis=0) >= 2).sum()) if rows else 0
+    return krippendorff_alpha(matrix, level), paired

@@ -27,8 +27,8 @@ STAGES: tuple[Stage, ...] = ("solve", "score", "aggregate")
 class OptionError(ValueError):
     """A config value out of its field's type, range or choices; names the option."""
 
-    def __init__(self, name: str, message: str) -> None:
-        super().__init__(f"{flag(name)}: {message}")
+    def __init__(self, name: str, message: str, f: Field[Any] | None = None) -> None:
+        super().__init__(f"{flag(name, f)}: {message}")
         self.field = name
 
 
@@ -139,13 +139,13 @@ def check(config: Any) -> None:
         kind = kind_of(cls, f.name)
         if value is None:
             if not kind.optional:
-                raise OptionError(f.name, "a value is required")
+                raise OptionError(f.name, "a value is required", f)
             continue
         values = list(value) if kind.many else [value]
         if kind.many and not isinstance(value, tuple | list):
-            raise OptionError(f.name, f"expected a list, got {value!r}")
+            raise OptionError(f.name, f"expected a list, got {value!r}", f)
         if kind.many and not values and f.metadata.get("nonempty", True):
-            raise OptionError(f.name, "give at least one value")
+            raise OptionError(f.name, "give at least one value", f)
         for v in values:
             _check_one(cls, f, kind, v)
 
@@ -153,26 +153,26 @@ def check(config: Any) -> None:
 def _check_one(cls: type[Any], f: Field[Any], kind: Kind, v: Any) -> None:
     if kind.base is bool:
         if not isinstance(v, bool):
-            raise OptionError(f.name, f"expected true or false, got {v!r}")
+            raise OptionError(f.name, f"expected true or false, got {v!r}", f)
         return
     if kind.base in (int, float):
         ok = isinstance(v, int) if kind.base is int else isinstance(v, int | float)
         if isinstance(v, bool) or not ok:
             what = "an integer" if kind.base is int else "a number"
-            raise OptionError(f.name, f"expected {what}, got {v!r}")
+            raise OptionError(f.name, f"expected {what}, got {v!r}", f)
         if not math.isfinite(v):
-            raise OptionError(f.name, f"{v} is not a finite number")
+            raise OptionError(f.name, f"{v} is not a finite number", f)
         lo, hi = f.metadata.get("min"), f.metadata.get("max")
         if lo is not None and v < lo:
-            raise OptionError(f.name, f"{v} is below the minimum {_num(lo)}{_range(lo, hi)}")
+            raise OptionError(f.name, f"{v} is below the minimum {_num(lo)}{_range(lo, hi)}", f)
         if hi is not None and v > hi:
-            raise OptionError(f.name, f"{v} is above the maximum {_num(hi)}{_range(lo, hi)}")
+            raise OptionError(f.name, f"{v} is above the maximum {_num(hi)}{_range(lo, hi)}", f)
         return
     if not isinstance(v, str):
-        raise OptionError(f.name, f"expected text, got {v!r}")
+        raise OptionError(f.name, f"expected text, got {v!r}", f)
     allowed = choices_of(cls, f)
     if allowed is not None and v not in allowed:
-        raise OptionError(f.name, f"{v!r} is not one of: {', '.join(allowed)}")
+        raise OptionError(f.name, f"{v!r} is not one of: {', '.join(allowed)}", f)
 
 
 def _num(x: float) -> str:

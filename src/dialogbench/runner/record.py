@@ -140,17 +140,27 @@ class RunFolder:
         return kept
 
     def read(self, stage: StoredStage) -> dict[str, UnitRecord]:
-        """Stored units of a stage by key (the last line wins; a torn last line is skipped)."""
+        """Stored units of a stage by key (the last line wins). A line cut off by an
+        interrupted write is dropped, and the file rewritten without it, so that the next
+        unit is appended to a whole line."""
         path = self.parts / f"{stage}.jsonl"
         if not path.exists():
             return {}
         out: dict[str, UnitRecord] = {}
-        for line in path.read_text(encoding="utf-8").splitlines():
+        text = path.read_text(encoding="utf-8", errors="replace")
+        damaged = bool(text) and not text.endswith("\n")
+        for line in text.splitlines():
             try:
                 got = json.loads(line)
-            except ValueError:
-                continue  # a line cut off by an interrupted write
-            out[got["unit"]] = UnitRecord(got["unit"], got["rows"], got.get("usage", {}))
+                record = UnitRecord(got["unit"], got["rows"], got.get("usage", {}))
+            except (ValueError, KeyError, TypeError):
+                damaged = True
+                continue
+            out[record.unit] = record
+        if damaged:
+            tmp = path.with_suffix(".jsonl.tmp")
+            tmp.write_text("".join(r.line() + "\n" for r in out.values()), encoding="utf-8")
+            os.replace(tmp, path)
         return out
 
     def drop(self, stage: StoredStage) -> None:

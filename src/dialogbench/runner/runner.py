@@ -48,6 +48,7 @@ class Finished:
     warnings: list[str]
     rows: Rows
     manifest: Manifest
+    config: Any = None
     solved_now: int = 0
     scored_now: int = 0
     failures: dict[str, int] = field(default_factory=dict)
@@ -97,12 +98,14 @@ def run_track(
     progress: Progress | None = None,
     *,
     reuse: Path | None = None,
+    solve: bool = True,
 ) -> Finished:
     """Run `track` on loaded `data` into the folder `out` and return what it found.
 
     `roles` gives each model role a `RoleSpec` or a `Model`. A rerun into the same folder
     keeps what still matches; `reuse` names another finished run whose solved units are
-    taken as they are (how `dialogbench score` re-judges without the model under test).
+    taken as they are (how `dialogbench score` re-judges without the model under test);
+    `solve=False` refuses to call the solving roles at all.
     """
     config = track.config_type() if config is None else config
     given = dict(roles or {})
@@ -135,6 +138,11 @@ def run_track(
             )
         for record in kept["solved"].values():
             folder.save("solved", record)
+    if not solve and (missing := [k for k in plan.units if k not in kept["solved"]]):
+        raise ValueError(
+            f"{len(missing)} unit(s) have no saved output (e.g. {missing[0]!r}): "
+            "finish the run first (rerun its command), then score it"
+        )
     counts = asyncio.run(_work(track, plan, config, given, folder, kept, progress))
     stage: StoredStage = "scored" if track.judged else "solved"
     rows = [row for key in plan.units for row in kept[stage][key].rows]
@@ -155,6 +163,7 @@ def run_track(
         warnings=warnings,
         rows=rows,
         manifest=manifest,
+        config=config,
         solved_now=counts[0],
         scored_now=counts[1],
         failures={**{k: v for k, v in failed.items() if v}, **outcome.failures},

@@ -89,6 +89,10 @@ class Track(Protocol[C, U]):
 
     def show(self, outcome: Outcome, config: C) -> Sequence[Table | str]: ...
 
+    def judgments(self, rows: Rows) -> dict[str, float]: ...
+
+    def headline(self, outcome: Outcome) -> dict[str, float]: ...
+
 
 class TrackBase(Generic[C, U]):
     """Defaults for a track: no roles, no judge, nothing to show beyond the summary."""

@@ -16,23 +16,27 @@ tokens of messages j .. probe-1 sum to at most B. Budgets are tokens: 8k = 8,192
 from __future__ import annotations
 
 import csv
-import os
+import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
+from rich.table import Table
 
 from dialogbench.data.model import Dataset, Subject
 from dialogbench.models.tokenizer import GGUFTokenizer, TokenCounter
-from dialogbench.report.run import Progress, RunDir, dataset_info, to_json
+from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import Probe, build_probes
+from dialogbench.runner import Outcome, Plan, Progress, TrackBase, option, register, run_track
+from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 
 TRACK = "coverage"
 SCOPES = ("all references", "nearest reference")
+MAX_BUDGET = 2**30
 IntArray = npt.NDArray[np.int64]
 
 
@@ -45,20 +49,37 @@ def budget_label(tokens: int) -> str:
     return str(tokens)
 
 
+def parse_tokens(text: str) -> int:
+    """'8k' -> 8192, '1M' -> 1048576, '5000' -> 5000."""
+    text = text.strip().lower()
+    scale = {"k": 2**10, "m": 2**20}.get(text[-1:], 1)
+    try:
+        return int(float(text[:-1] if scale > 1 else text) * scale)
+    except ValueError:
+        raise ValueError(f"budget {text!r} is not a number like 8k, 1M or 5000") from None
+
+
 @dataclass(frozen=True)
 class CoverageConfig:
     """Budgets in tokens, the tokenizer, and how to draw intervals."""
 
-    budgets: tuple[int, ...] = (2**13, 2**14, 2**15, 2**16, 2**17, 2**20)
-    tokenizer: str = "embedded"
-    """`embedded` (SmolLM2-135M-Instruct) or the path of a GGUF file."""
-    seed: int = 0
-    n_boot: int = 2000
-    cluster: Literal["item", "subject"] = "item"
+    budgets: tuple[int, ...] = option(
+        (2**13, 2**14, 2**15, 2**16, 2**17, 2**20),
+        help="token budgets, e.g. 8k,16k,32k,64k,128k,1M",
+        min=1,
+        max=MAX_BUDGET,
+        parse=parse_tokens,
+    )
+    tokenizer: str = option(
+        "embedded", help="'embedded' (SmolLM2-135M-Instruct) or the path of a GGUF file"
+    )
+    seed: int = option(0, help="seed of the bootstrap", min=0, stage="aggregate")
+    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
+    cluster: Literal["item", "subject"] = option(
+        "item", help="resample items, or whole subjects", stage="aggregate"
+    )
 
     def __post_init__(self) -> None:
-        if not self.budgets or any(b <= 0 for b in self.budgets):
-            raise ValueError(f"budgets must be positive token counts, got {self.budgets}")
         if len(set(self.budgets)) != len(self.budgets):
             raise ValueError(f"budgets repeat a value: {self.budgets}")
 
@@ -127,6 +148,114 @@ def scoreable_probes(dataset: Dataset) -> tuple[dict[str, list[Probe]], dict[str
     return kept, skipped
 
 
+@dataclass
+class Unit:
+    """One subject with probes: its messages' tokens (overhead included) and its probes."""
+
+    subject: Subject
+    probes: list[Probe]
+    tokens: IntArray
+
+
+@dataclass
+class Counted:
+    """What the aggregate step needs beyond the rows."""
+
+    history: dict[str, dict[str, int]]
+    tokenizer: dict[str, Any]
+    skipped: dict[str, int]
+
+
+class CoverageTrack(TrackBase[CoverageConfig, Unit]):
+    """One unit per subject with probes: where each probe's references sit, in tokens.
+
+    Every message is counted in `plan` (the history figures need every subject); `counter`
+    replaces the config's tokenizer (tests pass a deterministic one).
+    """
+
+    name: ClassVar[str] = TRACK
+    summary: ClassVar[str] = (
+        "Share of probes whose required messages fit in a recency window of B tokens."
+    )
+    config_type = CoverageConfig
+
+    def __init__(self, counter: TokenCounter | None = None) -> None:
+        self.counter = counter
+
+    def plan(self, data: Dataset, config: CoverageConfig) -> Plan[Unit]:
+        by_subject, skipped = scoreable_probes(data)
+        if not by_subject:
+            raise ValueError(
+                f"dataset {data.name!r} has no probe with references: the coverage track "
+                "needs chat items with reference_ids or questions with evidence_ids"
+            )
+        counter = self.counter or GGUFTokenizer(_gguf_path(config.tokenizer))
+        try:
+            overhead = {role: counter.overhead(role) for role in ("user", "assistant", "system")}
+            tokens = {s.id: message_tokens(s, counter) for s in data.subjects}
+        finally:
+            if self.counter is None and isinstance(counter, GGUFTokenizer):
+                counter.close()  # ours to free
+        history: dict[str, dict[str, int]] = {}
+        units: dict[str, Unit] = {}
+        for index, subject in enumerate(data.subjects):
+            probes = by_subject.get(subject.id, [])
+            text, overhead_tokens = tokens[subject.id]
+            per_message = text + overhead_tokens
+            history[subject.id] = {
+                "messages": len(subject.messages),
+                "tokens": int(per_message.sum()),
+                "text tokens": int(text.sum()),
+                "probes": len(probes),
+            }
+            if probes:
+                units[f"subject-{index:04d}"] = Unit(subject, probes, per_message)
+        info: dict[str, Any] = {"name": counter.name, "overhead per message": overhead}
+        return Plan(
+            units,
+            warnings=list(data.warnings),
+            resolved={"tokenizer name": counter.name, "overhead": overhead},
+            context=Counted(history, info, skipped),
+        )
+
+    async def solve(
+        self, unit: Unit, models: Models, config: CoverageConfig, plan: Plan[Unit]
+    ) -> Rows:
+        table = coverage_table(unit.tokens, unit.probes, config.budgets)
+        ids = [m.id for m in unit.subject.messages]
+        return [_item_row(p, i, ids, table) for i, p in enumerate(unit.probes)]
+
+    def aggregate(self, plan: Plan[Unit], rows: Rows, config: CoverageConfig) -> Outcome:
+        ctx: Counted = plan.context
+        result = summarise(rows, config)
+        result.history, result.tokenizer, result.skipped = ctx.history, ctx.tokenizer, ctx.skipped
+        result.warnings = list(plan.warnings)
+        return Outcome(
+            summary={**result.summary, "tokenizer": ctx.tokenizer},
+            files={
+                "breakdown.json": result.breakdown,
+                "tokens.json": {"tokens back": result.tokens_back, "history": ctx.history},
+                "coverage.csv": coverage_csv(result.summary, config.budgets),
+            },
+            notes={"skipped": ctx.skipped},
+            result=result,
+        )
+
+    def show(self, outcome: Outcome, config: CoverageConfig) -> list[Table | str]:
+        result: CoverageResult = outcome.result
+        metrics = list(next(iter(result.summary.values())))
+        table = summary_table(
+            "Context coverage (95% bootstrap intervals)",
+            result.summary,
+            metrics,
+            row_label="required",
+        )
+        return [table, "coverage.csv is plot-ready: one row per budget and scope"]
+
+
+COVERAGE = register(CoverageTrack())
+
+
 def run_coverage(
     dataset: Dataset,
     out: Path,
@@ -138,66 +267,9 @@ def run_coverage(
 
     `tokenizer` overrides `config.tokenizer` (tests pass a deterministic counter).
     """
-    by_subject, skipped = scoreable_probes(dataset)
-    if not by_subject:
-        raise ValueError(
-            f"dataset {dataset.name!r} has no probe with references: the coverage track "
-            "needs chat items with reference_ids or questions with evidence_ids"
-        )
-    counter = tokenizer or GGUFTokenizer(_gguf_path(config.tokenizer))
-    try:
-        overhead = {role: counter.overhead(role) for role in ("user", "assistant", "system")}
-        tokens = {s.id: message_tokens(s, counter) for s in dataset.subjects}
-    finally:
-        if tokenizer is None and isinstance(counter, GGUFTokenizer):
-            counter.close()  # ours to free
-    tokenizer_info: dict[str, Any] = {"name": counter.name, "overhead per message": overhead}
-    run = RunDir(out)
-    done = run.start(
-        TRACK,
-        dataset_info(dataset),
-        config,
-        dataset.warnings,
-        {"tokenizer name": counter.name, "overhead": overhead},
-    )
-    history: dict[str, dict[str, int]] = {}
-    parts: list[str] = []
-    for index, subject in enumerate(dataset.subjects):
-        if progress:
-            progress("coverage", index, len(dataset.subjects))
-        probes = by_subject.get(subject.id, [])
-        text, overhead_tokens = tokens[subject.id]
-        per_message = text + overhead_tokens
-        history[subject.id] = {
-            "messages": len(subject.messages),
-            "tokens": int(per_message.sum()),
-            "text tokens": int(text.sum()),
-            "probes": len(probes),
-        }
-        if not probes:
-            continue
-        name = f"subject-{index:04d}"
-        parts.append(name)
-        if name not in done:
-            table = coverage_table(per_message, probes, config.budgets)
-            ids = [m.id for m in subject.messages]
-            run.write_part(name, [_item_row(p, i, ids, table) for i, p in enumerate(probes)])
-    if progress:
-        progress("summary", 1, 1)
-    rows = [row for name in parts for row in run.read_part(name)]
-    result = summarise(rows, config)
-    result.history, result.tokenizer, result.skipped = history, tokenizer_info, skipped
-    result.warnings = list(dataset.warnings)
-    run.finish(
-        parts,
-        {
-            "summary.json": {**to_json(result.summary), "tokenizer": tokenizer_info},
-            "breakdown.json": to_json(result.breakdown),
-            "tokens.json": {"tokens back": result.tokens_back, "history": history},
-            "warnings.json": {"warnings": result.warnings, "skipped": skipped},
-        },
-    )
-    write_csv(out / "coverage.csv", result.summary, config.budgets)
+    track = COVERAGE if tokenizer is None else CoverageTrack(tokenizer)
+    finished = run_track(track, dataset, out, config, progress=progress)
+    result: CoverageResult = finished.outcome.result
     return result
 
 
@@ -265,14 +337,13 @@ def _spread(values: IntArray) -> dict[str, float]:
     }
 
 
-def write_csv(path: Path, summary: dict[str, dict[str, Estimate]], budgets: Sequence[int]) -> None:
+def coverage_csv(summary: dict[str, dict[str, Estimate]], budgets: Sequence[int]) -> str:
     """The plot-ready table: one row per budget x scope."""
-    tmp = path.with_suffix(".csv.tmp")
-    with tmp.open("w", encoding="utf-8", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["budget", "scope", "value", "ci_low", "ci_high", "n"])
-        for scope in SCOPES:
-            for b in budgets:
-                e = summary[scope][f"coverage@{budget_label(b)}"]
-                writer.writerow([b, scope, e.value, e.ci_low, e.ci_high, e.n])
-    os.replace(tmp, path)
+    f = io.StringIO(newline="")
+    writer = csv.writer(f)
+    writer.writerow(["budget", "scope", "value", "ci_low", "ci_high", "n"])
+    for scope in SCOPES:
+        for b in budgets:
+            e = summary[scope][f"coverage@{budget_label(b)}"]
+            writer.writerow([b, scope, e.value, e.ci_low, e.ci_high, e.n])
+    return f.getvalue()

@@ -35,14 +35,17 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
+from rich.table import Table
 from scipy import sparse
 
 from dialogbench.data.model import Dataset
-from dialogbench.report.run import Progress, RunDir, dataset_info, to_json
+from dialogbench.report.table import summary_table
+from dialogbench.runner import Outcome, Plan, Progress, TrackBase, option, register, run_track
+from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 from dialogbench.tracks.realcompanion.style import StyleCounts, count_style, style_features
 
@@ -56,25 +59,34 @@ FloatArray = npt.NDArray[np.float64]
 class PrivacyConfig:
     """Who counts as a speaker, how samples are drawn, and how to draw intervals."""
 
-    sample_size: int = 10
-    """Messages in each held-out sample (k)."""
-    min_messages: int = 15
-    """Speakers with fewer `user` messages are left out (M; must exceed k)."""
-    repeats: int = 10
-    ngram: int = 3
-    max_ngrams: int = 300
-    control: bool = True
-    """Also run the shuffled-authors control."""
-    strip: str | None = r"\s*\[shares an image:[^\]]*\]"
-    """A regular expression removed from every message first: text a loader added that the
-    person did not write (by default LoCoMo's machine-written image captions)."""
-    seed: int = 0
-    n_boot: int = 2000
-    cluster: Literal["trial", "speaker"] = "trial"
+    sample_size: int = option(10, help="messages in each held-out sample (k)", min=1, max=10_000)
+    min_messages: int = option(
+        15, help="speakers with fewer 'user' messages are left out (must exceed k)", min=2
+    )
+    repeats: int = option(10, help="trials per speaker", min=1, max=100_000)
+    ngram: int = option(3, help="length of the masked character n-grams", min=1, max=20)
+    max_ngrams: int = option(
+        300, help="most frequent masked n-grams kept as features", min=0, max=1_000_000
+    )
+    control: bool = option(True, help="also run the shuffled-authors control")
+    strip: str | None = option(
+        r"\s*\[shares an image:[^\]]*\]",
+        help="regular expression removed from every message first (none: keep all text)",
+    )
+    """Text a loader added that the person did not write (by default LoCoMo's
+    machine-written image captions)."""
+    seed: int = option(0, help="seed of the samples, the tie-breaks and the bootstrap", min=0)
+    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
+    cluster: Literal["trial", "speaker"] = option(
+        "trial", help="resample trials, or whole speakers", stage="aggregate"
+    )
 
     def __post_init__(self) -> None:
-        if self.sample_size < 1 or self.repeats < 1 or self.ngram < 1:
-            raise ValueError("sample_size, repeats and ngram must be at least 1")
+        if self.strip:
+            try:
+                re.compile(self.strip)
+            except re.error as e:
+                raise ValueError(f"strip {self.strip!r} is not a regular expression: {e}") from None
         if self.min_messages <= self.sample_size:
             raise ValueError(
                 f"min_messages ({self.min_messages}) must exceed sample_size "
@@ -187,6 +199,81 @@ def _unit(x: FloatArray) -> FloatArray:
     return out
 
 
+@dataclass
+class Shared:
+    """What every repeat shares: the speakers, and their style counts once counted."""
+
+    speakers: Speakers
+    counts: StyleCounts | None = None
+
+
+Unit = tuple[str, int]
+"""A system (`style`, `shuffled authors`) and a repeat."""
+
+
+class PrivacyTrack(TrackBase[PrivacyConfig, Unit]):
+    """One unit per system and repeat: every speaker's held-out sample attributed once."""
+
+    name: ClassVar[str] = TRACK
+    summary: ClassVar[str] = (
+        "Attribute held-out writing to its author from content-free style features."
+    )
+    config_type = PrivacyConfig
+
+    def plan(self, data: Dataset, config: PrivacyConfig) -> Plan[Unit]:
+        speakers = eligible_speakers(data, config.min_messages, config.strip)
+        if len(speakers.keys) < 2:
+            raise ValueError(
+                f"dataset {data.name!r} has {len(speakers.keys)} speaker(s) with role 'user' "
+                f"and at least {config.min_messages} messages; the privacy track needs two or "
+                "more (lower min_messages, or check the messages' roles)"
+            )
+        systems = SYSTEMS if config.control else SYSTEMS[:1]
+        units = {
+            f"{system.replace(' ', '-')}-r{r:03d}": (system, r)
+            for system in systems
+            for r in range(config.repeats)
+        }
+        return Plan(units, warnings=list(data.warnings), context=Shared(speakers))
+
+    async def solve(
+        self, unit: Unit, models: Models, config: PrivacyConfig, plan: Plan[Unit]
+    ) -> Rows:
+        shared: Shared = plan.context
+        if shared.counts is None:  # counted once, and only if some repeat is still to run
+            shared.counts = count_style(shared.speakers.texts, config.ngram)
+        system, repeat = unit
+        return _trials(system, repeat, shared.speakers, shared.counts, config)
+
+    def aggregate(self, plan: Plan[Unit], rows: Rows, config: PrivacyConfig) -> Outcome:
+        speakers = plan.context.speakers
+        result = summarise(rows, len(speakers.keys), config)
+        result.speakers = {
+            k: int(n) for k, n in zip(speakers.keys, np.bincount(speakers.owner), strict=True)
+        }
+        outcome = Outcome(
+            summary=result.summary,
+            files={"breakdown.json": result.breakdown, "speakers.json": result.speakers},
+            warnings=result.warnings,
+            result=result,
+        )
+        result.warnings = list(plan.warnings) + result.warnings
+        return outcome
+
+    def show(self, outcome: Outcome, config: PrivacyConfig) -> list[Table | str]:
+        result: PrivacyResult = outcome.result
+        table = summary_table(
+            "Authorship attribution (95% bootstrap intervals)",
+            result.summary,
+            ["accuracy", "chance", "top-3 accuracy", "top-3 chance", "mrr"],
+            row_label="features",
+        )
+        return [table, f"speakers: {len(result.speakers)}"]
+
+
+PRIVACY = register(PrivacyTrack())
+
+
 def run_privacy(
     dataset: Dataset,
     out: Path,
@@ -194,46 +281,8 @@ def run_privacy(
     progress: Progress | None = None,
 ) -> PrivacyResult:
     """Run the attribution trials (and the control), write the run folder, return figures."""
-    speakers = eligible_speakers(dataset, config.min_messages, config.strip)
-    if len(speakers.keys) < 2:
-        raise ValueError(
-            f"dataset {dataset.name!r} has {len(speakers.keys)} speaker(s) with role 'user' "
-            f"and at least {config.min_messages} messages; the privacy track needs two or "
-            "more (lower min_messages, or check the messages' roles)"
-        )
-    run = RunDir(out)
-    done = run.start(TRACK, dataset_info(dataset), config, dataset.warnings)
-    counts: StyleCounts | None = None
-    systems = SYSTEMS if config.control else SYSTEMS[:1]
-    parts: list[str] = []
-    for s_index, system in enumerate(systems):
-        for r in range(config.repeats):
-            name = f"{system.replace(' ', '-')}-r{r:03d}"
-            parts.append(name)
-            if name in done:
-                continue
-            if progress:
-                progress(system, s_index * config.repeats + r, len(systems) * config.repeats)
-            if counts is None:  # counted once, and only if some repeat is still to run
-                counts = count_style(speakers.texts, config.ngram)
-            run.write_part(name, _trials(system, r, speakers, counts, config))
-    if progress:
-        progress("summary", 1, 1)
-    rows = [row for name in parts for row in run.read_part(name)]
-    result = summarise(rows, len(speakers.keys), config)
-    result.speakers = {
-        k: int(n) for k, n in zip(speakers.keys, np.bincount(speakers.owner), strict=True)
-    }
-    result.warnings = list(dataset.warnings) + result.warnings
-    run.finish(
-        parts,
-        {
-            "summary.json": to_json(result.summary),
-            "breakdown.json": to_json(result.breakdown),
-            "speakers.json": result.speakers,
-            "warnings.json": {"warnings": result.warnings},
-        },
-    )
+    finished = run_track(PRIVACY, dataset, out, config, progress=progress)
+    result: PrivacyResult = finished.outcome.result
     return result
 
 
