@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from sklearn.metrics import f1_score
+from sklearn.metrics import f1_score  # type: ignore[import-untyped]
 
 from dialogbench.stats import macro_f1
 

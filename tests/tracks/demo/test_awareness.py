@@ -157,12 +157,12 @@ def test_utterance_prompt_names_the_target() -> None:
 
 def test_judge_rubrics_follow_appendix_f() -> None:
     for lang in ("en", "zh"):
-        for task, rubric in ap.RUBRICS[lang].items():  # type: ignore[index]
+        for task, rubric in ap.RUBRICS[lang].items():
             assert [(d.name, d.low, d.high) for d in rubric.dimensions] == [
                 ("accuracy", 0, 10),
                 ("hallucination", 0, 10),
             ]
-            assert ap.TASK_NAME[task][lang] in rubric.instructions  # type: ignore[index]
+            assert ap.TASK_NAME[task][lang] in rubric.instructions
     assert "标准答案" in ap.RUBRICS["zh"]["goal"].instructions
     assert len(ap.PROMPT_SHA256) == 64
 
@@ -334,7 +334,8 @@ def _tagged(name: str, text: str) -> str:
 
 
 def right_answer(item: AwarenessItem) -> dict[str, Any]:
-    return json.loads(json.dumps(item.gold))
+    answer: dict[str, Any] = json.loads(json.dumps(item.gold))
+    return answer
 
 
 class Scripted:
