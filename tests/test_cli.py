@@ -507,7 +507,7 @@ def test_demo_runs_and_report_against_a_loopback_server(
     assert "counts (en)" in result.output
     for name in ("manifest.json", "summary.json", "items.jsonl", "counts.json"):
         assert (aware / name).exists(), name
-    judge = json.loads((aware / "manifest.json").read_text())["config"]["judge_settings"]
+    judge = json.loads((aware / "manifest.json").read_text())["roles"]["judge"]
     assert judge["model"] == "openai-compatible/j" and judge["api_key_env"] == "MY_JUDGE_KEY"
     assert not any("sk-judge-secret" in f.read_text() for f in aware.rglob("*.json*"))
 

@@ -190,7 +190,7 @@ CASES: tuple[Case, ...] = (
             "--dataset",
             "sotopia",
             *_model(),
-            "--partner",
+            "--partner-model",
             f"openai-compatible/{PARTNER}",
             "--partner-base-url",
             "{url}",

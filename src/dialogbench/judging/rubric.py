@@ -7,7 +7,7 @@ model is asked to correct itself, and what still fails is kept unscored.
 Single candidate:  {"reason": str, <dim>: int, ..., <flag>: bool, ...}
 Blinded candidates: {"candidates": [{"label": "A", "reason": str, <dim>: int, ...}, ...]}
 with exactly one entry per label. `reason` comes first so that it is written before the scores.
-The schemas' field descriptions are worded in the rubric's language (`judging.prompts`).
+The schemas' field descriptions are worded in the rubric's language (`dialogbench.lang`).
 """
 
 from __future__ import annotations
@@ -18,10 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model, field_validator
 
-from dialogbench.judging.prompts import FRAMINGS
-
-Lang = Literal["en", "zh"]
-"""The languages a rubric (and the judge's framing around it) can be written in."""
+from dialogbench.lang import FRAMINGS, Lang
 
 CompareTo = Literal["reference", "context", "none"]
 """What a rubric needs besides the candidate: a reference answer, the context, or nothing."""

@@ -1,7 +1,9 @@
-"""Statistics: bootstrap intervals, metric definitions and inter-rater agreement."""
+"""Statistics: bootstrap intervals, metric definitions (retrieval, classification) and
+inter-rater agreement."""
 
 from dialogbench.stats.agreement import krippendorff_alpha
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means, resample_counts
+from dialogbench.stats.classification import macro_f1
 from dialogbench.stats.metrics import (
     best_rank,
     hit_at,
@@ -21,6 +23,7 @@ __all__ = [
     "bootstrap_means",
     "hit_at",
     "krippendorff_alpha",
+    "macro_f1",
     "metric_table",
     "operating_point",
     "random_hit_expectation",

@@ -9,13 +9,13 @@ import pytest
 
 from dialogbench.stats.bootstrap import Estimate
 from dialogbench.tracks.demo.aggregate import (
-    INTERACTION_DIMENSIONS,
     awareness_table,
     combine,
     item_score,
     mean_of,
     paper_table,
 )
+from dialogbench.tracks.demo.interaction_prompts import DIMENSIONS as INTERACTION_DIMENSIONS
 
 
 def est(value: float, half: float = 0.0, n: int = 10) -> Estimate:

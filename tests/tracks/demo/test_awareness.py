@@ -7,13 +7,14 @@ import asyncio
 import json
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from dialogbench.data.demo.labels import match_label, normalise_gender
 from dialogbench.data.demo.model import AwarenessItem, DemoSet
 from dialogbench.data.demo.registry import load_demo
 from dialogbench.data.errors import DataError
@@ -21,15 +22,13 @@ from dialogbench.judging.prompts import FRAMINGS, single_messages
 from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
 from dialogbench.models.structured import parse_reply
+from dialogbench.runner import RoleSpec
 from dialogbench.testing import ChatServer
-from dialogbench.tracks.common import ModelSettings
 from dialogbench.tracks.demo import awareness_prompts as ap
 from dialogbench.tracks.demo.awareness import (
     AwarenessConfig,
     answer_schema,
     label_metrics,
-    macro_f1,
-    match_label,
     number_metrics,
     objective_outcomes,
     run_awareness,
@@ -158,12 +157,12 @@ def test_utterance_prompt_names_the_target() -> None:
 
 def test_judge_rubrics_follow_appendix_f() -> None:
     for lang in ("en", "zh"):
-        for task, rubric in ap.RUBRICS[lang].items():  # type: ignore[index]
+        for task, rubric in ap.RUBRICS[lang].items():
             assert [(d.name, d.low, d.high) for d in rubric.dimensions] == [
                 ("accuracy", 0, 10),
                 ("hallucination", 0, 10),
             ]
-            assert ap.TASK_NAME[task][lang] in rubric.instructions  # type: ignore[index]
+            assert ap.TASK_NAME[task][lang] in rubric.instructions
     assert "标准答案" in ap.RUBRICS["zh"]["goal"].instructions
     assert len(ap.PROMPT_SHA256) == 64
 
@@ -230,6 +229,20 @@ def test_labels_are_matched_after_normalising() -> None:
     assert match_label("ecstatic", SENTIMENTS) is None
     assert match_label("m", SENTIMENTS) is None  # a synonym counts only inside the set
     assert match_label(3, SENTIMENTS) is None
+    assert match_label("pos", SENTIMENTS) == "positive"
+
+
+def test_gold_and_prediction_read_boy_the_same_way() -> None:
+    # the loaders read a gold "boy" as male (data.demo.labels); a predicted one is too
+    assert normalise_gender("boy") == "male"
+    assert match_label("boy", ["male", "female"]) == "male"
+    assert match_label("Girl.", ["male", "female"]) == "female"
+    item = persona_item(1)
+    gold = item.gold["participant1"]["gender"]
+    answer = json.loads(json.dumps(item.gold))
+    answer["participant1"]["gender"] = "boy" if gold == "male" else "girl"
+    outcome = objective_outcomes(item, answer)["participant1.gender"]
+    assert outcome["label"] == gold and outcome["correct"] is True
 
 
 def test_objective_outcomes_by_hand() -> None:
@@ -257,58 +270,6 @@ def test_objective_outcomes_by_hand() -> None:
 
 
 # -- macro-F1 -------------------------------------------------------------------------------
-
-
-def brute_macro_f1(gold: list[int], pred: list[int]) -> float:
-    scores = []
-    for label in sorted(set(gold) | set(pred)):
-        tp = sum(1 for g, p in zip(gold, pred, strict=True) if g == p == label)
-        fp = sum(1 for g, p in zip(gold, pred, strict=True) if p == label and g != label)
-        fn = sum(1 for g, p in zip(gold, pred, strict=True) if g == label and p != label)
-        precision = tp / (tp + fp) if tp + fp else 0.0
-        recall = tp / (tp + fn) if tp + fn else 0.0
-        scores.append(2 * precision * recall / (precision + recall) if tp else 0.0)
-    return sum(scores) / len(scores)
-
-
-def test_macro_f1_by_hand() -> None:
-    one = np.array([0, 0, 1, 1])
-    assert macro_f1(one, one)[0] == 1.0
-    # label 0: tp 1, fp 1, fn 1 -> 0.5; label 1: tp 1, fp 1, fn 1 -> 0.5
-    assert macro_f1(one, np.array([0, 1, 0, 1]))[0] == 0.5
-    # label 2 is predicted but never gold: a label of its own with F1 0, so averaged in
-    assert macro_f1(np.array([0, 1]), np.array([0, 2]))[0] == pytest.approx((1 + 0 + 0) / 3)
-    assert math.isnan(macro_f1(np.array([], dtype=np.int64), np.array([], dtype=np.int64))[0])
-
-
-def test_macro_f1_never_exceeds_accuracy_on_a_skewed_sample() -> None:
-    # the old definition (gold labels only) gave 1.0 here against an accuracy of 0.75
-    gold, pred = np.array([0, 0, 0, 0]), np.array([0, 0, 0, 1])
-    assert macro_f1(gold, pred)[0] == pytest.approx((6 / 7 + 0) / 2)
-
-
-def test_macro_f1_matches_brute_force_sklearn_and_weights_repeat_rows() -> None:
-    metrics = pytest.importorskip("sklearn.metrics")
-    rng = np.random.default_rng(7)
-    for _ in range(200):
-        n = int(rng.integers(1, 30))
-        raw_gold, raw_pred = rng.integers(0, 4, n), rng.integers(0, 6, n)
-        _, both = np.unique(np.concatenate([raw_gold, raw_pred]), return_inverse=True)
-        gold, pred = both[:n], both[n:]  # labels 0..K-1, each seen in gold or prediction
-        got = macro_f1(gold, pred)[0]
-        assert got == pytest.approx(brute_macro_f1(list(gold), list(pred)))
-        assert got == pytest.approx(metrics.f1_score(gold, pred, average="macro"))
-        counts = rng.integers(0, 3, (2, n)).astype(float)
-        rows = macro_f1(gold, pred, counts)
-        for row, weights in zip(rows, counts, strict=True):
-            idx = np.repeat(np.arange(n), weights.astype(int))
-            if len(idx) == 0:
-                assert math.isnan(row)
-                continue
-            assert row == pytest.approx(brute_macro_f1(list(gold[idx]), list(pred[idx])))
-            assert row == pytest.approx(
-                metrics.f1_score(gold[idx], pred[idx], average="macro", zero_division=0)
-            )
 
 
 def test_label_metrics_by_hand() -> None:
@@ -373,7 +334,8 @@ def _tagged(name: str, text: str) -> str:
 
 
 def right_answer(item: AwarenessItem) -> dict[str, Any]:
-    return json.loads(json.dumps(item.gold))
+    answer: dict[str, Any] = json.loads(json.dumps(item.gold))
+    return answer
 
 
 class Scripted:
@@ -432,34 +394,50 @@ def test_scripted_run_resumes_and_counts(tmp_path: Path, monkeypatch: pytest.Mon
     script = Scripted(answers)
     out = tmp_path / "run"
     with ChatServer(reply=script) as srv:
-        settings = ModelSettings(model="openai-compatible/scripted", base_url=srv.base_url)
-        config = AwarenessConfig(n_boot=200, max_fixes=1, models=settings)
-        seen: list[str] = []
+        settings = RoleSpec("openai-compatible/scripted", srv.base_url)
+        config = AwarenessConfig(n_boot=200, max_fixes=1)
+        seen: list[tuple[str, int, int]] = []
         monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache1.sqlite"))
-        result = run_awareness(ds, out, config, progress=lambda w, i, n: seen.append(w))
+        result = run_awareness(
+            ds, out, config, model=settings, progress=lambda w, i, n: seen.append((w, i, n))
+        )
         first = srv.request_count
         # 9 items: one prediction never parses (2 tries) and is never judged; one verdict
         # never validates (2 tries)
         assert (script.predictions, script.verdicts) == (10, 9) and first == 19
-        assert seen == [
-            "goal-en",
-            "persona-zh",
-            "scene-en",
-            "utterance-en",
-            "utterance-zh",
-            "summary",
-        ]
+        assert seen[0] == ("solve", 0, 18) and seen[-1][1:] == (18, 18)
+        assert {w for w, _, _ in seen} == {"solve", "score"}
         items_text = (out / "items.jsonl").read_text()
 
         # a fresh response cache each time: what is not asked again was kept, not cached
         monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache2.sqlite"))
-        again = run_awareness(ds, out, config)  # everything finished: nothing asked
+        again = run_awareness(ds, out, config, model=settings)  # all finished: nothing asked
         assert srv.request_count == first and again.summary.keys() == result.summary.keys()
-        (out / "parts" / "persona-zh.jsonl").unlink()  # as if killed during that part
+        for stage in ("solved", "scored"):  # as if killed before the persona-zh items
+            part = out / "parts" / f"{stage}.jsonl"
+            kept = [x for x in part.read_text().splitlines() if '"unit": "persona-zh:' not in x]
+            part.write_text("".join(x + "\n" for x in kept))
         monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache3.sqlite"))
-        run_awareness(ds, out, config)
+        run_awareness(ds, out, config, model=settings)
         assert srv.request_count == first + 4  # two predictions and two verdicts, no more
         assert (out / "items.jsonl").read_text() == items_text
+
+        # a new n_boot only redraws the figures; a new judge re-judges, the model is not asked
+        monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache4.sqlite"))
+        before = srv.request_count
+        run_awareness(ds, tmp_path / "boot", config, model=settings)
+        solved = srv.request_count - before
+        run_awareness(ds, tmp_path / "boot", replace(config, n_boot=100), model=settings)
+        assert srv.request_count == before + solved
+        predictions = script.predictions
+        judge = RoleSpec("openai-compatible/other-judge", srv.base_url)
+        rejudged = run_awareness(
+            ds, tmp_path / "boot", replace(config, n_boot=100), model=settings, judge_model=judge
+        )
+        assert script.predictions == predictions and script.verdicts > 9
+        assert rejudged.usage["stages"]["score"]["judge"]["model"] == (
+            "openai-compatible/other-judge"
+        )
 
     counts = json.loads((out / "counts.json").read_text())
     assert counts["en"]["utterance"] == {
@@ -539,15 +517,17 @@ def test_scripted_run_resumes_and_counts(tmp_path: Path, monkeypatch: pytest.Mon
     zh = "zh: the awareness average leaves out goal, scene (no item in this run), so"
     assert any(zh in w for w in warnings), warnings
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["config"]["prompt_sha256"] == ap.PROMPT_SHA256
-    assert manifest["config"]["model_settings"]["model"] == "openai-compatible/scripted"
-    assert manifest["config"]["judge_settings"]["same_as"] == "model under test"
+    assert manifest["resolved"]["prompt_sha256"] == ap.PROMPT_SHA256
+    assert manifest["roles"]["model"]["model"] == "openai-compatible/scripted"
+    assert manifest["roles"]["judge"] == {"same_as": "model"}
     assert manifest["dataset"]["sha256"] == "0" * 64 and manifest["track"] == "demo-awareness"
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["awareness"]["en"]["average"]) == {"value", "ci_low", "ci_high", "n"}
     usage = json.loads((out / "usage.json").read_text())
-    assert usage["utterance-en"]["prediction"]["calls"] == 4  # 3 items + 1 correction
-    assert usage["tokens_processed"] > 0
+    assert usage["roles"]["model"]["calls"] == 10  # 9 items + 1 correction
+    assert usage["roles"]["judge"]["calls"] == 9  # 8 parsed answers + 1 correction
+    assert usage["stages"]["solve"]["model"]["calls"] == 10
+    assert usage["total"]["tokens_processed"] > 0
 
 
 def test_limit_draws_from_every_task_and_language() -> None:
@@ -570,14 +550,14 @@ def test_bad_configurations_fail_early(tmp_path: Path) -> None:
         AwarenessConfig(tasks=("mood",))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="needs a model"):
         run_awareness(demo_set([goal_item(1)]), tmp_path, AwarenessConfig())
-    settings = ModelSettings(model="openai-compatible/x", base_url="http://127.0.0.1:9")
+    settings = RoleSpec("openai-compatible/x", "http://127.0.0.1:9")
     with pytest.raises(ValueError, match="no items"):
-        run_awareness(
-            demo_set([goal_item(1)]), tmp_path, AwarenessConfig(("scene",), models=settings)
-        )
+        run_awareness(demo_set([goal_item(1)]), tmp_path, AwarenessConfig(("scene",)), settings)
     bad = goal_item(1).model_copy(update={"gold": {"mood": "x"}})
     with pytest.raises(DataError):
-        run_awareness(demo_set([bad]), tmp_path, AwarenessConfig(models=settings))
+        run_awareness(demo_set([bad]), tmp_path, AwarenessConfig(), settings)
+    with pytest.raises(ValueError, match="limit"):
+        AwarenessConfig(limit=0)
     assert not (tmp_path / "manifest.json").exists()
 
 
@@ -622,9 +602,9 @@ def test_gold_answers_on_cped_and_casino_score_full_marks(
     ds = real_set()
     monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
     with ChatServer(reply=GoldEcho(ds.items)) as srv:
-        settings = ModelSettings(model="openai-compatible/echo", base_url=srv.base_url)
-        config = AwarenessConfig(limit=12, n_boot=100, models=settings)
-        result = run_awareness(ds, tmp_path / "run", config)
+        settings = RoleSpec("openai-compatible/echo", srv.base_url)
+        config = AwarenessConfig(limit=12, n_boot=100)
+        result = run_awareness(ds, tmp_path / "run", config, model=settings)
     assert {lang: set(c) for lang, c in result.counts.items()} == {
         "en": {"goal", "persona", "utterance"},  # CaSiNo
         "zh": {"persona", "scene", "utterance"},  # CPED
@@ -672,6 +652,6 @@ def test_embedded_model_on_a_cped_item(tmp_path: Path) -> None:
     else:
         assert c["scored"] + c["judge_unscored"] == 1
         assert row["verdict"]["scored"] or row["verdict"]["raw"]
-    assert result.usage["scene-zh"]["prediction"]["completion_tokens"] > 0
+    assert result.usage["roles"]["model"]["completion_tokens"] > 0
     manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert manifest["config"]["model_settings"]["model"] == "embedded"
+    assert manifest["roles"]["model"]["model"] == "embedded"

@@ -20,15 +20,14 @@ from dialogbench.data.demo.model import DemoSet, Episode, Persona, Scene
 from dialogbench.judging.prompts import FRAMINGS, single_messages
 from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
+from dialogbench.runner import RoleSpec
 from dialogbench.testing import ChatServer
 from dialogbench.testing.chatserver import Fault, status
-from dialogbench.tracks.common import ModelSettings
 from dialogbench.tracks.demo import interaction_prompts as ip
 from dialogbench.tracks.demo.interaction import (
     InteractionConfig,
     InteractionResult,
     parse_turn,
-    part_name,
     plan_runs,
     run_interaction,
 )
@@ -164,15 +163,14 @@ def test_parse_turn() -> None:
 
 
 def test_turns_are_constrained_by_default_only_for_the_embedded_model() -> None:
-    def constrained(**kw: Any) -> bool | None:
-        return InteractionConfig(**kw).constrain_turns
+    def constrained(embedded_plays: bool, **kw: Any) -> bool:
+        schema = InteractionConfig(**kw).agent_config(embedded_plays).json_schema
+        return schema is not None
 
-    served = ModelSettings(model="openai-compatible/x")
-    assert constrained(models=ModelSettings(model="embedded")) is True
-    assert constrained(models=served, partner="embedded") is True
-    assert constrained(models=served) is False
-    assert constrained(models=ModelSettings(model="embedded"), constrain_turns=False) is False
-    assert constrained(models=served, constrain_turns=True) is True
+    assert constrained(True) is True  # unset: on when the embedded model plays a side
+    assert constrained(False) is False
+    assert constrained(True, constrain_turns=False) is False
+    assert constrained(False, constrain_turns=True) is True
 
 
 def test_runs_and_part_names() -> None:
@@ -180,21 +178,21 @@ def test_runs_and_part_names() -> None:
     assert [r.under_test for r in plan_runs(es, False, "both")] == ["both", "both"]
     assert [r.id for r in plan_runs(es, True, "p2")] == ["a", "b/1"]
     assert [r.id for r in plan_runs(es, True, "both")] == ["a@p1", "a@p2", "b/1@p1", "b/1@p2"]
-    assert part_name("episode", "a@p1") == "episode.a@p1"
-    assert re.fullmatch(r"episode\.b_1-[0-9a-f]{10}", part_name("episode", "b/1"))
 
 
 def test_bad_configurations_fail_early(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="sides"):
         InteractionConfig(sides="both sides")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="max_turns"):
+    with pytest.raises(ValueError, match="max-turns"):
         InteractionConfig(max_turns=0)
     e = episode("a", ("Ana", "Bo"))
     with pytest.raises(ValueError, match="needs a model"):
         run_interaction([e], tmp_path, InteractionConfig())
-    config = InteractionConfig(models=ModelSettings(model="openai-compatible/x"))
+    model = RoleSpec("openai-compatible/x")
     with pytest.raises(ValueError, match="unique"):
-        run_interaction([e, e], tmp_path, config)
+        run_interaction([e, e], tmp_path, InteractionConfig(), model=model)
+    with pytest.raises(ValueError, match="self-play"):
+        run_interaction([e], tmp_path, InteractionConfig(sides="self"), model, partner_model=model)
     assert not (tmp_path / "manifest.json").exists()
 
 
@@ -308,21 +306,18 @@ def test_scripted_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     reply = Scripted()
     seen: list[tuple[str, int, int]] = []
     with ChatServer(reply=reply) as srv:
-        config = InteractionConfig(
-            max_turns=4,
-            n_boot=200,
-            models=ModelSettings(model="openai-compatible/scripted", base_url=srv.base_url),
-        )
+        config = InteractionConfig(max_turns=4, n_boot=200)
         result = run_interaction(
             DemoSet(name="hand", episodes=five_episodes(), sha256="abc", source="test"),
             out,
             config,
+            model=RoleSpec("openai-compatible/scripted", srv.base_url),
             progress=lambda what, done, total: seen.append((what, done, total)),
         )
         assert srv.request_count == AGENT_CALLS + JUDGE_CALLS
         agent_bodies = [b for b in srv.requests if b["messages"][0]["content"] in AGENT_SYSTEMS]
         assert all(b["temperature"] == 1.0 and b["seed"] == 0 for b in agent_bodies)
-    assert seen[0] == ("episodes", 0, 5) and seen[-1] == ("episodes", 5, 5)
+    assert seen[0] == ("solve", 0, 10) and seen[-1][1:] == (10, 10)
     assert sorted(reply.judged) == sorted(["Ana", "Cleo", "王芳", "王芳", "王芳", "刘洋"])
 
     rows = items(out)
@@ -379,31 +374,49 @@ def test_scripted_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert summary["en"]["goal"] == {"value": 6.0, "ci_low": 4.0, "ci_high": 8.0, "n": 2}
     assert json.loads((out / "counts.json").read_text()) == c
     usage = json.loads((out / "usage.json").read_text())
-    assert usage["under_test"]["calls"] == AGENT_CALLS and "partner" not in usage
-    assert usage["judge"]["calls"] == JUDGE_CALLS
-    assert usage["tokens_processed"] > 0
+    assert usage["roles"]["model"]["calls"] == AGENT_CALLS and "partner" not in usage["roles"]
+    assert usage["roles"]["judge"]["calls"] == JUDGE_CALLS
+    assert usage["stages"]["score"]["judge"]["calls"] == JUDGE_CALLS
+    assert usage["total"]["tokens_processed"] > 0
+    assert rows["e-end"]["usage"]["under_test"]["calls"] == 3  # each row: what it spent
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["track"] == "demo-interaction" and manifest["seed"] == 0
     assert manifest["dataset"] == {"name": "hand", "source": "test", "sha256": "abc", "subjects": 5}
-    assert manifest["config"]["prompt_sha256"] == ip.PROMPT_SHA256
-    assert manifest["config"]["partner_settings"] == {"same_as": "model under test"}
-    assert manifest["config"]["judge_settings"]["same_as"] == "model under test"
-    assert manifest["config"]["models"]["model"] == "openai-compatible/scripted"
+    assert manifest["resolved"]["prompt_sha256"] == ip.PROMPT_SHA256
+    assert "partner" not in manifest["roles"] and manifest["config"]["sides"] == "self"
+    assert manifest["roles"]["judge"] == {"same_as": "model"}
+    assert manifest["roles"]["model"]["model"] == "openai-compatible/scripted"
     assert manifest["package_version"]
     warnings = json.loads((out / "warnings.json").read_text())["warnings"]
     assert warnings == result.warnings
-    assert (out / "parts" / "episode.e-end.jsonl").exists()
-    assert (out / "parts" / "judge.e-end.jsonl").exists()
-    assert not (out / "parts" / "judge.e-broken.jsonl").exists()
+    assert set(units(out, "solved")) == set(rows) == set(units(out, "scored"))
+    assert units(out, "scored")["e-broken"][0]["judge_skipped"] == "episode failed"
+
+
+def units(out: Path, stage: str) -> dict[str, list[dict[str, Any]]]:
+    """The rows of each unit stored in parts/<stage>.jsonl (the last line wins)."""
+    lines = (out / "parts" / f"{stage}.jsonl").read_text().splitlines()
+    return {u["unit"]: u["rows"] for u in map(json.loads, lines)}
+
+
+def drop_units(out: Path, stage: str, drop: set[str]) -> None:
+    """Remove units from a stored stage, as if the run was killed before they finished."""
+    part = out / "parts" / f"{stage}.jsonl"
+    kept = [x for x in part.read_text().splitlines() if json.loads(x)["unit"] not in drop]
+    part.write_text("".join(x + "\n" for x in kept))
 
 
 def run_scripted(
-    srv: ChatServer, data: list[Episode] | DemoSet, out: Path, config: InteractionConfig
+    srv: ChatServer,
+    data: list[Episode] | DemoSet,
+    out: Path,
+    config: InteractionConfig,
+    judge: Model | None = None,
 ) -> InteractionResult:
     """A run with a fresh cache-less model on `srv`, closed afterwards."""
     model = scripted_model(srv)
     try:
-        return run_interaction(data, out, config, model=model)
+        return run_interaction(data, out, config, model=model, judge_model=judge)
     finally:
         asyncio.run(model.aclose())
 
@@ -414,8 +427,8 @@ def test_resume_keeps_finished_episodes_and_verdicts(tmp_path: Path) -> None:
         first = run_scripted(srv, five_episodes(), out, CONFIG)
         assert srv.request_count == AGENT_CALLS + JUDGE_CALLS
         # a kill before e-long finished and before e-zh was judged
-        for name in ("episode.e-long", "judge.e-long", "judge.e-zh"):
-            (out / "parts" / f"{name}.jsonl").unlink()
+        drop_units(out, "solved", {"e-long"})
+        drop_units(out, "scored", {"e-long", "e-zh"})
         (out / "items.jsonl").unlink()
         srv.reset()
         again = run_scripted(srv, five_episodes(), out, CONFIG)
@@ -426,12 +439,22 @@ def test_resume_keeps_finished_episodes_and_verdicts(tmp_path: Path) -> None:
         srv.reset()
         run_scripted(srv, five_episodes(), out, CONFIG)  # all done: nothing is asked
         assert srv.request_count == 0
+        run_scripted(srv, five_episodes(), out, replace(CONFIG, n_boot=100))  # figures only
+        assert srv.request_count == 0
+        with ChatServer(reply=Scripted()) as judging:  # a new judge: transcripts kept
+            judge = scripted_model(judging, "judge")
+            try:
+                rejudged = run_scripted(srv, five_episodes(), out, CONFIG, judge)
+            finally:
+                asyncio.run(judge.aclose())
+            assert srv.request_count == 0 and judging.request_count == JUDGE_CALLS
+        assert rejudged.counts == first.counts
         srv.reset()
         run_scripted(srv, five_episodes(), out, replace(CONFIG, max_turns=3))  # afresh
         assert srv.request_count == AGENT_CALLS - 1 + JUDGE_CALLS  # e-long: 3 turns
 
 
-def test_an_episode_whose_call_failed_is_played_again(tmp_path: Path) -> None:
+def test_an_episode_whose_call_failed_is_counted(tmp_path: Path) -> None:
     out = tmp_path / "run"
     e = episode("e-end", ("Ana", "Bo"))
     refused = True
@@ -447,9 +470,10 @@ def test_an_episode_whose_call_failed_is_played_again(tmp_path: Path) -> None:
         assert row["failure"]["turn"] == 2 and "call failed" in row["failure"]["error"]
         assert failed.counts["all"]["failed"] == 1
         assert math.isnan(failed.summary["en"]["goal"].value)
+        assert failed.usage["roles"]["model"]["failed_calls"] == 1
         refused = False
         srv.reset()
-        again = run_scripted(srv, [e], out, CONFIG)
+        again = run_scripted(srv, [e], out, replace(CONFIG, seed=1))  # a fresh run plays it
         assert srv.request_count == 3 + 1
     assert again.counts["all"]["ended_by_marker"] == 1 and again.summary["en"]["goal"].n == 1
 
@@ -463,27 +487,21 @@ def test_a_fixed_partner_on_both_sides(tmp_path: Path, monkeypatch: pytest.Monke
         ChatServer(reply=Scripted()) as partner,
         ChatServer(reply=Scripted()) as judging,
     ):
-        config = InteractionConfig(
-            max_turns=4,
-            n_boot=200,
-            models=ModelSettings(model="openai-compatible/tested", base_url=srv.base_url),
-            partner="openai-compatible/partner",
-            partner_base_url=partner.base_url,
-            sides="both",
-            constrain_turns=True,
-        )
+        config = InteractionConfig(max_turns=4, n_boot=200, sides="both", constrain_turns=True)
+        tested = RoleSpec("openai-compatible/tested", srv.base_url)
+        fixed = RoleSpec("openai-compatible/partner", partner.base_url)
         judge = scripted_model(judging, "judge")  # no cache: the two transcripts are equal
         try:
-            result = run_interaction([e], out, config, judge_model=judge)
+            result = run_interaction([e], out, config, tested, fixed, judge_model=judge)
         finally:
             asyncio.run(judge.aclose())
         # as p1 the model says turns 1 and 3 (the end), as p2 turn 2
         assert srv.request_count == 2 + 1
         assert partner.request_count == 1 + 2
         assert judging.request_count == 2
-        tested = [b for b in srv.requests if b["messages"][0]["content"] in AGENT_SYSTEMS]
-        assert all(b["model"] == "tested" for b in tested)
-        turn_format = tested[0]["response_format"]["json_schema"]["schema"]
+        bodies = [b for b in srv.requests if b["messages"][0]["content"] in AGENT_SYSTEMS]
+        assert all(b["model"] == "tested" for b in bodies)
+        turn_format = bodies[0]["response_format"]["json_schema"]["schema"]
         assert turn_format == ip.TURN_SCHEMA
     rows = items(out)
     assert list(rows) == ["e-end@p1", "e-end@p2"]
@@ -495,11 +513,12 @@ def test_a_fixed_partner_on_both_sides(tmp_path: Path, monkeypatch: pytest.Monke
     assert [t["played_by"] for t in p2["turns"]] == ["partner", "under_test"]
     assert result.counts["all"]["episodes"] == 1 and result.counts["all"]["runs"] == 2
     assert result.summary["en"]["goal"].value == 8.0 and result.summary["en"]["goal"].n == 2
-    assert result.usage["partner"]["calls"] == 3 and result.usage["under_test"]["calls"] == 3
-    manifest = json.loads((out / "manifest.json").read_text())["config"]
-    assert manifest["partner_settings"]["model"] == "openai-compatible/partner"
-    assert manifest["judge_settings"]["model"] == "openai-compatible/judge"
-    assert manifest["sides"] == "both" and manifest["runs"] == 2
+    roles = result.usage["roles"]
+    assert roles["partner"]["calls"] == 3 and roles["model"]["calls"] == 3
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["roles"]["partner"]["model"] == "openai-compatible/partner"
+    assert manifest["roles"]["judge"]["model"] == "openai-compatible/judge"
+    assert manifest["config"]["sides"] == "both" and manifest["resolved"]["runs"] == 2
 
 
 # -- the real embedded model ----------------------------------------------------------------
@@ -530,7 +549,7 @@ def test_embedded_model_short_run(tmp_path: Path) -> None:
         assert row["failure"]["kind"] == "malformed" and row["failure"]["raw"]
     elif not row["judged"]:
         assert row["judge_raw"] and row["judge_error"] and row["average"] is None
-    assert result.usage["under_test"]["completion_tokens"] > 0
+    assert result.usage["roles"]["model"]["completion_tokens"] > 0
 
 
 # -- SOTOPIA episodes -----------------------------------------------------------------------

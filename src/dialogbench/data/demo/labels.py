@@ -10,6 +10,7 @@ not recognised (callers decide whether that is an error).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from typing import get_args
 
 from dialogbench.data.demo.model import AGE_BANDS, TRAITS, Gender, Level
@@ -74,10 +75,12 @@ _LEVEL = {"high": "high", "高": "high", "low": "low", "低": "low"}
 
 _SENTIMENT = {
     "positive": "positive",
+    "pos": "positive",
     "正向": "positive",
     "积极": "positive",
     "正面": "positive",
     "negative": "negative",
+    "neg": "negative",
     "负向": "negative",
     "消极": "negative",
     "负面": "negative",
@@ -188,3 +191,41 @@ def first_number(text: str) -> float | None:
     """The first whole number in `text` (`"10 (very close)"` -> 10.0), or None."""
     match = _INT.search(text)
     return float(match.group()) if match else None
+
+
+# -- one label set ----------------------------------------------------------------------
+
+_SEPARATORS = re.compile(r"[\s_\-]+")
+
+
+def label_key(text: str) -> str:
+    """Lower case, `_`/`-`/spaces as one space, no surrounding quotes or final full stop."""
+    text = text.strip().strip("\"'\u201c\u201d\u2018\u2019").strip().rstrip(".。").strip()
+    return _SEPARATORS.sub(" ", text.lower()).strip()
+
+
+_NORMALISERS: tuple[Callable[[str], str | None], ...] = (
+    normalise_gender,
+    normalise_level,
+    normalise_sentiment,
+    normalise_age,
+)
+"""The ways of writing a label this module knows (`"boy"` -> male, `"高"` -> high, ...)."""
+
+
+def match_label(value: object, labels: Sequence[str]) -> str | None:
+    """The label of `labels` that `value` names, or None: the same reading for a gold label
+    and for a model's answer. A value matches a label equal to it after `label_key`, else
+    the label one of this module's normalisers (gender, level, sentiment, age band) maps that
+    to, when that label is in the set."""
+    if not isinstance(value, str):
+        return None
+    by_key = {label_key(label): label for label in labels}
+    key = label_key(value)
+    if key in by_key:
+        return by_key[key]
+    for normalise in _NORMALISERS:
+        canonical = normalise(key)
+        if canonical is not None and label_key(canonical) in by_key:
+            return by_key[label_key(canonical)]
+    return None

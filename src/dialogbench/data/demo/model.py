@@ -21,7 +21,8 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Lang = Literal["en", "zh"]
+from dialogbench.lang import Lang as Lang  # re-exported: the one definition
+
 Task = Literal["goal", "persona", "scene", "utterance"]
 TASKS: tuple[Task, ...] = get_args(Task)
 TRAITS = ("openness", "conscientiousness", "extraversion", "agreeableness", "neuroticism")

@@ -16,10 +16,12 @@ Per item:
                  whether the predicted label is right; `goal_completion` and
                  `familiarity`: the absolute error.
 
-Labels. A predicted label is matched to the label set after normalising case, spaces,
-`_`/`-` and a few common synonyms (`M` -> male, `高` -> high, `积极` -> positive, ...). A
-label still outside the set is valid JSON, not a schema error: it is kept as given and
-counted as a wrong answer (and `out_of_set`) by the objective metrics; the judge sees it.
+Labels. Gold and predicted labels are matched to the label set the same way,
+`data.demo.labels.match_label`: after normalising case, spaces, `_`/`-`, quotes and a final
+full stop, and through the loaders' own readings of gender, level, sentiment and age band
+(`M`, `boy` -> male, `高` -> high, `积极` -> positive, ...). A label still outside the set
+is valid JSON, not a schema error: it is kept as given and counted as a wrong answer (and
+`out_of_set`) by the objective metrics; the judge sees it.
 
 Objective metrics, per language and field (persona fields pool both participants, e.g.
 `gender`, `big_five.openness`): accuracy and macro-F1 (the standard definition, as
@@ -29,7 +31,11 @@ F1 0), with intervals from resampling items; mean absolute error for the numeric
 each, the baseline of a model that ignores the dialogue: `majority_accuracy` (always the
 most frequent gold label) and `median_mae` (always the gold's median).
 
-RUN_DIR/manifest.json   dataset name and sha256, config, model and judge settings, prompt
+Units: one per item, in task x language order. `solve` asks the model under test (the
+prediction and its objective outcomes); `score` asks the judge, so a new judge re-judges
+saved predictions without calling the model under test.
+
+RUN_DIR/manifest.json   dataset name and sha256, config, the model and judge roles, prompt
                         sha256, seed, package version
 RUN_DIR/items.jsonl     one record per item: ids, task, lang, the gold the judge sees, the
                         prediction (raw and parsed, error), the verdict, objective outcomes
@@ -37,37 +43,51 @@ RUN_DIR/summary.json    judge: lang -> task -> accuracy, hallucination, score; a
                         lang -> the paper's table half (`aggregate.AwarenessTable`);
                         objective: lang -> field -> metrics; every figure with its interval
 RUN_DIR/counts.json     lang -> task -> items, prediction_unparsed, judge_unscored, scored
-RUN_DIR/usage.json      per part: calls and tokens of the predictions and of the judge
+RUN_DIR/usage.json      calls and tokens per role (model, judge) and stage (the runner's)
 RUN_DIR/warnings.json   data warnings, unparsed predictions, unscored verdicts, labels
                         outside their set
-RUN_DIR/parts/          one per task x language; a rerun of the same run keeps them
+RUN_DIR/parts/          solved.jsonl and scored.jsonl, one line per item; a rerun keeps them
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import math
-import re
-import warnings as warnings_module
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, create_model
+from rich.table import Table
 
 from dialogbench.data.demo.items import PARTICIPANTS, get_path
-from dialogbench.data.demo.model import TASKS, TRAITS, AwarenessItem, DemoSet, Lang, Task
+from dialogbench.data.demo.labels import match_label
+from dialogbench.data.demo.model import TASKS, TRAITS, AwarenessItem, DemoSet, Task
 from dialogbench.data.errors import DataError
 from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge, Verdict
+from dialogbench.lang import Lang
 from dialogbench.models.model import Model
 from dialogbench.models.structured import Structured
 from dialogbench.models.types import GenerateConfig
-from dialogbench.report.run import DatasetInfo, Progress, RunDir, to_json
+from dialogbench.report.table import summary_table
+from dialogbench.runner import (
+    DatasetInfo,
+    Outcome,
+    Plan,
+    Progress,
+    Role,
+    RoleSpec,
+    TrackBase,
+    check,
+    option,
+    register,
+    run_track,
+)
+from dialogbench.runner.track import Corpus, Models, Rows
 from dialogbench.stats.bootstrap import (
     Estimate,
     bootstrap_means,
@@ -75,13 +95,8 @@ from dialogbench.stats.bootstrap import (
     percentile_estimate,
     resample_counts,
 )
-from dialogbench.tracks.common import (
-    ModelSettings,
-    spent,
-    stratified_limit,
-    usage_by_part,
-    write_usage,
-)
+from dialogbench.stats.classification import macro_f1
+from dialogbench.tracks.common import stratified_limit
 from dialogbench.tracks.demo import awareness_prompts as ap
 from dialogbench.tracks.demo.aggregate import AwarenessTable, awareness_table, item_score
 
@@ -232,50 +247,6 @@ def answer_schema(item: AwarenessItem) -> type[BaseModel]:
 
 # -- labels ---------------------------------------------------------------------------------
 
-SYNONYMS = {
-    "m": "male",
-    "man": "male",
-    "男": "male",
-    "男性": "male",
-    "f": "female",
-    "woman": "female",
-    "女": "female",
-    "女性": "female",
-    "高": "high",
-    "低": "low",
-    "pos": "positive",
-    "正向": "positive",
-    "正面": "positive",
-    "积极": "positive",
-    "neg": "negative",
-    "负向": "negative",
-    "负面": "negative",
-    "消极": "negative",
-    "中性": "neutral",
-    "中立": "neutral",
-}
-"""Common ways of writing a label, mapped to it (used only when the label is in the set)."""
-
-_SEPARATORS = re.compile(r"[\s_\-]+")
-
-
-def normalise(text: str) -> str:
-    """Lower case, `_`/`-`/spaces as one space, no surrounding quotes or final full stop."""
-    text = text.strip().strip("\"'\u201c\u201d\u2018\u2019").strip().rstrip(".。").strip()
-    return _SEPARATORS.sub(" ", text.lower()).strip()
-
-
-def match_label(value: object, labels: Sequence[str]) -> str | None:
-    """The label of `labels` that `value` names (after `normalise` and `SYNONYMS`), or None."""
-    if not isinstance(value, str):
-        return None
-    by_norm = {normalise(label): label for label in labels}
-    key = normalise(value)
-    if key in by_norm:
-        return by_norm[key]
-    synonym = SYNONYMS.get(key)
-    return by_norm.get(normalise(synonym)) if synonym else None
-
 
 def field_name(path: str) -> str:
     """The pooled field of an option path: `participant2.big_five.openness` ->
@@ -328,33 +299,7 @@ def objective_outcomes(
     return out
 
 
-# -- macro-F1 -------------------------------------------------------------------------------
-
 FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
-
-
-def macro_f1(gold: IntArray, pred: IntArray, weights: FloatArray | None = None) -> FloatArray:
-    """Macro-F1 over every label seen in the gold or the predictions, for each row of
-    `weights` (scikit-learn's `f1_score(average="macro")`).
-
-    `gold` and `pred` hold label indices 0..K-1. `weights` (resamples x predictions) counts
-    how often each prediction is drawn; None scores the sample once. A label's F1 is
-    2 tp / (gold count + predicted count); a label neither in the drawn gold nor in the
-    drawn predictions is left out of the mean; NaN when nothing is drawn.
-    """
-    g = np.asarray(gold, dtype=np.int64)
-    p = np.asarray(pred, dtype=np.int64)
-    labels = np.arange(int(max(g.max(), p.max())) + 1 if len(g) else 0)
-    is_gold = (g[:, None] == labels).astype(np.float64)
-    is_pred = (p[:, None] == labels).astype(np.float64)
-    w = np.ones((1, len(g))) if weights is None else np.asarray(weights, dtype=np.float64)
-    tp, seen = w @ (is_gold * is_pred), w @ is_gold + w @ is_pred
-    with np.errstate(invalid="ignore", divide="ignore"):
-        f1 = np.where(seen > 0, 2.0 * tp / seen, np.nan)
-    with warnings_module.catch_warnings():
-        warnings_module.simplefilter("ignore", RuntimeWarning)
-        return np.asarray(np.nanmean(f1, axis=1) if labels.size else np.full(len(w), np.nan))
 
 
 # -- the run --------------------------------------------------------------------------------
@@ -362,25 +307,25 @@ def macro_f1(gold: IntArray, pred: IntArray, weights: FloatArray | None = None) 
 
 @dataclass(frozen=True)
 class AwarenessConfig:
-    """Tasks, a limit, the models and their settings (temperature 0, as in the paper)."""
+    """Tasks, a limit, and the model settings (temperature 0, as in the paper)."""
 
-    tasks: tuple[Task, ...] = TASKS
-    limit: int | None = None
-    """At most this many items, drawn in turn from each task x language (seeded)."""
-    seed: int = 0
-    n_boot: int = 2000
-    models: ModelSettings = field(default_factory=ModelSettings)
-    temperature: float = 0.0
-    max_tokens: int = 1024
-    judge_max_tokens: int = 1024
-    max_fixes: int = 2
+    tasks: tuple[Task, ...] = option(TASKS, help="the awareness tasks to ask")
+    limit: int | None = option(
+        None, help="at most this many items, drawn in turn from each task x language", min=1
+    )
+    seed: int = option(0, help="seed of the item draw, the model calls and the bootstrap", min=0)
+    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
+    temperature: float = option(0.0, help="the model's sampling temperature", min=0, max=2)
+    max_tokens: int = option(1024, help="the answer's token budget", min=1, max=1_000_000)
+    judge_max_tokens: int = option(
+        1024, help="the verdict's token budget", min=1, max=1_000_000, stage="score"
+    )
+    max_fixes: int = option(
+        2, help="corrections asked for an invalid answer (and an unusable verdict)", min=0, max=20
+    )
 
     def __post_init__(self) -> None:
-        bad = [t for t in self.tasks if t not in TASKS]
-        if bad or not self.tasks:
-            raise ValueError(f"tasks must be among {', '.join(TASKS)}, got {self.tasks}")
-        if self.limit is not None and self.limit < 1:
-            raise ValueError("limit must be positive")
+        check(self)
 
     def predict_config(self) -> GenerateConfig:
         return GenerateConfig(
@@ -399,6 +344,7 @@ class AwarenessResult:
     counts: dict[str, dict[str, dict[str, int]]]
     usage: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    dataset: str = ""
 
     @property
     def tables(self) -> dict[str, AwarenessTable]:
@@ -430,142 +376,228 @@ def _names(item: AwarenessItem, known: Mapping[str, tuple[str, str]]) -> tuple[s
     return (first, second) if isinstance(first, str) and isinstance(second, str) else None
 
 
+def unit_key(item: AwarenessItem) -> str:
+    """An item's unit: its part (task x language) and id."""
+    return f"{part_name(item.task, item.lang)}:{item.id}"
+
+
+class AwarenessTrack(TrackBase[AwarenessConfig, AwarenessItem]):
+    """One unit per item: the model answers it (solve), the judge scores the answer (score)."""
+
+    name: ClassVar[str] = TRACK
+    summary: ClassVar[str] = (
+        "DEMO element awareness: infer goals, personas, scenes and utterance labels from "
+        "whole dialogues; judged against the gold, and scored objectively on its labels."
+    )
+    config_type = AwarenessConfig
+    roles: ClassVar[tuple[Role, ...]] = (
+        Role("model", "solve", "the model under test"),
+        Role("judge", "score", "the judge of the answers", fallback="model"),
+    )
+    corpus: ClassVar[Corpus] = "demo"
+    judged: ClassVar[bool] = True
+
+    def plan(self, data: DemoSet, config: AwarenessConfig) -> Plan[AwarenessItem]:
+        items = select_items(data, config)
+        if not items:
+            raise ValueError(f"dataset {data.name!r} has no items for tasks {config.tasks}")
+        for item in items:  # bad gold fails here, before anything is written or asked
+            asked_shape(item, str(data.source))
+            objective_outcomes(item, None, str(data.source))
+        order = {
+            part_name(t, lang): k
+            for k, (t, lang) in enumerate((t, lang) for t in config.tasks for lang in LANGS)
+        }
+        ordered = sorted(items, key=lambda i: order[part_name(i.task, i.lang)])  # stable
+        units: dict[str, AwarenessItem] = {}
+        for item in ordered:
+            key = unit_key(item)
+            n = 1
+            while key in units:  # a repeated id: each item still its own unit
+                n += 1
+                key = f"{unit_key(item)}#{n}"
+            units[key] = item
+        info = DatasetInfo(
+            name=data.name,
+            source=str(data.source),
+            sha256=data.sha256,
+            subjects=len({i.dialogue_id for i in items}),
+        )
+        return Plan(
+            units,
+            warnings=list(data.warnings),
+            resolved={"prompt_sha256": ap.PROMPT_SHA256, "items": len(items)},
+            context=(data.name, participant_names(data)),
+            dataset=info,
+        )
+
+    async def solve(
+        self,
+        unit: AwarenessItem,
+        models: Models,
+        config: AwarenessConfig,
+        plan: Plan[AwarenessItem],
+    ) -> Rows:
+        """The item's prediction and its objective outcomes (the verdict comes in `score`)."""
+        item, names = unit, plan.context[1]
+        messages = ap.prediction_messages(item, _names(item, names))
+        got: Structured[BaseModel] = await models["model"].generate_structured(
+            messages,
+            answer_schema(item),
+            config.predict_config(),
+            max_fixes=config.max_fixes,
+            tag=PREDICT_TAG,
+        )
+        answer = got.value.model_dump(exclude_none=True) if got.value is not None else None
+        row = {
+            "id": item.id,
+            "dialogue_id": item.dialogue_id,
+            "task": item.task,
+            "lang": item.lang,
+            "target": item.target,
+            "gold": item.gold,
+            "prediction": {
+                "parsed": answer,
+                "raw": got.raw,
+                "error": got.error,
+                "attempts": got.attempts,
+            },
+            "verdict": None,
+            "score": None,
+            "objective": objective_outcomes(item, answer),
+        }
+        return [row]
+
+    async def score(
+        self,
+        unit: AwarenessItem,
+        rows: Rows,
+        models: Models,
+        config: AwarenessConfig,
+        plan: Plan[AwarenessItem],
+    ) -> Rows:
+        """The judge's verdict on a parsed answer (none for an unparsed one)."""
+        row = dict(rows[0])
+        answer = row["prediction"]["parsed"]
+        verdict: Verdict | None = None
+        if answer is not None:
+            judge = Judge(
+                models["judge"],
+                ap.RUBRICS[unit.lang][unit.task],
+                config.judge_config(),
+                max_fixes=config.max_fixes,
+            )
+            verdict = await judge.score(
+                _as_json(answer), reference=_as_json(unit.gold), tag=JUDGE_TAG
+            )
+        row["verdict"] = _verdict_record(verdict)
+        row["score"] = item_score(verdict.scores if verdict is not None else None)
+        return [row]
+
+    def aggregate(self, plan: Plan[AwarenessItem], rows: Rows, config: AwarenessConfig) -> Outcome:
+        parts: dict[str, list[dict[str, Any]]] = {}
+        for row in rows:
+            parts.setdefault(part_name(row["task"], row["lang"]), []).append(row)
+        result = summarise(parts, config)
+        result.dataset = plan.context[0]
+        outcome = Outcome(
+            summary=result.summary,
+            files={"counts.json": result.counts},
+            warnings=result.warnings,
+            result=result,
+            failures=_failures(result.counts),
+        )
+        result.warnings = list(plan.warnings) + result.warnings
+        return outcome
+
+    def show(self, outcome: Outcome, config: AwarenessConfig) -> list[Table | str]:
+        result: AwarenessResult = outcome.result
+        shown: list[Table | str] = []
+        for lang, tasks_of in result.summary["judge"].items():
+            title = f"Element awareness on {result.dataset} ({lang}), judge 0-10"
+            shown.append(_table(title, tasks_of, "task"))
+            table = result.tables[lang]
+            shown.append(f"{lang}: awareness average {_fmt(table.average)} over {table.averaged}")
+            objective = {
+                name: {k: v for k, v in metrics.items() if isinstance(v, Estimate)}
+                for name, metrics in result.summary["objective"].get(lang, {}).items()
+            }
+            if objective:
+                shown.append(
+                    _table(
+                        f"Objective metrics against the labels ({lang}); macro_f1 averages "
+                        "every label seen in the gold or the predictions",
+                        objective,
+                        "field",
+                    )
+                )
+            shown.append(f"counts ({lang}): {result.counts.get(lang, {})}")
+        return shown
+
+    def judgments(self, rows: Rows) -> dict[str, float]:
+        """Item (part:id) -> its judged score (the mean of accuracy and hallucination)."""
+        return {
+            f"{part_name(r['task'], r['lang'])}:{r['id']}": float(r["score"])
+            for r in rows
+            if r["score"] is not None
+        }
+
+    def headline(self, outcome: Outcome) -> dict[str, float]:
+        """Per language: each task's mean score and the awareness average."""
+        result: AwarenessResult = outcome.result
+        out: dict[str, float] = {}
+        for lang, table in result.tables.items():
+            for task, e in table.tasks.items():
+                out[f"{lang} {task}"] = e.value
+            out[f"{lang} awareness average"] = table.average.value
+        return out
+
+
+AWARENESS = register(AwarenessTrack())
+
+
+def _failures(counts: Mapping[str, Mapping[str, Mapping[str, int]]]) -> dict[str, int]:
+    """Rows that could not be scored, by cause."""
+    tasks = [c for by_task in counts.values() for c in by_task.values()]
+    found = {
+        "predictions never valid JSON": sum(c["prediction_unparsed"] for c in tasks),
+        "verdicts unscored": sum(c["judge_unscored"] for c in tasks),
+    }
+    return {cause: n for cause, n in found.items() if n}
+
+
+def _table(title: str, table: Mapping[str, Mapping[str, Estimate]], row_label: str) -> Table:
+    columns = list(dict.fromkeys(col for row in table.values() for col in row))
+    return summary_table(title, table, columns, row_label=row_label)
+
+
+def _fmt(e: Estimate) -> str:
+    return f"{e.value:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}] (n={e.n})"
+
+
 def run_awareness(
     demo_set: DemoSet,
     out: Path,
     config: AwarenessConfig = AwarenessConfig(),
-    model: Model | None = None,
+    model: Model | RoleSpec | None = None,
     progress: Progress | None = None,
-    judge_model: Model | None = None,
+    judge_model: Model | RoleSpec | None = None,
 ) -> AwarenessResult:
     """Predict, judge and score every selected item, write the run folder and return the
-    figures. Finished parts (task x language) of the same run are kept.
+    figures. Finished items of the same run are kept.
 
-    `model` (else one opened from `config.models`) answers; `judge_model` (else
-    `config.models.judge_model`, else the model under test) judges.
+    `model` answers; `judge_model` (else the model under test) judges.
     """
-    if model is None and config.models.model is None:
-        raise ValueError("the awareness track needs a model: set config.models or pass model=")
-    items = select_items(demo_set, config)
-    if not items:
-        raise ValueError(f"dataset {demo_set.name!r} has no items for tasks {config.tasks}")
-    for item in items:  # bad gold fails here, before anything is written or asked
-        asked_shape(item, demo_set.source)
-        objective_outcomes(item, None, demo_set.source)
-    grouped: dict[str, list[AwarenessItem]] = {
-        part_name(t, lang): [] for t in config.tasks for lang in LANGS
-    }
-    for i in items:
-        grouped[part_name(i.task, i.lang)].append(i)
-    parts = {name: chunk for name, chunk in grouped.items() if chunk}
-    run = RunDir(out)
-    done = run.start(
-        TRACK,
-        DatasetInfo(
-            name=demo_set.name,
-            source=demo_set.source,
-            sha256=demo_set.sha256,
-            subjects=len({i.dialogue_id for i in items}),
-        ),
-        config,
-        demo_set.warnings,
-        {
-            **config.models.recorded(model, judge_model),
-            "prompt_sha256": ap.PROMPT_SHA256,
-            "items": len(items),
-        },
-    )
-    todo = {name: chunk for name, chunk in parts.items() if name not in done}
-    names = participant_names(demo_set)
-    asyncio.run(_work(run, todo, names, config, (model, judge_model), progress))
-    rows = {name: run.read_part(name) for name in parts}
-    result = summarise(rows, config)
-    result.usage = usage_by_part(run, list(parts))
-    result.warnings = list(demo_set.warnings) + result.warnings
-    run.finish(
-        list(parts),
-        {
-            "summary.json": to_json(result.summary),
-            "counts.json": result.counts,
-            "usage.json": result.usage,
-            "warnings.json": {"warnings": result.warnings},
-        },
-    )
+    roles: dict[str, Model | RoleSpec] = {}
+    if model is not None:
+        roles["model"] = model
+    if judge_model is not None:
+        roles["judge"] = judge_model
+    finished = run_track(AWARENESS, demo_set, out, config, roles=roles, progress=progress)
+    result: AwarenessResult = finished.outcome.result
+    result.usage = finished.usage
+    result.warnings = finished.warnings
     return result
-
-
-async def _work(
-    run: RunDir,
-    todo: Mapping[str, list[AwarenessItem]],
-    names: Mapping[str, tuple[str, str]],
-    config: AwarenessConfig,
-    models: tuple[Model | None, Model | None],
-    progress: Progress | None,
-) -> None:
-    """Predict and judge each part not yet done; store it with its usage."""
-    if todo:
-        async with config.models.opened(*models) as (model, judger):
-            for i, (name, chunk) in enumerate(todo.items()):
-                if progress:
-                    progress(name, i, len(todo))
-                before = (model.ledger.totals(PREDICT_TAG), judger.ledger.totals(JUDGE_TAG))
-                first = chunk[0]  # a part is one task in one language: one rubric
-                judge = Judge(
-                    judger,
-                    ap.RUBRICS[first.lang][first.task],
-                    config.judge_config(),
-                    max_fixes=config.max_fixes,
-                )
-                rows = await asyncio.gather(
-                    *(_one(item, names, model, judge, config) for item in chunk)
-                )
-                usage = {
-                    "prediction": spent(model, PREDICT_TAG, before[0]),
-                    "judge": spent(judger, JUDGE_TAG, before[1]),
-                }
-                write_usage(run, name, usage)
-                run.write_part(name, rows)
-    if progress:
-        progress("summary", len(todo), len(todo))
-
-
-async def _one(
-    item: AwarenessItem,
-    names: Mapping[str, tuple[str, str]],
-    model: Model,
-    judge: Judge,
-    config: AwarenessConfig,
-) -> dict[str, Any]:
-    """One item: its prediction, the verdict on it, its objective outcomes."""
-    messages = ap.prediction_messages(item, _names(item, names))
-    got: Structured[BaseModel] = await model.generate_structured(
-        messages,
-        answer_schema(item),
-        config.predict_config(),
-        max_fixes=config.max_fixes,
-        tag=PREDICT_TAG,
-    )
-    answer = got.value.model_dump(exclude_none=True) if got.value is not None else None
-    verdict: Verdict | None = None
-    if answer is not None:
-        verdict = await judge.score(_as_json(answer), reference=_as_json(item.gold), tag=JUDGE_TAG)
-    return {
-        "id": item.id,
-        "dialogue_id": item.dialogue_id,
-        "task": item.task,
-        "lang": item.lang,
-        "target": item.target,
-        "gold": item.gold,
-        "prediction": {
-            "parsed": answer,
-            "raw": got.raw,
-            "error": got.error,
-            "attempts": got.attempts,
-        },
-        "verdict": _verdict_record(verdict),
-        "score": item_score(verdict.scores if verdict is not None else None),
-        "objective": objective_outcomes(item, answer),
-    }
 
 
 def _as_json(value: Any) -> str:

@@ -24,9 +24,10 @@ from dataclasses import asdict
 from typing import Literal
 
 from dialogbench.data.demo.items import PARTICIPANTS
-from dialogbench.data.demo.model import AwarenessItem, Lang, Task
+from dialogbench.data.demo.model import AwarenessItem, Task
 from dialogbench.judging.prompts import FRAMINGS
 from dialogbench.judging.rubric import Dimension, Rubric
+from dialogbench.lang import Lang
 from dialogbench.models.types import ChatMessage
 from dialogbench.tracks.common import digest
 

@@ -44,17 +44,14 @@ RUN_DIR/warnings.json   data warnings, failed episodes, unscored verdicts
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
-import re
 from collections import Counter
 from collections.abc import Sequence
-from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
+from rich.table import Table
 
 from dialogbench.data.demo.model import DemoSet, Episode
 from dialogbench.data.errors import DataError
@@ -62,83 +59,77 @@ from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge
 from dialogbench.models.model import Model
 from dialogbench.models.structured import Structured, extract_json
 from dialogbench.models.types import GenerateConfig
-from dialogbench.report.run import DatasetInfo, Progress, RunDir, to_json
-from dialogbench.stats.bootstrap import Estimate, bootstrap_means
-from dialogbench.tracks.common import (
-    ModelSettings,
-    digest,
-    spent,
-    stratified_limit,
-    usage_total,
+from dialogbench.report.table import summary_table
+from dialogbench.runner import (
+    DatasetInfo,
+    Outcome,
+    Plan,
+    Progress,
+    Role,
+    RoleSpec,
+    TrackBase,
+    check,
+    option,
+    register,
+    run_track,
 )
+from dialogbench.runner.track import Corpus, Models, Rows
+from dialogbench.stats.bootstrap import Estimate, bootstrap_means
+from dialogbench.tracks.common import digest, spent, stratified_limit
 from dialogbench.tracks.demo import interaction_prompts as ip
 
 TRACK = "demo-interaction"
-Sides = Literal["p1", "p2", "both"]
-SIDES: tuple[Sides, ...] = ("p1", "p2", "both")
+Sides = Literal["self", "p1", "p2", "both"]
+SIDES: tuple[Sides, ...] = ("self", "p1", "p2", "both")
+Side = Literal["p1", "p2", "both"]
+"""Which side of one run the model under test plays ("both": self-play)."""
 FIGURES = (*ip.DIMENSIONS, "average")
 AGENT_TAG, PARTNER_TAG, JUDGE_TAG = "interaction:agent", "interaction:partner", "interaction:judge"
 
 
 @dataclass(frozen=True)
 class InteractionConfig:
-    """Turn limit, models (under test, partner, judge) and their settings, a limit."""
+    """Turn limit, who plays which side, the agents' and the judge's settings, a limit."""
 
-    max_turns: int = 20
-    """At most this many turns (utterances, both sides together) per episode."""
-    limit: int | None = None
-    """At most this many episodes, drawn in turn from each language (seeded)."""
-    seed: int = 0
-    n_boot: int = 2000
-    models: ModelSettings = field(default_factory=ModelSettings)
-    """The model under test and the judge (None: the model under test judges)."""
-    partner: str | None = None
-    """A fixed partner model's spec; None: the model under test plays both sides."""
-    partner_base_url: str | None = None
-    partner_api_key_env: str | None = None
-    sides: Sides = "p1"
-    """With a partner: which participant the model under test plays (see the module doc)."""
-    temperature: float = 1.0
-    """The agents' temperature (the paper's 1.0); the seed is recorded and sent."""
-    max_tokens: int = 256
-    """Per turn."""
-    constrain_turns: bool | None = None
-    """Also send the turn's JSON shape as a schema (`interaction_prompts.TURN_SCHEMA`):
-    grammar-constrained on local models, `response_format` on servers. Off, as in the
-    paper, the format is asked for in the prompt only. None: on only when the embedded
-    smoke-test model plays a side (it cannot keep the format unaided)."""
-    judge_max_tokens: int = 1024
-    max_fixes: int = 2
-    """Corrections asked for a malformed turn (and for an unusable verdict)."""
+    max_turns: int = option(
+        20, help="at most this many turns (both sides together) per episode", min=1, max=1000
+    )
+    limit: int | None = option(
+        None, help="at most this many episodes, drawn in turn from each language", min=1
+    )
+    seed: int = option(0, help="seed of the episode draw, the agents and the bootstrap", min=0)
+    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
+    sides: Sides | None = option(  # noqa: RUF009  (an option field, like the others)
+        None,
+        help="who the model under test plays: self (both participants, self-play: the default "
+        "without a partner), p1 (speaks first: the default with a partner), p2, or both (with "
+        "a partner, every episode twice)",
+    )
+    temperature: float = option(1.0, help="the agents' temperature (the paper's 1.0)", min=0, max=2)
+    max_tokens: int = option(256, help="tokens per turn", min=1, max=1_000_000)
+    constrain_turns: bool | None = option(
+        None,
+        help="send each turn's JSON shape as a schema (default: only when the embedded model "
+        "plays a side)",
+    )
+    judge_max_tokens: int = option(
+        1024, help="the verdict's token budget", min=1, max=1_000_000, stage="score"
+    )
+    max_fixes: int = option(
+        2, help="corrections asked for a malformed turn (and an unusable verdict)", min=0, max=20
+    )
 
     def __post_init__(self) -> None:
-        if self.max_turns < 1 or self.max_tokens < 1 or self.judge_max_tokens < 1:
-            raise ValueError("max_turns, max_tokens and judge_max_tokens must be positive")
-        if self.max_fixes < 0:
-            raise ValueError("max_fixes must be 0 or more")
-        if self.sides not in SIDES:
-            raise ValueError(f"sides must be one of {', '.join(SIDES)}, not {self.sides!r}")
-        if self.limit is not None and self.limit < 1:
-            raise ValueError("limit must be positive")
-        if self.constrain_turns is None:
-            embedded = "embedded" in (self.models.model, self.partner)
-            object.__setattr__(self, "constrain_turns", embedded)
+        check(self)
 
-    @property
-    def partner_models(self) -> ModelSettings:
-        """The fixed partner as model settings (its `model` None: self-play)."""
-        return ModelSettings(
-            model=self.partner,
-            base_url=self.partner_base_url,
-            api_key_env=self.partner_api_key_env,
-        )
-
-    def agent_config(self) -> GenerateConfig:
+    def agent_config(self, constrain: bool | None = None) -> GenerateConfig:
+        """The agents' settings; `constrain` stands in for an unset `constrain_turns`."""
+        on = self.constrain_turns if self.constrain_turns is not None else bool(constrain)
         return GenerateConfig(
             temperature=self.temperature,
             max_tokens=self.max_tokens,
             seed=self.seed,
-            json_schema=ip.TURN_SCHEMA if self.constrain_turns else None,
+            json_schema=ip.TURN_SCHEMA if on else None,
             schema_name="turn",
         )
 
@@ -156,6 +147,7 @@ class InteractionResult:
     """"all" and each lang -> episodes, runs, endings, judge scored/unscored, turns."""
     usage: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    dataset: str = ""
 
 
 # -- one turn -------------------------------------------------------------------------------
@@ -215,7 +207,7 @@ class Run:
 
     id: str
     episode: Episode
-    under_test: Sides
+    under_test: Side
 
 
 def plan_runs(episodes: Sequence[Episode], fixed_partner: bool, sides: Sides) -> list[Run]:
@@ -224,7 +216,7 @@ def plan_runs(episodes: Sequence[Episode], fixed_partner: bool, sides: Sides) ->
         return [Run(e.id, e, "both") for e in episodes]
     if sides == "both":
         return [Run(f"{e.id}@{s}", e, s) for e in episodes for s in ("p1", "p2")]
-    return [Run(e.id, e, sides) for e in episodes]
+    return [Run(e.id, e, "p2" if sides == "p2" else "p1") for e in episodes]
 
 
 def _tag(seat: Seat, run_id: str) -> str:
@@ -232,7 +224,12 @@ def _tag(seat: Seat, run_id: str) -> str:
 
 
 async def take_turn(
-    run: Run, side: int, seat: Seat, pairs: Sequence[tuple[str, str]], config: InteractionConfig
+    run: Run,
+    side: int,
+    seat: Seat,
+    pairs: Sequence[tuple[str, str]],
+    config: InteractionConfig,
+    constrain: bool = False,
 ) -> Structured[ParsedTurn]:
     """Ask participant `side` for the next turn; send a malformed reply back with a
     correction up to `config.max_fixes` times."""
@@ -241,14 +238,17 @@ async def take_turn(
         ip.agent_messages(episode, side, pairs),
         lambda raw: parse_turn(raw, name),
         lambda error: ip.correction_message(episode, side, error),
-        config.agent_config(),
+        config.agent_config(constrain),
         max_fixes=config.max_fixes,
         tag=_tag(seat, run.id),
     )
 
 
-async def play(run: Run, seats: tuple[Seat, Seat], config: InteractionConfig) -> dict[str, Any]:
-    """Play one episode to its end; the record holds turns, ending, failure and usage."""
+async def play(
+    run: Run, seats: tuple[Seat, Seat], config: InteractionConfig, constrain: bool = False
+) -> dict[str, Any]:
+    """Play one episode to its end; the record holds turns, ending, failure and usage
+    (`constrain`: send the turn schema when `config.constrain_turns` is unset)."""
     episode = run.episode
     turns: list[dict[str, Any]] = []
     pairs: list[tuple[str, str]] = []
@@ -257,7 +257,7 @@ async def play(run: Run, seats: tuple[Seat, Seat], config: InteractionConfig) ->
     for index in range(config.max_turns):
         side = index % 2
         seat, name = seats[side], episode.participants[side].name
-        got = await take_turn(run, side, seat, pairs, config)
+        got = await take_turn(run, side, seat, pairs, config, constrain)
         if got.value is None:
             ending = "failed"
             failure = {
@@ -316,166 +316,169 @@ async def judge_episode(episode: Episode, record: dict[str, Any], judge: Judge) 
     return {"id": record["id"], "verdict": verdict.model_dump(), "usage": spent(judge.model, tag)}
 
 
-# -- running --------------------------------------------------------------------------------
+# -- the track ------------------------------------------------------------------------------
 
 
-def _episodes_of(data: DemoSet | Sequence[Episode]) -> tuple[list[Episode], DatasetInfo, list[str]]:
-    if isinstance(data, DemoSet):
+class InteractionTrack(TrackBase[InteractionConfig, Run]):
+    """One unit per run (an episode, or an episode x side): played by the agents (solve),
+    then judged (score), so a new judge re-judges saved transcripts without replaying them."""
+
+    name: ClassVar[str] = TRACK
+    summary: ClassVar[str] = (
+        "DEMO dialogue agent interaction: two agents play out each episode, each knowing only "
+        "its own goal; a judge scores goal, believability, skillfulness and realism (0-10)."
+    )
+    config_type = InteractionConfig
+    roles: ClassVar[tuple[Role, ...]] = (
+        Role("model", "solve", "the model under test"),
+        Role(
+            "partner",
+            "solve",
+            "a fixed partner playing the other side (default: self-play, the model under "
+            "test plays both)",
+            required=False,
+        ),
+        Role("judge", "score", "the judge of the episodes", fallback="model"),
+    )
+    corpus: ClassVar[Corpus] = "demo"
+    judged: ClassVar[bool] = True
+
+    def configure(self, config: InteractionConfig, roles: frozenset[str]) -> InteractionConfig:
+        """Self-play without a partner, the first side with one (unless `sides` says)."""
+        partner = "partner" in roles
+        if config.sides is None:
+            return replace(config, sides="p1" if partner else "self")
+        if config.sides == "self" and partner:
+            raise ValueError("--sides self is self-play: leave out --partner-model, or pick a side")
+        if config.sides != "self" and not partner:
+            return replace(config, sides="self")  # self-play: the model plays every side
+        return config
+
+    def plan(self, data: DemoSet, config: InteractionConfig) -> Plan[Run]:
+        episodes = list(data.episodes)
+        if not episodes:
+            raise ValueError(f"{data.name!r} has no interaction episodes")
+        repeated = sorted(i for i, n in Counter(e.id for e in episodes).items() if n > 1)
+        if repeated:
+            raise DataError(
+                data.source,
+                f"episode ids must be unique; repeated: {repeated[:5]}",
+                record=f"episode {repeated[0]}",
+                field="id",
+                fix="give every episode its own id",
+            )
+        episodes = stratified_limit(episodes, lambda e: e.lang, config.limit, config.seed)
+        sides: Sides = config.sides or "self"
+        runs = plan_runs(episodes, sides != "self", sides)
         info = DatasetInfo(
-            name=data.name, source=data.source, sha256=data.sha256, subjects=len(data.episodes)
+            name=data.name, source=str(data.source), sha256=data.sha256, subjects=len(episodes)
         )
-        return list(data.episodes), info, list(data.warnings)
-    episodes = list(data)
-    sha = digest([e.model_dump(mode="json") for e in episodes])
-    info = DatasetInfo(name="episodes", source="given", sha256=sha, subjects=len(episodes))
-    return episodes, info, []
+        return Plan(
+            {r.id: r for r in runs},
+            warnings=list(data.warnings),
+            resolved={
+                "prompt_sha256": ip.PROMPT_SHA256,
+                "episodes": len(episodes),
+                "runs": len(runs),
+            },
+            context=data.name,
+            dataset=info,
+        )
+
+    async def solve(
+        self, unit: Run, models: Models, config: InteractionConfig, plan: Plan[Run]
+    ) -> Rows:
+        """Play the run: the episode record (transcript, ending, failure, usage)."""
+        me = Seat(models["model"], "under_test")
+        other = Seat(models["partner"], "partner") if "partner" in models else me
+        seats = (other, me) if unit.under_test == "p2" else (me, other)
+        constrain = any(s.model.name == "embedded" for s in seats)
+        return [await play(unit, seats, config, constrain)]
+
+    async def score(
+        self, unit: Run, rows: Rows, models: Models, config: InteractionConfig, plan: Plan[Run]
+    ) -> Rows:
+        """The items.jsonl row: the record with the judge's verdict (none for a failed run)."""
+        record = rows[0]
+        if record["ending"] == "failed":
+            return [_item(record, None)]
+        rubric = ip.JUDGE_RUBRICS[unit.episode.lang]
+        judge = Judge(models["judge"], rubric, config.judge_config(), max_fixes=config.max_fixes)
+        return [_item(record, await judge_episode(unit.episode, record, judge))]
+
+    def aggregate(self, plan: Plan[Run], rows: Rows, config: InteractionConfig) -> Outcome:
+        result = summarise(rows, config)
+        result.dataset = plan.context
+        c = result.counts["all"]
+        failures = {"failed episodes": c["failed"], "verdicts unscored": c["judge_unscored"]}
+        outcome = Outcome(
+            summary=result.summary,
+            files={"counts.json": result.counts},
+            warnings=result.warnings,
+            result=result,
+            failures={cause: n for cause, n in failures.items() if n},
+        )
+        result.warnings = list(plan.warnings) + result.warnings
+        return outcome
+
+    def show(self, outcome: Outcome, config: InteractionConfig) -> list[Table | str]:
+        result: InteractionResult = outcome.result
+        title = (
+            f"Dialogue agent interaction on {result.dataset}, judge 0-10 (95% bootstrap intervals)"
+        )
+        columns = list(dict.fromkeys(col for row in result.summary.values() for col in row))
+        shown: list[Table | str] = [
+            summary_table(title, result.summary, columns, row_label="language")
+        ]
+        shown += [f"counts ({k}): {v}" for k, v in result.counts.items()]
+        return shown
+
+    def judgments(self, rows: Rows) -> dict[str, float]:
+        """Run id -> the judge's average of the four dimensions (scored runs)."""
+        return {r["id"]: float(r["average"]) for r in rows if r["average"] is not None}
+
+    def headline(self, outcome: Outcome) -> dict[str, float]:
+        """Per language: each dimension's mean and their average."""
+        result: InteractionResult = outcome.result
+        return {
+            f"{lang} {figure}": e.value
+            for lang, figures in result.summary.items()
+            for figure, e in figures.items()
+        }
 
 
-def part_name(kind: str, run_id: str) -> str:
-    """A run's part file name: the id made file-safe (plus a hash when that changed it)."""
-    safe = re.sub(r"[^A-Za-z0-9._@-]", "_", run_id)[:80]
-    if safe != run_id:
-        safe += "-" + hashlib.sha256(run_id.encode()).hexdigest()[:10]
-    return f"{kind}.{safe}"
+INTERACTION = register(InteractionTrack())
 
 
 def run_interaction(
     demo_set_or_episodes: DemoSet | Sequence[Episode],
     out: Path,
     config: InteractionConfig = InteractionConfig(),
-    model: Model | None = None,
-    partner_model: Model | None = None,
+    model: Model | RoleSpec | None = None,
+    partner_model: Model | RoleSpec | None = None,
     progress: Progress | None = None,
-    judge_model: Model | None = None,
+    judge_model: Model | RoleSpec | None = None,
 ) -> InteractionResult:
     """Play every episode, judge each finished one, write the run folder, return the figures.
     Episodes and verdicts already stored by the same run are kept.
 
-    `model` (else `config.models.model`, with the response cache) is under test;
-    `partner_model` (else `config.partner`) plays the fixed partner, if any;
-    `judge_model` (else `config.models.judge_model`, else the model under test) judges.
+    `model` is under test; `partner_model`, if given, plays the fixed partner (else
+    self-play); `judge_model` (else the model under test) judges.
     """
-    if model is None and config.models.model is None:
-        raise ValueError(
-            "the interaction track needs a model: set InteractionConfig.models.model or pass model="
-        )
-    episodes, info, warnings = _episodes_of(demo_set_or_episodes)
-    if not episodes:
-        raise ValueError(f"{info.name!r} has no interaction episodes")
-    repeated = sorted(i for i, n in Counter(e.id for e in episodes).items() if n > 1)
-    if repeated:
-        raise DataError(
-            info.source,
-            f"episode ids must be unique; repeated: {repeated[:5]}",
-            record=f"episode {repeated[0]}",
-            field="id",
-            fix="give every episode its own id",
-        )
-    episodes = stratified_limit(episodes, lambda e: e.lang, config.limit, config.seed)
-    fixed_partner = partner_model is not None or config.partner is not None
-    runs = plan_runs(episodes, fixed_partner, config.sides)
-    if fixed_partner:
-        partner_settings = config.partner_models.recorded(partner_model)["model_settings"]
-    else:
-        partner_settings = {"same_as": "model under test"}
-    run_dir = RunDir(out)
-    done = run_dir.start(
-        TRACK,
-        info,
-        config,
-        warnings,
-        {
-            **config.models.recorded(model, judge_model),
-            "partner_settings": partner_settings,
-            "prompt_sha256": ip.PROMPT_SHA256,
-            "episodes": len(episodes),
-            "runs": len(runs),
-        },
-    )
-    given = (model, partner_model, judge_model)
-    records, verdicts = asyncio.run(_work(run_dir, done, runs, config, given, progress))
-    rows = [_item(records[r.id], verdicts[r.id]) for r in runs]
-    result = summarise(rows, config)
-    result.usage = _usage(rows)
-    result.warnings = warnings + result.warnings
-    files: dict[str, Any] = {
-        "summary.json": to_json(result.summary),
-        "counts.json": result.counts,
-        "usage.json": result.usage,
-        "warnings.json": {"warnings": result.warnings},
-    }
-    run_dir.write_part("items", rows)
-    run_dir.finish(["items"], files)
+    data = demo_set_or_episodes
+    if not isinstance(data, DemoSet):
+        episodes = list(data)
+        sha = digest([e.model_dump(mode="json") for e in episodes])
+        data = DemoSet(name="episodes", source="given", sha256=sha, episodes=episodes)
+    roles: dict[str, Model | RoleSpec] = {}
+    for role, given in (("model", model), ("partner", partner_model), ("judge", judge_model)):
+        if given is not None:
+            roles[role] = given
+    finished = run_track(INTERACTION, data, out, config, roles=roles, progress=progress)
+    result: InteractionResult = finished.outcome.result
+    result.usage = finished.usage
+    result.warnings = finished.warnings
     return result
-
-
-def _stored(run_dir: RunDir, done: set[str], kind: str, run_id: str) -> dict[str, Any] | None:
-    name = part_name(kind, run_id)
-    return run_dir.read_part(name)[0] if name in done else None
-
-
-async def _work(
-    run_dir: RunDir,
-    done: set[str],
-    runs: Sequence[Run],
-    config: InteractionConfig,
-    given: tuple[Model | None, Model | None, Model | None],
-    progress: Progress | None,
-) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any] | None]]:
-    """Play and judge, concurrently over runs, whatever the run folder does not hold yet;
-    return every run's episode record and verdict (None: not judged)."""
-    records = {r.id: _stored(run_dir, done, "episode", r.id) for r in runs}
-    for rid, rec in records.items():
-        if rec is not None and (rec["failure"] or {}).get("kind") == "call":
-            records[rid] = None  # a failed call is played again
-    verdicts = {r.id: _stored(run_dir, done, "judge", r.id) for r in runs}
-    todo = [
-        r
-        for r in runs
-        if (rec := records[r.id]) is None or (rec["ending"] != "failed" and verdicts[r.id] is None)
-    ]
-    if not todo:
-        return _complete(records), verdicts
-    given_model, partner, given_judge = given
-    async with AsyncExitStack() as stack:
-        opened = config.models.opened(given_model, given_judge)
-        model, judge = await stack.enter_async_context(opened)
-        if partner is not None or config.partner is not None:
-            partner, _ = await stack.enter_async_context(config.partner_models.opened(partner))
-        judges = {
-            lang: Judge(judge, rubric, config.judge_config(), max_fixes=config.max_fixes)
-            for lang, rubric in ip.JUDGE_RUBRICS.items()
-        }
-        me = Seat(model, "under_test")
-        other = Seat(partner, "partner") if partner is not None else me
-        finished = 0
-
-        async def one(r: Run) -> None:
-            nonlocal finished
-            record = records[r.id]
-            if record is None:
-                seats = (other, me) if r.under_test == "p2" else (me, other)
-                record = records[r.id] = await play(r, seats, config)
-                run_dir.write_part(part_name("episode", r.id), [record])
-            if record["ending"] != "failed" and verdicts[r.id] is None:
-                verdict = await judge_episode(r.episode, record, judges[r.episode.lang])
-                verdicts[r.id] = verdict
-                run_dir.write_part(part_name("judge", r.id), [verdict])
-            finished += 1
-            if progress:
-                progress("episodes", finished, len(todo))
-
-        if progress:
-            progress("episodes", 0, len(todo))
-        await asyncio.gather(*(one(r) for r in todo))
-    return _complete(records), verdicts
-
-
-def _complete(records: dict[str, dict[str, Any] | None]) -> dict[str, dict[str, Any]]:
-    """Every run's record, now that each has been played."""
-    missing = [rid for rid, rec in records.items() if rec is None]
-    assert not missing, f"runs never played: {missing[:3]}"
-    return {rid: rec for rid, rec in records.items() if rec is not None}
 
 
 def _item(record: dict[str, Any], judged: dict[str, Any] | None) -> dict[str, Any]:
@@ -503,17 +506,6 @@ def _item(record: dict[str, Any], judged: dict[str, Any] | None) -> dict[str, An
     row["turns"] = record["turns"]
     row["usage"] = {**record["usage"], **({"judge": judged["usage"]} if judged else {})}
     return row
-
-
-def _usage(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Calls and tokens summed over episodes, per role (under_test, partner, judge)."""
-    roles = dict.fromkeys(role for row in rows for role in row["usage"])
-    usage: dict[str, Any] = {
-        role: usage_total(row["usage"][role] for row in rows if role in row["usage"])
-        for role in roles
-    }
-    usage["tokens_processed"] = sum(u["tokens_processed"] for u in usage.values())
-    return usage
 
 
 # -- figures --------------------------------------------------------------------------------

@@ -36,9 +36,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from dialogbench.data.demo.model import Episode, Lang, Persona, Scene
+from dialogbench.data.demo.model import Episode, Persona, Scene
 from dialogbench.judging.prompts import FRAMINGS
 from dialogbench.judging.rubric import Dimension, Rubric
+from dialogbench.lang import Lang
 from dialogbench.models.types import ChatMessage
 from dialogbench.tracks.common import digest
 
