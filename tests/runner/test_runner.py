@@ -181,3 +181,42 @@ def test_out_naming_a_file_is_an_error(tmp_path: Path) -> None:
     target.write_text("")
     got = CliRunner().invoke(app, ["run", "retrieval", "--out", str(target)])
     assert got.exit_code == 2 and "is a file" in got.output
+
+
+def test_a_unit_with_a_failed_call_is_done_again(tmp_path: Path, server: ChatServer) -> None:
+    from dialogbench.testing.chatserver import status
+
+    ds, out = load_dataset("sample"), tmp_path / "run"
+    roles = {"model": spec(server, "m"), "judge": spec(server, "j")}
+    server.rules = {1: status(400, message="scripted refusal")}  # not retried by the client
+    first = run_track(ECHO, ds, out, CONFIG, roles)
+    assert first.failures == {"units not finished (a call failed)": 1}
+    assert first.exit_code == 3 and len(first.rows) == 5
+    assert any("scripted refusal" in w for w in first.warnings)
+    server.reset()
+    server.rules = None
+    again = run_track(ECHO, ds, out, CONFIG, roles)
+    assert again.solved_now == 1 and again.exit_code == 0 and len(again.rows) == 6
+    assert models_asked(server).count("m") == 1  # only the failed call is sent again
+    assert again.usage["roles"]["model"]["failed_calls"] == 0
+
+
+def test_a_failed_call_inside_a_unit_is_retried_on_resume(
+    tmp_path: Path, server: ChatServer
+) -> None:
+    from dialogbench.testing.chatserver import status
+    from dialogbench.tracks.realcompanion.chat import CHAT, ChatConfig
+
+    ds, out = load_dataset("sample"), tmp_path / "run"
+    roles = {"model": spec(server, "m"), "judge": spec(server, "j")}
+    config = ChatConfig(limit=2, n_boot=50)
+    server.rules = {1: status(400, message="scripted refusal")}
+    first = run_track(CHAT, ds, out, config, roles)
+    assert first.failures.get("failed model calls") == 1 and first.exit_code == 3
+    server.reset()
+    server.rules = None
+    again = run_track(CHAT, ds, out, config, roles)
+    assert again.retried == 1 and again.solved_now == 1
+    assert models_asked(server).count("m") <= 1  # the good replies come from the cache
+    assert again.usage["roles"]["model"]["failed_calls"] == 0
+    assert all(row["reply"] is not None for row in again.rows)

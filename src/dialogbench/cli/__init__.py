@@ -7,23 +7,20 @@ import inspect
 import json
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
 from dialogbench.cli.run import register_commands, score, show
-from dialogbench.data.demo import DemoSet
+from dialogbench.cli.ui import console, csv, friendly_errors, table_of, with_progress
 from dialogbench.data.demo.model import TASKS
 from dialogbench.data.demo.registry import DEMO_DATASETS, load_demo, locate_demo
-from dialogbench.data.download import DownloadError, download
+from dialogbench.data.download import download
 from dialogbench.data.errors import DataError
 from dialogbench.data.generic import FIELD_HELP, ImportConfig, flag, import_chat_export
 from dialogbench.data.model import Dataset
@@ -40,12 +37,10 @@ from dialogbench.models import (
     make_provider,
 )
 from dialogbench.models.check import CheckReport, check_model
-from dialogbench.report.run import Progress as TrackProgress
-from dialogbench.report.table import summary_table
 from dialogbench.runner import REGISTRY as TRACKS
 from dialogbench.runner import Finished, run_track
+from dialogbench.runner.record import Progress as TrackProgress
 from dialogbench.stats.bootstrap import Estimate
-from dialogbench.tracks.common import ModelSettings
 from dialogbench.tracks.demo.aggregate import AwarenessTable, TableRow, paper_table
 from dialogbench.tracks.demo.awareness import AWARENESS  # noqa: F401  (registers it)
 from dialogbench.tracks.demo.interaction import INTERACTION  # noqa: F401  (registers it)
@@ -59,84 +54,9 @@ app.add_typer(run_app, name="run")
 app.add_typer(data_app, name="data")
 register_commands(run_app, TRACKS)
 app.command("score")(score)
-_WIDE = None if os.isatty(1) else 160  # tables stay readable when piped or logged
-console = Console(width=_WIDE)
-err = Console(stderr=True, soft_wrap=True)
-
-
-@contextmanager
-def friendly_errors() -> Iterator[None]:
-    """Bad input and failed downloads end the command with a message, not a traceback."""
-    try:
-        yield
-    except (DataError, DownloadError, ValueError) as e:
-        err.print(Text.assemble(("error: ", "bold red"), str(e)))
-        raise typer.Exit(2) from None
-
-
-def _csv(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
-
-
-T = TypeVar("T")
-
-DatasetOpt = Annotated[str, typer.Option(help="sample, a dataset name, or a path")]
-SeedOpt = Annotated[int, typer.Option(help="seed for sampling and resampling")]
-BootOpt = Annotated[int, typer.Option(help="bootstrap resamples")]
-LimitOpt = Annotated[int | None, typer.Option(help="at most N items (keeps model runs short)")]
 ModelOpt = Annotated[str, typer.Option("--model", help="provider/model, or 'embedded'")]
 BaseUrlOpt = Annotated[str | None, typer.Option(help="server URL, e.g. http://host:8000/v1")]
 KeyEnvOpt = Annotated[str | None, typer.Option(help="environment variable holding the API key")]
-JudgeOpt = Annotated[
-    str | None, typer.Option(help="judge provider/model (default: the model under test)")
-]
-JudgeUrlOpt = Annotated[str | None, typer.Option(help="the judge's server URL")]
-JudgeKeyOpt = Annotated[
-    str | None, typer.Option(help="environment variable holding the judge's API key")
-]
-
-
-def with_progress(label: str, work: Callable[[TrackProgress], T]) -> T:
-    """Run a track under a rich progress bar on stderr (gone when it finishes)."""
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    ) as bar:
-        task = bar.add_task(label, total=None)
-
-        def progress(what: str, done: int, total: int) -> None:
-            bar.update(task, description=f"{label}: {what}", completed=done, total=total)
-
-        return work(progress)
-
-
-def table_of(title: str, table: dict[str, dict[str, Estimate]], row_label: str) -> Table:
-    """A summary table with every column its rows have, in first-seen order."""
-    columns = list(dict.fromkeys(col for row in table.values() for col in row))
-    return summary_table(title, table, columns, row_label=row_label)
-
-
-def print_run(
-    ds: Dataset | DemoSet,
-    shown: Sequence[Table | str],
-    warnings: Sequence[str],
-    wrote: str,
-    models: ModelSettings | None = None,
-) -> None:
-    """Print a finished run: its tables and count lines, its own warnings (the data's repairs
-    stay in its files), a word when the embedded smoke model took part, and what it wrote."""
-    for thing in shown:
-        console.print(thing)
-    for w in warnings:
-        if w not in ds.warnings:
-            console.print(Text.assemble(("warning: ", "yellow"), w))
-    if models is not None and "embedded" in (models.model, models.judge_model):
-        console.print("the embedded model is smoke quality: its scores only show the run works")
-    console.print(f"wrote {wrote}")
 
 
 report_app = typer.Typer(help="Tables across finished runs.", no_args_is_help=True)
@@ -214,8 +134,8 @@ app.add_typer(compare_app, name="compare")
 def compare_reconstruction_cmd(
     run_a: Annotated[Path, typer.Argument(help="a reconstruction run folder")],
     run_b: Annotated[Path, typer.Argument(help="another, e.g. of a different model")],
-    n_boot: BootOpt = 2000,
-    seed: SeedOpt = 0,
+    n_boot: Annotated[int, typer.Option(help="bootstrap resamples", min=1)] = 2000,
+    seed: Annotated[int, typer.Option(help="seed of the bootstrap", min=0)] = 0,
 ) -> None:
     """Agreement between two systems' reconstructions: field F1 of one against the other."""
     with friendly_errors():
@@ -252,7 +172,6 @@ def quickstart(
 @data_app.command("list")
 def data_list() -> None:
     """Datasets dialogbench knows, and whether each is on this machine."""
-    from rich.table import Table
 
     table = Table(title="Datasets", title_justify="left")
     for col in ("name", "here", "carries", "licence", "description"):
@@ -446,7 +365,7 @@ def _import_command() -> Callable[..., None]:
         with friendly_errors():
             for name, value in options.items():
                 if name in tuples and value is not None:
-                    options[name] = tuple(_csv(value))  # "" : an empty tuple, not None
+                    options[name] = tuple(csv(value))  # "" : an empty tuple, not None
                 elif value == "":
                     options[name] = None  # --answer-field "" : the export has none
             ds = import_chat_export(path, ImportConfig(**options))

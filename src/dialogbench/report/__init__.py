@@ -1,5 +1,5 @@
-"""Run folders and printed tables."""
+"""Printed tables of a run's figures."""
 
-from dialogbench.report.run import Manifest, Progress, RunDir, dataset_info, to_json
+from dialogbench.report.table import fmt, summary_table
 
-__all__ = ["Manifest", "Progress", "RunDir", "dataset_info", "to_json"]
+__all__ = ["fmt", "summary_table"]

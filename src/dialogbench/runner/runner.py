@@ -19,6 +19,7 @@ from typing import Any
 
 from dialogbench import __version__
 from dialogbench.models.model import Model
+from dialogbench.models.types import ModelError
 from dialogbench.models.usage import Scope, UsageTotals, usage_scope
 from dialogbench.runner.options import by_stage, check
 from dialogbench.runner.record import (
@@ -51,6 +52,9 @@ class Finished:
     config: Any = None
     solved_now: int = 0
     scored_now: int = 0
+    retried: int = 0
+    """Units kept from an earlier run with failed calls, done again (their good calls come
+    from the response cache, so only the failed ones are sent)."""
     failures: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -128,6 +132,7 @@ def run_track(
         manifest.roles = {**_solve_roles(track, reuse), **_score_roles(track, recorded_roles)}
     manifest.identity = identities(track, info.sha256, config, manifest.roles, plan.resolved)
     kept = folder.begin(manifest)
+    retried = _drop_failed(kept)
     if reuse is not None:
         kept["solved"] = RunFolder(reuse).read("solved")
         missing = [k for k in plan.units if k not in kept["solved"]]
@@ -143,12 +148,18 @@ def run_track(
             f"{len(missing)} unit(s) have no saved output (e.g. {missing[0]!r}): "
             "finish the run first (rerun its command), then score it"
         )
-    counts = asyncio.run(_work(track, plan, config, given, folder, kept, progress))
+    lost: dict[str, str] = {}
+    counts = asyncio.run(_work(track, plan, config, given, folder, kept, progress, lost))
     stage: StoredStage = "scored" if track.judged else "solved"
-    rows = [row for key in plan.units for row in kept[stage][key].rows]
+    done = [key for key in plan.units if key in kept[stage]]
+    if not done:
+        first = next(iter(lost.values()), "no unit finished")
+        raise ValueError(f"no unit of the run finished: {first}")
+    rows = [row for key in done for row in kept[stage][key].rows]
     outcome = track.aggregate(plan, rows, config)
     usage = usage_report(track, kept, plan)
     warnings = list(plan.warnings) + list(outcome.warnings)
+    warnings += [f"unit {key} not finished (rerun to retry): {why}" for key, why in lost.items()]
     folder.write_items(rows)
     folder.write("summary.json", to_json(outcome.summary))
     for name, content in outcome.files.items():
@@ -164,10 +175,32 @@ def run_track(
         rows=rows,
         manifest=manifest,
         config=config,
+        retried=retried,
         solved_now=counts[0],
         scored_now=counts[1],
-        failures={**{k: v for k, v in failed.items() if v}, **outcome.failures},
+        failures={
+            **{k: v for k, v in failed.items() if v},
+            **({"units not finished (a call failed)": len(lost)} if lost else {}),
+            **{k: v for k, v in outcome.failures.items() if v},
+        },
     )
+
+
+def _failed(record: UnitRecord) -> bool:
+    return any(int(u.get("failed_calls", 0)) for u in record.usage.values())
+
+
+def _drop_failed(kept: dict[StoredStage, dict[str, UnitRecord]]) -> int:
+    """Forget kept units with a failed call, so they are done again: a unit with a failed
+    call is not finished. Returns how many."""
+    solved = [k for k, r in kept["solved"].items() if _failed(r)]
+    for key in solved:
+        del kept["solved"][key]
+        kept["scored"].pop(key, None)
+    scored = [k for k, r in kept["scored"].items() if _failed(r)]
+    for key in scored:
+        del kept["scored"][key]
+    return len(set(solved) | set(scored))
 
 
 def json_config(config: Any) -> dict[str, Any]:
@@ -201,6 +234,7 @@ async def _work(
     folder: RunFolder,
     kept: dict[StoredStage, dict[str, UnitRecord]],
     progress: Progress | None,
+    lost: dict[str, str],
 ) -> tuple[int, int]:
     """Solve and score every unit not kept, each unit flowing on as soon as it is ready."""
     to_solve = [k for k in plan.units if k not in kept["solved"]]
@@ -225,20 +259,23 @@ async def _work(
         async def one(key: str) -> None:
             unit = plan.units[key]
             async with gate:
-                if key not in kept["solved"]:
-                    with usage_scope() as spent:
-                        rows = await track.solve(unit, models, config, plan)
-                    kept["solved"][key] = UnitRecord(key, rows, _usage(spent))
-                    folder.save("solved", kept["solved"][key])
-                    tick("solve")
-                if track.judged and key not in kept["scored"]:
-                    with usage_scope() as spent:
-                        rows = await track.score(
-                            unit, kept["solved"][key].rows, models, config, plan
-                        )
-                    kept["scored"][key] = UnitRecord(key, rows, _usage(spent))
-                    folder.save("scored", kept["scored"][key])
-                    tick("score")
+                try:
+                    if key not in kept["solved"]:
+                        with usage_scope() as spent:
+                            rows = await track.solve(unit, models, config, plan)
+                        kept["solved"][key] = UnitRecord(key, rows, _usage(spent))
+                        folder.save("solved", kept["solved"][key])
+                        tick("solve")
+                    if track.judged and key not in kept["scored"]:
+                        with usage_scope() as spent:
+                            rows = await track.score(
+                                unit, kept["solved"][key].rows, models, config, plan
+                            )
+                        kept["scored"][key] = UnitRecord(key, rows, _usage(spent))
+                        folder.save("scored", kept["scored"][key])
+                        tick("score")
+                except ModelError as e:  # a track that lets a failed call through
+                    lost[key] = str(e)
 
         if progress is not None:
             progress("solve" if to_solve else "score", 0, total)

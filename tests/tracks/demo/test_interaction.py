@@ -454,7 +454,7 @@ def test_resume_keeps_finished_episodes_and_verdicts(tmp_path: Path) -> None:
         assert srv.request_count == AGENT_CALLS - 1 + JUDGE_CALLS  # e-long: 3 turns
 
 
-def test_an_episode_whose_call_failed_is_counted(tmp_path: Path) -> None:
+def test_an_episode_whose_call_failed_is_played_again(tmp_path: Path) -> None:
     out = tmp_path / "run"
     e = episode("e-end", ("Ana", "Bo"))
     refused = True
@@ -473,7 +473,7 @@ def test_an_episode_whose_call_failed_is_counted(tmp_path: Path) -> None:
         assert failed.usage["roles"]["model"]["failed_calls"] == 1
         refused = False
         srv.reset()
-        again = run_scripted(srv, [e], out, replace(CONFIG, seed=1))  # a fresh run plays it
+        again = run_scripted(srv, [e], out, CONFIG)  # a failed unit is not finished
         assert srv.request_count == 3 + 1
     assert again.counts["all"]["ended_by_marker"] == 1 and again.summary["en"]["goal"].n == 1
 

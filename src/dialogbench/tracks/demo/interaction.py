@@ -59,6 +59,7 @@ from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge
 from dialogbench.models.model import Model
 from dialogbench.models.structured import Structured, extract_json
 from dialogbench.models.types import GenerateConfig
+from dialogbench.models.usage import spent
 from dialogbench.report.table import summary_table
 from dialogbench.runner import (
     DatasetInfo,
@@ -75,7 +76,7 @@ from dialogbench.runner import (
 )
 from dialogbench.runner.track import Corpus, Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
-from dialogbench.tracks.common import digest, spent, stratified_limit
+from dialogbench.tracks.common import digest, stratified_limit
 from dialogbench.tracks.demo import interaction_prompts as ip
 
 TRACK = "demo-interaction"
@@ -286,7 +287,7 @@ async def play(
             ending, ended_by = "end_marker", name
             break
     usage = {
-        role: spent(seat.model, _tag(seat, run.id))
+        role: spent(seat.model.ledger, seat.model.name, _tag(seat, run.id))
         for role, seat in {s.role: s for s in seats}.items()
     }
     return {
@@ -313,7 +314,11 @@ async def judge_episode(episode: Episode, record: dict[str, Any], judge: Judge) 
     verdict = await judge.score(
         ip.transcript(episode, pairs), context=ip.judge_context(episode), tag=tag
     )
-    return {"id": record["id"], "verdict": verdict.model_dump(), "usage": spent(judge.model, tag)}
+    return {
+        "id": record["id"],
+        "verdict": verdict.model_dump(),
+        "usage": spent(judge.model.ledger, judge.model.name, tag),
+    }
 
 
 # -- the track ------------------------------------------------------------------------------
