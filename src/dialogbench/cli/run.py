@@ -19,6 +19,7 @@ from dialogbench.cli.ui import EXIT_USAGE, console, csv, err, friendly_errors, w
 from dialogbench.data.demo.registry import load_demo
 from dialogbench.data.registry import load_dataset
 from dialogbench.runner.options import OptionError, check, describe, flag, kind_of, metavar
+from dialogbench.runner.record import RunFolder
 from dialogbench.runner.rescore import finished_manifest, rescore
 from dialogbench.runner.roles import DEFAULT_MAX_CONNECTIONS, Role, RoleSpec
 from dialogbench.runner.runner import Finished, models_of, run_track
@@ -223,6 +224,7 @@ def run_command(track: Track[Any, Any]) -> Callable[..., None]:
             dataset, out = options.pop("dataset"), options.pop("out")
             given = given_roles(track, options)
             config = build_config(track, options)
+            RunFolder(out)  # a file named by --out is an error before the data loads
             if dataset is None:
                 raise ValueError("give --dataset (a name from `dialogbench data list`, or a path)")
             data = load_data(track, dataset, getattr(config, "seed", 0))

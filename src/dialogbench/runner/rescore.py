@@ -117,8 +117,9 @@ def rescore(
     `changes`), writing each to `out` (one judge; default: `run` itself) or to
     `out/<judge>/` (a panel; default `run/judges/<judge>/`)."""
     manifest, track = finished_manifest(run)
-    if judges and not track.judged:
-        raise ValueError(f"the {track.name} track has no judge; rerun it to re-aggregate")
+    if judges and not any(r.name == "judge" for r in track.roles):
+        how = "re-score it with --set" if track.judged else "re-aggregate it with --set"
+        raise ValueError(f"the {track.name} track has no judge; {how} NAME=VALUE")
     config = config_from(track, manifest.config, **dict(changes or {}))
     data = load_recorded(track, manifest, run, load, getattr(config, "seed", 0))
     base = solve_roles(track, manifest, run)

@@ -73,7 +73,8 @@ class Track(Protocol[C, U]):
     corpus: ClassVar[Corpus]
     """Which loader reads `--dataset`: a RealCompanion-shaped dataset, or a DEMO set."""
     judged: ClassVar[bool]
-    """Whether `score` calls a judge (and `dialogbench score` can re-judge the run)."""
+    """Whether the track has a score step over saved outputs (a judge, or matching against
+    gold): score-stage settings then re-score without calling the model under test."""
 
     def configure(self, config: C, roles: frozenset[str]) -> C: ...
 
