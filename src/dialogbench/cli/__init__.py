@@ -160,7 +160,6 @@ def quickstart(
                 return run_track(RETRIEVAL, ds, folder, progress=progress)
 
             finished = with_progress(f"retrieval on {ds.name}", work)
-            console.print(f"[bold]{ds.name}[/]")
             show(RETRIEVAL, finished, RetrievalConfig(), {}, ds)
         if len(names) == 1:
             console.print(
