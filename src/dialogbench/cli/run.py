@@ -35,6 +35,9 @@ def load_data(track: Track[Any, Any], name: str, seed: int = 0) -> Any:
     return load_dataset(name)
 
 
+METAVARS = {"model": "SPEC", "base_url": "URL", "api_key_env": "VAR", "max_connections": "N"}
+
+
 def role_prefix(role: Role) -> str:
     return "" if role.name == "model" else f"{role.name}-"
 
@@ -76,7 +79,12 @@ def role_params(role: Role) -> list[inspect.Parameter]:
             default=default,
             annotation=Annotated[
                 kind,
-                typer.Option(*names, help=text, rich_help_panel=f"{role.name} role"),
+                typer.Option(
+                    *names,
+                    help=text,
+                    metavar=METAVARS[name.removeprefix(u)],
+                    rich_help_panel=f"{role.name} role",
+                ),
             ],
         )
         for name, kind, default, names, text in opts
