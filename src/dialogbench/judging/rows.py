@@ -30,6 +30,7 @@ on [0, 1], ...) sit beside these fields and are computed from `judge_scores`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from dialogbench.judging.judge import BlindVerdict, Verdict
@@ -85,6 +86,6 @@ def verdict_fields(
     return {**row, **blind}
 
 
-def is_unscored(row: dict[str, Any]) -> bool:
+def is_unscored(row: Mapping[str, Any]) -> bool:
     """Whether a row's verdict came back unusable (a judge was asked; no scores came)."""
     return row["judge_model"] is not None and not row["judged"]
