@@ -129,8 +129,9 @@ def _row(probe: str, cond: str, score: int | None, flag: bool | None, **kw: Any)
         "locus_none": kw.get("none", False),
         "reply": "r",
         "judged": score is not None,
-        "content_match": score,
-        "uses_earlier_context": flag,
+        "judge_model": "j",
+        "judge_scores": None if score is None else {"content_match": score},
+        "judge_flags": None if flag is None else {"uses_earlier_context": flag},
     }
 
 
@@ -217,7 +218,8 @@ def test_run_against_a_scripted_server(tmp_path: Path, monkeypatch: pytest.Monke
     assert len(bad) == 5 and all(
         r["judge_raw"].startswith("They") and r["judge_error"] for r in bad
     )
-    assert all(r["content_match"] is None for r in bad)
+    assert all(r["content_match"] is None and r["judge_scores"] is None for r in bad)
+    assert all(r["judge_model"] == "openai-compatible/scripted" for r in rows)
     by = {(r["probe"], r["subject"], r["condition"]): r for r in rows}
     for p in probes:
         for c in CONDITIONS:
@@ -227,6 +229,9 @@ def test_run_against_a_scripted_server(tmp_path: Path, monkeypatch: pytest.Monke
             assert r["judge_labels"][r["judge_label"]] == c  # blinded, mapped back
             if r["judged"]:
                 assert r["content_match"] == min(3, len(p.contexts[c]))
+                assert r["judge_scores"] == {"content_match": r["content_match"]}
+                assert r["judge_flags"] == {"uses_earlier_context": r["uses_earlier_context"]}
+                assert r["judge_rubric"] == cp.CHAT_RUBRIC.name
     orders = {tuple(r["judge_labels"].values()) for r in rows}
     assert len(orders) > 1  # each probe has its own shuffled order
     assert result.content_match["C0"]["all"].value == 0.0

@@ -226,10 +226,18 @@ def test_scripted_run_on_the_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
     rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
     assert len(rows) == 2 * n
-    unscored = [r for r in rows if r["judge_rubric"] and not r["judged"]]
+    unscored = [r for r in rows if r["judge_model"] and not r["judged"]]
     assert len(unscored) == 2 and all(r["judge_raw"].startswith("It looks") for r in unscored)
     assert all(r["judge"] is None and r["judge_error"] for r in unscored)
+    assert all(r["judge_scores"] is None for r in unscored)
     assert all(r["judge_attempts"] == 3 for r in unscored)  # two corrections, then given up
+    for r in rows:  # the figure `judge` is the rubric's one score scaled to [0, 1]
+        if r["judged"]:
+            (dimension,) = r["judge_scores"]
+            rubric = qp.CORRECTNESS_RUBRIC if r["answerable"] else qp.ABSTENTION_RUBRIC
+            assert r["judge_rubric"] == rubric.name and dimension == rubric.dimensions[0].name
+            dim = rubric.dimensions[0]
+            assert r["judge"] == (r["judge_scores"][dim.name] - dim.low) / (dim.high - dim.low)
     full_rows = [r for r in rows if r["system"] == "full"]
     assert {r["shown"] for r in full_rows} == {"full", "retrieval"}
     assert all(len(r["context_ids"]) <= 10 for r in full_rows if r["shown"] == "retrieval")

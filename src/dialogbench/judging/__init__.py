@@ -1,4 +1,5 @@
-"""Model-as-judge: rubrics, judges (single and blinded), panels and their agreement, calibration."""
+"""Model-as-judge: rubrics, judges (single and blinded), panels and their agreement,
+calibration, and the judge fields of a result row (`verdict_fields`)."""
 
 from dialogbench.judging.calibration import (
     CalibrationProbe,
@@ -15,6 +16,7 @@ from dialogbench.judging.judge import (
     content_seed,
 )
 from dialogbench.judging.panel import Panel, panel_agreement
+from dialogbench.judging.rows import is_unscored, verdict_fields
 from dialogbench.judging.rubric import (
     CompareTo,
     Dimension,
@@ -43,6 +45,8 @@ __all__ = [
     "blind_schema",
     "calibrate",
     "content_seed",
+    "is_unscored",
     "panel_agreement",
+    "verdict_fields",
     "verdict_schema",
 ]

@@ -468,14 +468,20 @@ def test_scripted_run_resumes_and_counts(tmp_path: Path, monkeypatch: pytest.Mon
     rows = {r["id"]: r for r in map(json.loads, items_text.splitlines())}
     assert len(rows) == 9
     unparsed = rows["u3-en"]
-    assert unparsed["prediction"]["parsed"] is None and unparsed["verdict"] is None
+    assert unparsed["prediction"]["parsed"] is None and unparsed["judge_model"] is None
+    assert not unparsed["judged"] and unparsed["judge_skipped"]
     assert unparsed["prediction"]["raw"].startswith("The sentiment is positive")
     assert unparsed["prediction"]["error"] and unparsed["prediction"]["attempts"] == 2
     assert unparsed["score"] is None
     assert all(o["correct"] is None for o in unparsed["objective"].values())
-    unscored = rows["g2"]["verdict"]
-    assert unscored["scored"] is False and unscored["raw"].startswith("Mostly right")
-    assert unscored["error"] and rows["g2"]["score"] is None
+    unscored = rows["g2"]
+    assert unscored["judged"] is False and unscored["judge_raw"].startswith("Mostly right")
+    assert unscored["judge_error"] and unscored["judge_scores"] is None
+    assert unscored["judge_model"] and unscored["score"] is None
+    for r in rows.values():  # the item's score is the mean of the verdict's two scores
+        if r["judged"]:
+            assert set(r["judge_scores"]) == {"accuracy", "hallucination"}
+            assert r["score"] == sum(r["judge_scores"].values()) / 2
     assert rows["g2"]["objective"]["goal_completion"]["abs_error"] == 4.0
     assert rows["u2-en"]["prediction"]["parsed"]["sentiment"] == "Positive"  # kept as given
     assert rows["u2-en"]["objective"]["emotion"]["label"] is None
@@ -648,10 +654,10 @@ def test_embedded_model_on_a_cped_item(tmp_path: Path) -> None:
     c = result.counts["zh"]["scene"]
     assert c["items"] == 1 and row["prediction"]["raw"]
     if row["prediction"]["parsed"] is None:  # smoke-quality model: either way it is counted
-        assert c["prediction_unparsed"] == 1 and row["verdict"] is None
+        assert c["prediction_unparsed"] == 1 and row["judge_model"] is None
     else:
         assert c["scored"] + c["judge_unscored"] == 1
-        assert row["verdict"]["scored"] or row["verdict"]["raw"]
+        assert row["judged"] or row["judge_raw"]
     assert result.usage["roles"]["model"]["completion_tokens"] > 0
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["roles"]["model"]["model"] == "embedded"

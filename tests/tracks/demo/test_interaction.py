@@ -326,6 +326,8 @@ def test_scripted_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert end["ending"] == "end_marker" and end["ended_by"] == "Ana" and end["n_turns"] == 2
     assert [t["person"] for t in end["turns"]] == ["Ana", "Bo"]
     assert (end["goal"], end["realism"], end["average"]) == (8.0, 5.0, 6.5)
+    assert end["judge_scores"] == {d: int(end[d]) for d in ip.DIMENSIONS}  # figures from these
+    assert end["judge_model"] == "openai-compatible/scripted" and end["judge_rubric"]
     assert end["under_test"] == "both" and end["models"] == {
         "Ana": "openai-compatible/scripted",
         "Bo": "openai-compatible/scripted",
@@ -339,11 +341,12 @@ def test_scripted_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert broken["failure"]["kind"] == "malformed" and broken["failure"]["turn"] == 1
     assert broken["failure"]["attempts"] == 3 and "韩梅梅" in broken["failure"]["raw"]
     assert "this turn is 李雷's" in broken["failure"]["error"]
-    assert broken["judge_skipped"] == "episode failed"
+    assert broken["judge_skipped"] == "episode failed" and broken["judge_model"] is None
     long = rows["e-long"]
     assert long["ending"] == "max_turns" and long["n_turns"] == 4
     assert not long["judged"] and long["judge_raw"] == "Looks fine to me."
     assert long["judge_error"] and long["judge_attempts"] == 3 and long["average"] is None
+    assert long["judge_scores"] is None and long["judge_model"] == "openai-compatible/scripted"
     assert rows["e-zh"]["judged"] and rows["e-zh"]["goal"] == 6.0
 
     en, zh = result.summary["en"], result.summary["zh"]

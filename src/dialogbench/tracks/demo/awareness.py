@@ -38,7 +38,8 @@ saved predictions without calling the model under test.
 RUN_DIR/manifest.json   dataset name and sha256, config, the model and judge roles, prompt
                         sha256, seed, package version
 RUN_DIR/items.jsonl     one record per item: ids, task, lang, the gold the judge sees, the
-                        prediction (raw and parsed, error), the verdict, objective outcomes
+                        prediction (raw and parsed, error), the judge fields
+                        (`judging.verdict_fields`), the item's score, objective outcomes
 RUN_DIR/summary.json    judge: lang -> task -> accuracy, hallucination, score; awareness:
                         lang -> the paper's table half (`aggregate.AwarenessTable`);
                         objective: lang -> field -> metrics; every figure with its interval
@@ -68,7 +69,8 @@ from dialogbench.data.demo.items import PARTICIPANTS, get_path
 from dialogbench.data.demo.labels import match_label
 from dialogbench.data.demo.model import TASKS, TRAITS, AwarenessItem, DemoSet, Task
 from dialogbench.data.errors import DataError
-from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge, Verdict
+from dialogbench.judging import is_unscored, verdict_fields
+from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge
 from dialogbench.lang import Lang
 from dialogbench.models.model import Model
 from dialogbench.models.structured import Structured
@@ -462,8 +464,6 @@ class AwarenessTrack(TrackBase[AwarenessConfig, AwarenessItem]):
                 "error": got.error,
                 "attempts": got.attempts,
             },
-            "verdict": None,
-            "score": None,
             "objective": objective_outcomes(item, answer),
         }
         return [row]
@@ -476,11 +476,13 @@ class AwarenessTrack(TrackBase[AwarenessConfig, AwarenessItem]):
         config: AwarenessConfig,
         plan: Plan[AwarenessItem],
     ) -> Rows:
-        """The judge's verdict on a parsed answer (none for an unparsed one)."""
-        row = dict(rows[0])
-        answer = row["prediction"]["parsed"]
-        verdict: Verdict | None = None
-        if answer is not None:
+        """The judge's verdict on a parsed answer (none for an unparsed one): the common judge
+        fields (`judging.verdict_fields`) and the item's score, before the objective outcomes."""
+        solved = rows[0]
+        answer = solved["prediction"]["parsed"]
+        if answer is None:
+            fields = verdict_fields(None, skipped="the prediction was never valid JSON")
+        else:
             judge = Judge(
                 models["judge"],
                 ap.RUBRICS[unit.lang][unit.task],
@@ -490,8 +492,9 @@ class AwarenessTrack(TrackBase[AwarenessConfig, AwarenessItem]):
             verdict = await judge.score(
                 _as_json(answer), reference=_as_json(unit.gold), tag=JUDGE_TAG
             )
-        row["verdict"] = _verdict_record(verdict)
-        row["score"] = item_score(verdict.scores if verdict is not None else None)
+            fields = verdict_fields(verdict)
+        row = {k: v for k, v in solved.items() if k != "objective"}
+        row.update(fields, score=item_score(fields["judge_scores"]), objective=solved["objective"])
         return [row]
 
     def aggregate(self, plan: Plan[AwarenessItem], rows: Rows, config: AwarenessConfig) -> Outcome:
@@ -604,29 +607,11 @@ def _as_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2)
 
 
-def _verdict_record(v: Verdict | None) -> dict[str, Any] | None:
-    """The verdict as stored: scores and reason; raw text and error when unscored."""
-    if v is None:
-        return None
-    record: dict[str, Any] = {
-        "scored": v.scored,
-        "judge": v.judge,
-        "rubric": v.rubric,
-        "accuracy": None if v.scores is None else v.scores["accuracy"],
-        "hallucination": None if v.scores is None else v.scores["hallucination"],
-        "reason": v.reason,
-        "attempts": v.attempts,
-    }
-    if not v.scored:
-        record.update(raw=v.raw, error=v.error)
-    return record
-
-
 # -- figures --------------------------------------------------------------------------------
 
 
 def _column(rows: Sequence[Mapping[str, Any]], key: str) -> FloatArray:
-    values = [(r["verdict"] or {}).get(key) for r in rows]
+    values = [(r["judge_scores"] or {}).get(key) for r in rows]
     return np.array([math.nan if v is None else v for v in values], dtype=np.float64)
 
 
@@ -758,7 +743,7 @@ def summarise(
                 "prediction_call_failed": sum(
                     1 for r in rows if (r["prediction"]["error"] or "").startswith("call failed")
                 ),
-                "judge_unscored": sum(1 for r in parsed if not r["verdict"]["scored"]),
+                "judge_unscored": sum(1 for r in rows if is_unscored(r)),
                 "scored": sum(1 for r in rows if r["score"] is not None),
             }
             counts[lang][task] = c

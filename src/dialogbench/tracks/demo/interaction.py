@@ -32,7 +32,8 @@ RUN_DIR/parts/          episode.<id>.jsonl (transcript, ending, failure, usage) 
                         (an episode that failed on a model call, not a malformed turn, is
                         played again)
 RUN_DIR/items.jsonl     one row per episode (per side with sides="both"): ids, lang, who
-                        played, turns, ending, failure, the four scores and their average
+                        played, turns, ending, failure, the judge fields
+                        (`judging.verdict_fields`), the four scores and their average
 RUN_DIR/summary.json    lang -> goal | believability | skillfulness | realism | average ->
                         {value, ci_low, ci_high, n}: means over scored episodes, 95%
                         bootstrap intervals resampling episodes
@@ -55,7 +56,8 @@ from rich.table import Table
 
 from dialogbench.data.demo.model import DemoSet, Episode
 from dialogbench.data.errors import DataError
-from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge
+from dialogbench.judging import is_unscored, verdict_fields
+from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge, Verdict
 from dialogbench.models.model import Model
 from dialogbench.models.structured import Structured, extract_json
 from dialogbench.models.types import GenerateConfig
@@ -307,18 +309,17 @@ async def play(
     }
 
 
-async def judge_episode(episode: Episode, record: dict[str, Any], judge: Judge) -> dict[str, Any]:
-    """The judge's verdict on a played episode (unscored, with raw text, when unusable)."""
+async def judge_episode(
+    episode: Episode, record: dict[str, Any], judge: Judge
+) -> tuple[Verdict, dict[str, Any]]:
+    """The judge's verdict on a played episode (unscored, with raw text, when unusable) and
+    the judge's usage on it."""
     pairs = [(t["person"], t["content"]) for t in record["turns"]]
     tag = f"{JUDGE_TAG}:{record['id']}"
     verdict = await judge.score(
         ip.transcript(episode, pairs), context=ip.judge_context(episode), tag=tag
     )
-    return {
-        "id": record["id"],
-        "verdict": verdict.model_dump(),
-        "usage": spent(judge.model.ledger, judge.model.name, tag),
-    }
+    return verdict, spent(judge.model.ledger, judge.model.name, tag)
 
 
 # -- the track ------------------------------------------------------------------------------
@@ -406,10 +407,10 @@ class InteractionTrack(TrackBase[InteractionConfig, Run]):
         """The items.jsonl row: the record with the judge's verdict (none for a failed run)."""
         record = rows[0]
         if record["ending"] == "failed":
-            return [_item(record, None)]
+            return [_item(record, None, None)]
         rubric = ip.JUDGE_RUBRICS[unit.episode.lang]
         judge = Judge(models["judge"], rubric, config.judge_config(), max_fixes=config.max_fixes)
-        return [_item(record, await judge_episode(unit.episode, record, judge))]
+        return [_item(record, *await judge_episode(unit.episode, record, judge))]
 
     def aggregate(self, plan: Plan[Run], rows: Rows, config: InteractionConfig) -> Outcome:
         result = summarise(rows, config)
@@ -486,31 +487,32 @@ def run_interaction(
     return result
 
 
-def _item(record: dict[str, Any], judged: dict[str, Any] | None) -> dict[str, Any]:
-    """One items.jsonl row: the episode record with its verdict and scores."""
+def _item(
+    record: dict[str, Any], verdict: Verdict | None, judge_usage: dict[str, Any] | None
+) -> dict[str, Any]:
+    """One items.jsonl row: the episode record with the common judge fields
+    (`judging.verdict_fields`), the four scores as figures and their average."""
     row: dict[str, Any] = {k: v for k, v in record.items() if k not in ("turns", "usage")}
     row["n_turns"] = len(record["turns"])
-    scores: dict[str, float | None] = dict.fromkeys(FIGURES)
-    if judged is None:
-        row.update(judged=False, judge_skipped="episode failed")
+    if verdict is None:
+        row.update(verdict_fields(None, skipped="episode failed"))
     else:
-        v = judged["verdict"]
-        row.update(
-            judged=v["scores"] is not None,
-            judge=v["judge"],
-            judge_rubric=v["rubric"],
-            judge_reason=v["reason"],
-            judge_attempts=v["attempts"],
-        )
-        if v["scores"] is not None:
-            scores.update({d: float(v["scores"][d]) for d in ip.DIMENSIONS})
-            scores["average"] = float(np.mean([v["scores"][d] for d in ip.DIMENSIONS]))
-        else:
-            row.update(judge_raw=v["raw"], judge_error=v["error"])
-    row.update(scores)
+        row.update(verdict_fields(verdict))
+    row.update(figures(row["judge_scores"]))
     row["turns"] = record["turns"]
-    row["usage"] = {**record["usage"], **({"judge": judged["usage"]} if judged else {})}
+    row["usage"] = dict(record["usage"])
+    if judge_usage is not None:
+        row["usage"]["judge"] = judge_usage
     return row
+
+
+def figures(scores: dict[str, int] | None) -> dict[str, float | None]:
+    """The four dimensions as floats and their average (all None when unscored)."""
+    if scores is None:
+        return dict.fromkeys(FIGURES)
+    out: dict[str, float | None] = {d: float(scores[d]) for d in ip.DIMENSIONS}
+    out["average"] = float(np.mean([scores[d] for d in ip.DIMENSIONS]))
+    return out
 
 
 # -- figures --------------------------------------------------------------------------------
@@ -526,7 +528,7 @@ def _counts(rows: Sequence[dict[str, Any]]) -> dict[str, int]:
         "hit_max_turns": endings.count("max_turns"),
         "failed": endings.count("failed"),
         "judge_scored": sum(1 for r in judged if r["judged"]),
-        "judge_unscored": sum(1 for r in judged if not r["judged"]),
+        "judge_unscored": sum(1 for r in judged if is_unscored(r)),
         "turns": sum(r["n_turns"] for r in rows),
         "turns_fixed": sum(r["turns_fixed"] for r in rows),
     }
@@ -539,7 +541,9 @@ def summarise(rows: Sequence[dict[str, Any]], config: InteractionConfig) -> Inte
     counts: dict[str, dict[str, int]] = {"all": _counts(rows)}
     for lang in sorted({r["lang"] for r in rows}):
         mine = [r for r in rows if r["lang"] == lang]
-        values = np.array([[r[f] for f in FIGURES] for r in mine], float)  # None -> NaN
+        values = np.array(  # None -> NaN
+            [list(figures(r["judge_scores"]).values()) for r in mine], float
+        )
         clusters = np.array([r["episode"] for r in mine], dtype=str)
         ests = bootstrap_means(values, clusters, n_boot=config.n_boot, seed=config.seed)
         summary[lang] = dict(zip(FIGURES, ests, strict=True))
@@ -552,7 +556,7 @@ def summarise(rows: Sequence[dict[str, Any]], config: InteractionConfig) -> Inte
                 f"{r['id']}: failed at turn {f['turn']} ({f['person']}) after {f['attempts']} "
                 f"attempt(s): {f['error']}; kept in items.jsonl, not judged"
             )
-        elif not r["judged"]:
+        elif is_unscored(r):
             warnings.append(
                 f"{r['id']}: verdict unscored ({r.get('judge_error')}); kept in items.jsonl "
                 "with the raw reply, left out of the scores"

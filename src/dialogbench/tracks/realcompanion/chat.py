@@ -32,8 +32,10 @@ Figures (means with 95% bootstrap intervals over probes):
 One unit per probe (`subject/probe`): solve writes its five replies, score makes its one
 blinded judge call; the runner writes the run folder (manifest, parts, usage):
 
-RUN_DIR/items.jsonl     one record per probe x condition: supplied ids, reply, score, flag,
-                        blinded label and the label mapping; judge raw + error if unscored
+RUN_DIR/items.jsonl     one record per probe x condition: supplied ids, reply, the judge
+                        fields (`judging.verdict_fields`: scores, flags, blinded label and
+                        the label mapping; raw + error if unscored), content_match and
+                        uses_earlier_context
 RUN_DIR/summary.json    the figures above
 RUN_DIR/warnings.json   data repairs, probes left out, unscored verdicts
 """
@@ -49,6 +51,7 @@ import numpy as np
 from rich.table import Table
 
 from dialogbench.data.model import ChatItem, Dataset, Message, Subject
+from dialogbench.judging import is_unscored, verdict_fields
 from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, BlindVerdict, Judge
 from dialogbench.models.model import Call, Model
 from dialogbench.models.types import GenerateConfig, ModelError
@@ -353,27 +356,21 @@ async def _judge(p: ChatProbe, rows: Rows, judge: Judge) -> Rows:
 
 def _unscored(rows: Rows) -> int:
     """Replies written but left unscored (an unusable verdict)."""
-    return sum(1 for r in rows if r["reply"] is not None and not r["judged"])
+    return sum(1 for r in rows if is_unscored(r))
 
 
 def _verdict_fields(condition: str, v: BlindVerdict | None) -> dict[str, Any]:
+    """The common judge fields of one condition's row, and the two figures drawn from them."""
     if v is None or condition not in v.labels.values():
-        return {"content_match": None, "uses_earlier_context": None, "judged": False}
-    label = next(k for k, name in v.labels.items() if name == condition)
-    row: dict[str, Any] = {
-        "judged": v.scored,
-        "content_match": v.scores[condition]["content_match"] if v.scores else None,
-        "uses_earlier_context": (v.flags[condition]["uses_earlier_context"] if v.flags else None),
-        "judge": v.judge,
-        "judge_label": label,
-        "judge_labels": v.labels,
-        "judge_seed": v.seed,
-        "judge_reason": v.reasons.get(condition, ""),
-        "judge_attempts": v.attempts,
+        fields = verdict_fields(None, skipped="the reply call failed")
+    else:
+        fields = verdict_fields(v, condition)
+    scores, flags = fields["judge_scores"], fields["judge_flags"]
+    return {
+        **fields,
+        "content_match": None if scores is None else scores["content_match"],
+        "uses_earlier_context": None if flags is None else flags["uses_earlier_context"],
     }
-    if not v.scored:
-        row.update(judge_raw=v.raw, judge_error=v.error)
-    return row
 
 
 # -- figures --------------------------------------------------------------------------------
@@ -436,11 +433,11 @@ def summarise(rows: Sequence[dict[str, Any]], config: ChatConfig) -> ChatResult:
         )
         if r["reply"] is None:
             reply_failed[c] += 1
-        elif not r["judged"]:
+        elif is_unscored(r):
             judge_unscored.add((r["subject"], r["probe"]))
-        if r["content_match"] is not None:
-            score[c][i] = r["content_match"]
-            flag[c][i] = float(r["uses_earlier_context"])
+        if r["judged"]:
+            score[c][i] = r["judge_scores"]["content_match"]
+            flag[c][i] = float(r["judge_flags"]["uses_earlier_context"])
     facets = _facets(strata, needs)
     content = {c: {f: _mean(score[c][m], config) for f, m in facets.items()} for c in CONDITIONS}
     gains: dict[str, dict[str, Estimate]] = {}

@@ -32,7 +32,7 @@ One unit per system x question (`system/subject/question`): solve asks for its a
 score judges and scores it; the runner writes the run folder (manifest, parts, usage):
 
 RUN_DIR/items.jsonl     one record per question x system: context ids, fell_back, answer,
-                        verdict (raw + error when unscored), every score
+                        the judge fields (`judging.verdict_fields`), every score
 RUN_DIR/summary.json    system -> facet (all, answerable, unanswerable, category=C) ->
                         metric -> {value, ci_low, ci_high, n}
 RUN_DIR/counts.json     questions, unscored verdicts, failed answers, fallbacks per system
@@ -52,6 +52,7 @@ import numpy as np
 from rich.table import Table
 
 from dialogbench.data.model import Dataset, Question, Subject
+from dialogbench.judging import is_unscored, verdict_fields
 from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge, Verdict
 from dialogbench.judging.rubric import Rubric
 from dialogbench.models.model import Call, Model
@@ -424,34 +425,24 @@ async def _judge(row: dict[str, Any], model: Model, config: QuestionsConfig) -> 
     """The verdict fields of one answered row: correctness against the gold when
     answerable, abstention when not (raw and error when unscored)."""
     rubric = qp.CORRECTNESS_RUBRIC if row["answerable"] else qp.ABSTENTION_RUBRIC
-    if row["answer"] is None or (row["answerable"] and row["gold"] is None):
-        return verdict_fields(None, rubric)
+    if row["answer"] is None:
+        return judge_fields(None, rubric, skipped="the answer call failed")
+    if row["answerable"] and row["gold"] is None:
+        return judge_fields(None, rubric, skipped="no gold answer")
     judge = Judge(model, rubric, config.judge_config(), max_fixes=config.max_fixes)
     reference = row["gold"] if row["answerable"] else None
     verdict = await judge.score(row["answer"], reference, row["text"], tag=JUDGE_TAG)
-    return verdict_fields(verdict, rubric)
+    return judge_fields(verdict, rubric)
 
 
-def verdict_fields(v: Verdict | None, rubric: Rubric) -> dict[str, Any]:
-    """A row's judge fields; `judge` is the verdict scaled to [0, 1], None when unscored."""
-    if v is None:
-        return {"judged": False, "judge": None}
+def judge_fields(v: Verdict | None, rubric: Rubric, skipped: str | None = None) -> dict[str, Any]:
+    """A row's common judge fields (`judging.verdict_fields`) and `judge`, the rubric's one
+    dimension scaled to [0, 1] (None unless scored)."""
+    fields = verdict_fields(v, skipped=skipped)
     dim = rubric.dimensions[0]
-    out: dict[str, Any] = {
-        "judged": v.scored,
-        "judge_rubric": v.rubric,
-        "judge_model": v.judge,
-        "judge_raw_score": None,
-        "judge": None,
-        "judge_reason": v.reason,
-        "judge_attempts": v.attempts,
-    }
-    if v.scores is not None:
-        raw = v.scores[dim.name]
-        out.update(judge_raw_score=raw, judge=(raw - dim.low) / (dim.high - dim.low))
-    else:
-        out.update(judge_raw=v.raw, judge_error=v.error)
-    return out
+    scores = fields["judge_scores"]
+    scaled = None if scores is None else (scores[dim.name] - dim.low) / (dim.high - dim.low)
+    return {**fields, "judge": scaled}
 
 
 def score_row(row: dict[str, Any], official: bool) -> dict[str, float | None]:
@@ -517,7 +508,7 @@ def summarise(
         c = {
             "questions": len(rows),
             "answer_failed": len(rows) - len(answered),
-            "judge_unscored": sum(1 for r in answered if r.get("judge_rubric") and not r["judged"]),
+            "judge_unscored": sum(1 for r in answered if is_unscored(r)),
             "no_gold": sum(1 for r in answered if r["answerable"] and r["gold"] is None),
             "fell_back": sum(1 for r in rows if r["fell_back"]),
         }
