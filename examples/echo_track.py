@@ -25,9 +25,9 @@ from pydantic import BaseModel, Field
 from dialogbench.data.model import Dataset, Message
 from dialogbench.models.types import ChatMessage, GenerateConfig
 from dialogbench.runner import Outcome, Plan, Role, TrackBase, option, register
+from dialogbench.runner.record import digest
 from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import bootstrap_means
-from dialogbench.tracks.common import digest
 
 ASK = "In at most eight words, what is this message about?\n\n{text}"
 RATE = "A message and a short description of it. Rate the description: 0 wrong, 1 vague, 2 apt.\n\nMessage: {text}\nDescription: {answer}"  # noqa: E501

@@ -16,6 +16,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+import dialogbench.tracks  # noqa: F401  (registers every track)
 from dialogbench.cli.run import register_commands, score, show
 from dialogbench.cli.ui import console, csv, friendly_errors, table_of, with_progress
 from dialogbench.data.demo.model import TASKS
@@ -42,8 +43,6 @@ from dialogbench.runner import Finished, run_track
 from dialogbench.runner.record import Progress as TrackProgress
 from dialogbench.stats.bootstrap import Estimate
 from dialogbench.tracks.demo.aggregate import AwarenessTable, TableRow, paper_table
-from dialogbench.tracks.demo.awareness import AWARENESS  # noqa: F401  (registers it)
-from dialogbench.tracks.demo.interaction import INTERACTION  # noqa: F401  (registers it)
 from dialogbench.tracks.realcompanion.reconstruction import compare_runs
 from dialogbench.tracks.realcompanion.retrieval import RETRIEVAL, RetrievalConfig
 

@@ -14,6 +14,7 @@ RUN_DIR/parts/scored.jsonl   one line per scored unit (judged tracks)
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -72,6 +73,14 @@ class Manifest(BaseModel):
     command: list[str] = Field(default_factory=lambda: list(sys.argv))
     started: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     warnings: list[str] = Field(default_factory=list)
+
+
+def digest(value: object) -> str:
+    """sha256 of a JSON-serialisable value (prompt constants, cue tables): recorded in a
+    run's manifest, so that changed wording starts the run afresh."""
+    return hashlib.sha256(
+        json.dumps(value, sort_keys=True, ensure_ascii=False).encode()
+    ).hexdigest()
 
 
 def git_revision() -> str | None:

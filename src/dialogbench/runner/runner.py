@@ -28,11 +28,11 @@ from dialogbench.runner.record import (
     RunFolder,
     StoredStage,
     UnitRecord,
+    digest,
     to_json,
 )
 from dialogbench.runner.roles import Given, opened, recorded, resolve
 from dialogbench.runner.track import Outcome, Plan, Rows, Track, describe
-from dialogbench.tracks.common import digest
 
 EXIT_OK, EXIT_FAILURES = 0, 3
 UNIT_CONCURRENCY = 256

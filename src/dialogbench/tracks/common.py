@@ -1,10 +1,7 @@
-"""Pieces every track shares: a stratified `--limit`, how a prompt shows a message, and
-prompt digests."""
+"""Pieces every track shares: a stratified `--limit`, and how a prompt shows a message."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 from collections.abc import Callable, Hashable, Sequence
 from typing import TypeVar
@@ -53,11 +50,3 @@ def render_message(
     when = f"{message.timestamp:%Y-%m-%d} " if message.timestamp is not None else ""
     prefix = f"[{message.id}] " if with_id else ""
     return f"{prefix}{when}{message.speaker}: {body}"
-
-
-def digest(value: object) -> str:
-    """sha256 of a JSON-serialisable value (prompt constants, cue tables): recorded in a
-    run's manifest, so that changed wording starts the run afresh."""
-    return hashlib.sha256(
-        json.dumps(value, sort_keys=True, ensure_ascii=False).encode()
-    ).hexdigest()

@@ -29,7 +29,7 @@ from dialogbench.judging.prompts import FRAMINGS
 from dialogbench.judging.rubric import Dimension, Rubric
 from dialogbench.lang import Lang
 from dialogbench.models.types import ChatMessage
-from dialogbench.tracks.common import digest
+from dialogbench.runner.record import digest
 
 Kind = Literal["text", "score", "label", "lines", "two_lines", "stance", "strategy", "traits"]
 

@@ -76,9 +76,10 @@ from dialogbench.runner import (
     register,
     run_track,
 )
+from dialogbench.runner.record import digest
 from dialogbench.runner.track import Corpus, Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
-from dialogbench.tracks.common import digest, stratified_limit
+from dialogbench.tracks.common import stratified_limit
 from dialogbench.tracks.demo import interaction_prompts as ip
 
 TRACK = "demo-interaction"

@@ -41,7 +41,7 @@ from dialogbench.judging.prompts import FRAMINGS
 from dialogbench.judging.rubric import Dimension, Rubric
 from dialogbench.lang import Lang
 from dialogbench.models.types import ChatMessage
-from dialogbench.tracks.common import digest
+from dialogbench.runner.record import digest
 
 KNOWN_FROM = 4
 """Familiarity (0-10) from which an agent knows its partner's profile (DEMO's rule)."""

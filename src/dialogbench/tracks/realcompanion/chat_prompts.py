@@ -22,7 +22,8 @@ from typing import Literal
 from dialogbench.data.model import Message
 from dialogbench.judging.rubric import Dimension, Flag, Rubric
 from dialogbench.models.types import ChatMessage
-from dialogbench.tracks.common import digest, render_message
+from dialogbench.runner.record import digest
+from dialogbench.tracks.common import render_message
 
 Framing = Literal["turns", "memories"]
 

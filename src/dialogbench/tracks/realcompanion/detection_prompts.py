@@ -21,7 +21,8 @@ from pydantic import BaseModel, Field
 
 from dialogbench.data.model import Message
 from dialogbench.models.types import ChatMessage
-from dialogbench.tracks.common import digest, render_message
+from dialogbench.runner.record import digest
+from dialogbench.tracks.common import render_message
 
 MESSAGE_CHARS = 800
 

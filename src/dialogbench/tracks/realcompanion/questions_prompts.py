@@ -26,7 +26,8 @@ from datetime import datetime
 from dialogbench.data.model import Message
 from dialogbench.judging.rubric import Dimension, Rubric
 from dialogbench.models.types import ChatMessage
-from dialogbench.tracks.common import digest, render_message
+from dialogbench.runner.record import digest
+from dialogbench.tracks.common import render_message
 
 MESSAGE_CHARS = 800
 

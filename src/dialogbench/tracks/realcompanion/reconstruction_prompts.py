@@ -23,7 +23,8 @@ from pydantic import BaseModel, Field, create_model
 
 from dialogbench.data.model import Message
 from dialogbench.models.types import ChatMessage
-from dialogbench.tracks.common import digest, render_message
+from dialogbench.runner.record import digest
+from dialogbench.tracks.common import render_message
 
 RECON_SYSTEM = (
     "You read long conversations between a person and an AI companion and write down who "
