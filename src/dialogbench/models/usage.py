@@ -121,8 +121,3 @@ def charge(role: str, model: str, usage: Usage | None, cached: bool) -> None:
     if model not in name.split(", "):
         scope[role] = (f"{name}, {model}", totals)
     _add(totals, usage, cached)
-
-
-def spent(ledger: UsageLedger, model: str, tag: str) -> dict[str, Any]:
-    """What a ledger holds under `tag`: the model's name, the call and token counts."""
-    return {"model": model, **ledger.totals(tag).as_dict()}

@@ -76,6 +76,7 @@ def identities(
     solve = digest(
         {
             "track": track.name,
+            "version": track.version,
             "dataset": sha256,
             "config": stages["solve"],
             "roles": {k: v for k, v in roles.items() if role_stage[k] == "solve"},

@@ -75,6 +75,9 @@ class Track(Protocol[C, U]):
     judged: ClassVar[bool]
     """Whether the track has a score step over saved outputs (a judge, or matching against
     gold): score-stage settings then re-score without calling the model under test."""
+    version: ClassVar[int]
+    """The layout of the track's unit rows; part of the resume identity, so bump it when a
+    change to solve or score would make saved units unreadable."""
 
     def configure(self, config: C, roles: frozenset[str]) -> C: ...
 
@@ -104,6 +107,7 @@ class TrackBase(Generic[C, U]):
     roles: ClassVar[tuple[Role, ...]] = ()
     corpus: ClassVar[Corpus] = "realcompanion"
     judged: ClassVar[bool] = False
+    version: ClassVar[int] = 1
 
     def configure(self, config: C, roles: frozenset[str]) -> C:
         """The config as run, given which roles are played (e.g. detectors by default)."""

@@ -381,7 +381,11 @@ def test_scripted_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert usage["roles"]["judge"]["calls"] == JUDGE_CALLS
     assert usage["stages"]["score"]["judge"]["calls"] == JUDGE_CALLS
     assert usage["total"]["tokens_processed"] > 0
-    assert rows["e-end"]["usage"]["under_test"]["calls"] == 3  # each row: what it spent
+    solved = [
+        json.loads(line) for line in (out / "parts" / "solved.jsonl").read_text().splitlines()
+    ]
+    spent = {r["unit"]: r["usage"] for r in solved}
+    assert spent["e-end"]["model"]["calls"] == 3  # each unit: what it spent, per role
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["track"] == "demo-interaction" and manifest["seed"] == 0
     assert manifest["dataset"] == {"name": "hand", "source": "test", "sha256": "abc", "subjects": 5}

@@ -26,11 +26,10 @@ the candidate; an unusable verdict is kept unscored with its raw text and counte
 
 RUN_DIR/manifest.json   dataset (name, sha256), config, model/partner/judge settings,
                         prompt sha256, seed, package version
-RUN_DIR/parts/          episode.<id>.jsonl (transcript, ending, failure, usage) written as
-                        each episode finishes, judge.<id>.jsonl (verdict, usage); a rerun of
-                        the same run keeps them and plays or judges only what is missing
-                        (an episode that failed on a model call, not a malformed turn, is
-                        played again)
+RUN_DIR/parts/          each run's record as it finishes (solved.jsonl), then its verdict
+                        (scored.jsonl); a rerun keeps them and plays or judges only what is
+                        missing (an episode that failed on a model call, not a malformed
+                        turn, is played again)
 RUN_DIR/items.jsonl     one row per episode (per side with sides="both"): ids, lang, who
                         played, turns, ending, failure, the judge fields
                         (`judging.verdict_fields`), the four scores and their average
@@ -39,7 +38,7 @@ RUN_DIR/summary.json    lang -> goal | believability | skillfulness | realism | 
                         bootstrap intervals resampling episodes
 RUN_DIR/counts.json     per lang and all: episodes, runs, ended by marker, hit max turns,
                         failed, judge scored/unscored, turns, turns fixed by a correction
-RUN_DIR/usage.json      calls and tokens of the agent, the partner and the judge
+RUN_DIR/usage.json      calls and tokens of the model under test, the partner and the judge
 RUN_DIR/warnings.json   data warnings, failed episodes, unscored verdicts
 """
 
@@ -61,7 +60,6 @@ from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge, Verdict
 from dialogbench.models.model import Model
 from dialogbench.models.structured import Structured, extract_json
 from dialogbench.models.types import GenerateConfig
-from dialogbench.models.usage import spent
 from dialogbench.report.table import summary_table
 from dialogbench.runner import (
     DatasetInfo,
@@ -223,8 +221,8 @@ def plan_runs(episodes: Sequence[Episode], fixed_partner: bool, sides: Sides) ->
     return [Run(e.id, e, "p2" if sides == "p2" else "p1") for e in episodes]
 
 
-def _tag(seat: Seat, run_id: str) -> str:
-    return f"{AGENT_TAG if seat.role == 'under_test' else PARTNER_TAG}:{run_id}"
+def _tag(seat: Seat) -> str:
+    return AGENT_TAG if seat.role == "under_test" else PARTNER_TAG
 
 
 async def take_turn(
@@ -244,14 +242,14 @@ async def take_turn(
         lambda error: ip.correction_message(episode, side, error),
         config.agent_config(constrain),
         max_fixes=config.max_fixes,
-        tag=_tag(seat, run.id),
+        tag=_tag(seat),
     )
 
 
 async def play(
     run: Run, seats: tuple[Seat, Seat], config: InteractionConfig, constrain: bool = False
 ) -> dict[str, Any]:
-    """Play one episode to its end; the record holds turns, ending, failure and usage
+    """Play one episode to its end; the record holds turns, ending and failure
     (`constrain`: send the turn schema when `config.constrain_turns` is unset)."""
     episode = run.episode
     turns: list[dict[str, Any]] = []
@@ -289,10 +287,6 @@ async def play(
         if got.value.end:
             ending, ended_by = "end_marker", name
             break
-    usage = {
-        role: spent(seat.model.ledger, seat.model.name, _tag(seat, run.id))
-        for role, seat in {s.role: s for s in seats}.items()
-    }
     return {
         "id": run.id,
         "episode": episode.id,
@@ -306,21 +300,15 @@ async def play(
         "ended_by": ended_by,
         "failure": failure,
         "turns_fixed": fixed,
-        "usage": usage,
     }
 
 
-async def judge_episode(
-    episode: Episode, record: dict[str, Any], judge: Judge
-) -> tuple[Verdict, dict[str, Any]]:
-    """The judge's verdict on a played episode (unscored, with raw text, when unusable) and
-    the judge's usage on it."""
+async def judge_episode(episode: Episode, record: dict[str, Any], judge: Judge) -> Verdict:
+    """The judge's verdict on a played episode (unscored, with raw text, when unusable)."""
     pairs = [(t["person"], t["content"]) for t in record["turns"]]
-    tag = f"{JUDGE_TAG}:{record['id']}"
-    verdict = await judge.score(
-        ip.transcript(episode, pairs), context=ip.judge_context(episode), tag=tag
+    return await judge.score(
+        ip.transcript(episode, pairs), context=ip.judge_context(episode), tag=JUDGE_TAG
     )
-    return verdict, spent(judge.model.ledger, judge.model.name, tag)
 
 
 # -- the track ------------------------------------------------------------------------------
@@ -395,7 +383,7 @@ class InteractionTrack(TrackBase[InteractionConfig, Run]):
     async def solve(
         self, unit: Run, models: Models, config: InteractionConfig, plan: Plan[Run]
     ) -> Rows:
-        """Play the run: the episode record (transcript, ending, failure, usage)."""
+        """Play the run: the episode record (transcript, ending, failure)."""
         me = Seat(models["model"], "under_test")
         other = Seat(models["partner"], "partner") if "partner" in models else me
         seats = (other, me) if unit.under_test == "p2" else (me, other)
@@ -408,10 +396,10 @@ class InteractionTrack(TrackBase[InteractionConfig, Run]):
         """The items.jsonl row: the record with the judge's verdict (none for a failed run)."""
         record = rows[0]
         if record["ending"] == "failed":
-            return [_item(record, None, None)]
+            return [_item(record, None)]
         rubric = ip.JUDGE_RUBRICS[unit.episode.lang]
         judge = Judge(models["judge"], rubric, config.judge_config(), max_fixes=config.max_fixes)
-        return [_item(record, *await judge_episode(unit.episode, record, judge))]
+        return [_item(record, await judge_episode(unit.episode, record, judge))]
 
     def aggregate(self, plan: Plan[Run], rows: Rows, config: InteractionConfig) -> Outcome:
         result = summarise(rows, config)
@@ -488,12 +476,10 @@ def run_interaction(
     return result
 
 
-def _item(
-    record: dict[str, Any], verdict: Verdict | None, judge_usage: dict[str, Any] | None
-) -> dict[str, Any]:
+def _item(record: dict[str, Any], verdict: Verdict | None) -> dict[str, Any]:
     """One items.jsonl row: the episode record with the common judge fields
     (`judging.verdict_fields`), the four scores as figures and their average."""
-    row: dict[str, Any] = {k: v for k, v in record.items() if k not in ("turns", "usage")}
+    row: dict[str, Any] = {k: v for k, v in record.items() if k != "turns"}
     row["n_turns"] = len(record["turns"])
     if verdict is None:
         row.update(verdict_fields(None, skipped="episode failed"))
@@ -501,9 +487,6 @@ def _item(
         row.update(verdict_fields(verdict))
     row.update(figures(row["judge_scores"]))
     row["turns"] = record["turns"]
-    row["usage"] = dict(record["usage"])
-    if judge_usage is not None:
-        row["usage"]["judge"] = judge_usage
     return row
 
 
