@@ -141,6 +141,15 @@ def test_score_command(tmp_path: Path, server: ChatServer) -> None:
     assert got.exit_code == 0, got.output
     assert "Krippendorff's alpha" in got.output
     assert (run / "judges" / "judges.json").exists()
+    before = (run / "summary.json").read_text()
+    got = cli.invoke(
+        app,
+        ["score", str(run), "--judge-model", "openai-compatible/c", "--judge-base-url",
+         server.base_url, "--judge-api-key-env", "DUMMY_KEY"],
+    )  # fmt: skip
+    assert got.exit_code == 0, got.output
+    assert (run / "judges" / "openai-compatible_c" / "summary.json").exists()
+    assert (run / "summary.json").read_text() == before  # the run itself is left alone
     got = cli.invoke(app, ["score", str(run), "--set", "limit=2"])
     assert got.exit_code == 2 and "rerun the track" in got.output
 

@@ -348,7 +348,8 @@ def score(
     out: Annotated[
         Path | None,
         typer.Option(
-            help="new run folder (default: re-judge RUN_DIR in place; a panel: RUN_DIR/judges/)"
+            help="new run folder (default: RUN_DIR/judges/JUDGE/ for each judge; with no "
+            "--judge-model, RUN_DIR itself)"
         ),
     ] = None,
     set_: Annotated[

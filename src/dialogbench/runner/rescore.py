@@ -113,9 +113,9 @@ def rescore(
     progress: Progress | None = None,
     changes: Mapping[str, Any] | None = None,
 ) -> Rescored:
-    """Re-judge `run` with each of `judges` (none: the same judge, e.g. to re-aggregate with
-    `changes`), writing each to `out` (one judge; default: `run` itself) or to
-    `out/<judge>/` (a panel; default `run/judges/<judge>/`)."""
+    """Re-judge `run` with each of `judges`, writing each to `out` (one judge) or to
+    `out/<judge>/` (a panel); by default to `run/judges/<judge>/`, so the run itself is left
+    as it was. No judge: re-score and re-aggregate with `changes`, in `out` or in place."""
     manifest, track = finished_manifest(run)
     if judges and not any(r.name == "judge" for r in track.roles):
         how = "re-score it with --set" if track.judged else "re-aggregate it with --set"
@@ -128,7 +128,8 @@ def rescore(
         return Rescored({"": _one(track, data, run, out, config, {**base, **kept}, progress)})
     if len(judges) == 1:
         given = {**base, "judge": judges[0]}
-        return Rescored({label(judges[0]): _one(track, data, run, out, config, given, progress)})
+        target = out if out is not None else run / "judges" / label(judges[0])
+        return Rescored({label(judges[0]): _one(track, data, run, target, config, given, progress)})
     labels = [label(j) for j in judges]
     if len(set(labels)) < len(labels):
         raise ValueError(f"give each judge once; repeated: {sorted(set(labels))}")
