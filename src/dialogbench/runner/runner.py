@@ -57,6 +57,15 @@ class Finished:
     from the response cache, so only the failed ones are sent)."""
     failures: dict[str, int] = field(default_factory=dict)
 
+    def result(self) -> Any:
+        """The track's typed result, holding the run's warnings (and usage, where it has a
+        field for it): what a track's `run_*` function returns."""
+        typed = self.outcome.result
+        typed.warnings = self.warnings
+        if hasattr(typed, "usage"):
+            typed.usage = self.usage
+        return typed
+
     @property
     def exit_code(self) -> int:
         """0: every row scored; 3: some rows failed (counted in `failures`)."""

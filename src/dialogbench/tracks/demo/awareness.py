@@ -510,7 +510,6 @@ class AwarenessTrack(TrackBase[AwarenessConfig, AwarenessItem]):
             result=result,
             failures=_failures(result.counts),
         )
-        result.warnings = list(plan.warnings) + result.warnings
         return outcome
 
     def show(self, outcome: Outcome, config: AwarenessConfig) -> list[Table | str]:
@@ -597,9 +596,7 @@ def run_awareness(
     if judge_model is not None:
         roles["judge"] = judge_model
     finished = run_track(AWARENESS, demo_set, out, config, roles=roles, progress=progress)
-    result: AwarenessResult = finished.outcome.result
-    result.usage = finished.usage
-    result.warnings = finished.warnings
+    result: AwarenessResult = finished.result()
     return result
 
 

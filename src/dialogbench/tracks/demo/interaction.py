@@ -413,7 +413,6 @@ class InteractionTrack(TrackBase[InteractionConfig, Run]):
             result=result,
             failures={cause: n for cause, n in failures.items() if n},
         )
-        result.warnings = list(plan.warnings) + result.warnings
         return outcome
 
     def show(self, outcome: Outcome, config: InteractionConfig) -> list[Table | str]:
@@ -470,9 +469,7 @@ def run_interaction(
         if given is not None:
             roles[role] = given
     finished = run_track(INTERACTION, data, out, config, roles=roles, progress=progress)
-    result: InteractionResult = finished.outcome.result
-    result.usage = finished.usage
-    result.warnings = finished.warnings
+    result: InteractionResult = finished.result()
     return result
 
 

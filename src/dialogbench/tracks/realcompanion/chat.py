@@ -248,7 +248,6 @@ class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
             result=result,
             failures={k: v for k, v in unscored.items() if v},
         )
-        result.warnings = list(plan.warnings) + result.warnings
         return outcome
 
     def show(self, outcome: Outcome, config: ChatConfig) -> list[Table | str]:
@@ -295,9 +294,7 @@ def run_chat(
     """
     roles = {k: v for k, v in (("model", model), ("judge", judge_model)) if v is not None}
     finished = run_track(CHAT, dataset, out, config, roles=roles, progress=progress)
-    result: ChatResult = finished.outcome.result
-    result.usage = finished.usage
-    result.warnings = finished.warnings
+    result: ChatResult = finished.result()
     return result
 
 

@@ -229,7 +229,6 @@ class CoverageTrack(TrackBase[CoverageConfig, Unit]):
         ctx: Counted = plan.context
         result = summarise(rows, config)
         result.history, result.tokenizer, result.skipped = ctx.history, ctx.tokenizer, ctx.skipped
-        result.warnings = list(plan.warnings)
         return Outcome(
             summary={**result.summary, "tokenizer": ctx.tokenizer},
             files={
@@ -269,7 +268,7 @@ def run_coverage(
     """
     track = COVERAGE if tokenizer is None else CoverageTrack(tokenizer)
     finished = run_track(track, dataset, out, config, progress=progress)
-    result: CoverageResult = finished.outcome.result
+    result: CoverageResult = finished.result()
     return result
 
 

@@ -329,7 +329,6 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
             result=result,
             failures=failures,
         )
-        result.warnings = list(plan.warnings) + result.warnings
         return outcome
 
     def show(self, outcome: Outcome, config: DetectionConfig) -> list[Table | str]:
@@ -366,9 +365,7 @@ def run_detection(
     """
     roles = {"model": model} if model is not None else {}
     finished = run_track(DETECTION, dataset, out, config, roles=roles, progress=progress)
-    result: DetectionResult = finished.outcome.result
-    result.usage = finished.usage
-    result.warnings = finished.warnings
+    result: DetectionResult = finished.result()
     return result
 
 

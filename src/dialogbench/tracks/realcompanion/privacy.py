@@ -257,7 +257,6 @@ class PrivacyTrack(TrackBase[PrivacyConfig, Unit]):
             warnings=result.warnings,
             result=result,
         )
-        result.warnings = list(plan.warnings) + result.warnings
         return outcome
 
     def show(self, outcome: Outcome, config: PrivacyConfig) -> list[Table | str]:
@@ -282,7 +281,7 @@ def run_privacy(
 ) -> PrivacyResult:
     """Run the attribution trials (and the control), write the run folder, return figures."""
     finished = run_track(PRIVACY, dataset, out, config, progress=progress)
-    result: PrivacyResult = finished.outcome.result
+    result: PrivacyResult = finished.result()
     return result
 
 

@@ -332,7 +332,6 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
             result=result,
             failures={"answers the judge left unscored": unscored} if unscored else {},
         )
-        result.warnings = list(plan.warnings) + result.warnings
         return outcome
 
     def show(self, outcome: Outcome, config: QuestionsConfig) -> list[Table | str]:
@@ -387,9 +386,7 @@ def run_questions(
     track = QUESTIONS if tokenizer is None else QuestionsTrack(tokenizer)
     roles = {k: v for k, v in (("model", model), ("judge", judge_model)) if v is not None}
     finished = run_track(track, dataset, out, config, roles=roles, progress=progress)
-    result: QuestionsResult = finished.outcome.result
-    result.usage = finished.usage
-    result.warnings = finished.warnings
+    result: QuestionsResult = finished.result()
     return result
 
 

@@ -517,7 +517,6 @@ class ReconstructionTrack(TrackBase[ReconstructionConfig, Unit]):
             result=result,
             failures={k: v for k, v in failures.items() if v},
         )
-        result.warnings = list(plan.warnings) + result.warnings
         return outcome
 
     def show(self, outcome: Outcome, config: ReconstructionConfig) -> list[Table | str]:
@@ -550,9 +549,7 @@ def run_reconstruction(
         raise ValueError("the reconstruction track needs a model: pass model= (e.g. embedded)")
     track = RECONSTRUCTION if counter is None else ReconstructionTrack(counter)
     finished = run_track(track, dataset, out, config, roles={"model": model}, progress=progress)
-    result: ReconstructionResult = finished.outcome.result
-    result.usage = finished.usage
-    result.warnings = finished.warnings
+    result: ReconstructionResult = finished.result()
     return result
 
 

@@ -143,7 +143,6 @@ class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
             notes={"skipped": ctx.skipped},
             result=result,
         )
-        result.warnings = list(plan.warnings) + result.warnings
         return outcome
 
     def show(self, outcome: Outcome, config: RetrievalConfig) -> list[Table | str]:
@@ -180,7 +179,7 @@ def run_retrieval(
 ) -> RetrievalResult:
     """Run every configured retriever, write the run folder and return the figures."""
     finished = run_track(RETRIEVAL, dataset, out, config, progress=progress)
-    result: RetrievalResult = finished.outcome.result
+    result: RetrievalResult = finished.result()
     return result
 
 
