@@ -199,13 +199,18 @@ def test_a_unit_with_a_failed_call_is_done_again(tmp_path: Path, server: ChatSer
     roles = {"model": spec(server, "m"), "judge": spec(server, "j")}
     server.rules = {1: status(400, message="scripted refusal")}  # not retried by the client
     first = run_track(ECHO, ds, out, CONFIG, roles)
-    assert first.failures == {"units not finished (a call failed)": 1}
+    assert first.failures == {"failed model calls": 1, "units not finished (a call failed)": 1}
+    assert first.failed_by_kind == {"model": {"rejected": 1}}
     assert first.exit_code == 3 and len(first.rows) == 5
+    recorded = json.loads((out / "warnings.json").read_text())
+    assert recorded["failures"] == first.failures
+    assert recorded["failed_calls_by_kind"] == {"model": {"rejected": 1}}
     assert any("scripted refusal" in w for w in first.warnings)
     server.reset()
     server.rules = None
     again = run_track(ECHO, ds, out, CONFIG, roles)
     assert again.solved_now == 1 and again.exit_code == 0 and len(again.rows) == 6
+    assert "failures" not in json.loads((out / "warnings.json").read_text())
     assert models_asked(server).count("m") == 1  # only the failed call is sent again
     assert again.usage["roles"]["model"]["failed_calls"] == 0
 

@@ -41,6 +41,7 @@ from dialogbench.models.check import CheckReport, check_model
 from dialogbench.runner import REGISTRY as TRACKS
 from dialogbench.runner import Finished, run_track
 from dialogbench.runner.record import Progress as TrackProgress
+from dialogbench.runner.status import EXIT_STATUS_HELP
 from dialogbench.stats.bootstrap import Estimate
 from dialogbench.tracks.demo.aggregate import AwarenessTable, TableRow, paper_table
 from dialogbench.tracks.realcompanion.reconstruction import compare_runs
@@ -52,7 +53,7 @@ data_app = typer.Typer(help="List, download, validate and import datasets.", no_
 app.add_typer(run_app, name="run")
 app.add_typer(data_app, name="data")
 register_commands(run_app, TRACKS)
-app.command("score")(score)
+app.command("score", epilog=EXIT_STATUS_HELP)(score)
 ModelOpt = Annotated[str, typer.Option("--model", help="provider/model, or 'embedded'")]
 BaseUrlOpt = Annotated[str | None, typer.Option(help="server URL, e.g. http://host:8000/v1")]
 KeyEnvOpt = Annotated[str | None, typer.Option(help="environment variable holding the API key")]

@@ -23,6 +23,7 @@ from dialogbench.runner.record import RunFolder
 from dialogbench.runner.rescore import finished_manifest, rescore
 from dialogbench.runner.roles import DEFAULT_MAX_CONNECTIONS, Role, RoleSpec
 from dialogbench.runner.runner import Finished, models_of, run_track
+from dialogbench.runner.status import EXIT_STATUS_HELP
 from dialogbench.runner.track import Track
 
 EMBEDDED_NOTE = "the embedded model is smoke quality: its scores only show the run works"
@@ -271,12 +272,28 @@ def show(
         console.print(
             f"[yellow]{len(known)} data warnings[/] (listed in {finished.path}/warnings.json)"
         )
-    for cause, n in finished.failures.items():
-        err.print(Text.assemble(("failed: ", "bold red"), f"{n} {cause}"))
+    for repair in finished.repairs:
+        err.print(Text.assemble(("warning: ", "yellow"), repair))
+    show_failures(finished)
     if "embedded" in models_of(given):
         console.print(EMBEDDED_NOTE)
     wrote = sorted(p.name for p in finished.path.iterdir() if p.is_file())
     console.print(f"wrote {finished.path}/: {', '.join(wrote)}")
+
+
+def show_failures(finished: Finished) -> None:
+    """What failed, by cause (failed calls also by kind), and how to retry it."""
+    for cause, n in finished.failures.items():
+        role = cause.removeprefix("failed ").removesuffix(" calls")
+        kinds = finished.failed_by_kind.get(role, {}) if cause.startswith("failed ") else {}
+        detail = ", ".join(f"{k} {v}" for k, v in kinds.items())
+        line = f"{n} {cause}" + (f" ({detail})" if detail else "")
+        err.print(Text.assemble(("failed: ", "bold red"), line))
+    for role, url in finished.unreachable.items():
+        line = f"the {role}'s server at {url} could not be reached: every call to it failed"
+        err.print(Text.assemble(("error: ", "bold red"), line))
+    if finished.failures:
+        err.print("rerun the same command to retry exactly what failed (the rest is kept)")
 
 
 ORDER = (
@@ -296,7 +313,7 @@ ORDER = (
 def register_commands(app: typer.Typer, tracks: dict[str, Track[Any, Any]]) -> None:
     known = [tracks[n] for n in ORDER if n in tracks]
     for track in known + [t for n, t in tracks.items() if n not in ORDER]:
-        app.command(track.name, help=track.summary)(run_command(track))
+        app.command(track.name, help=track.summary, epilog=EXIT_STATUS_HELP)(run_command(track))
 
 
 def _per_judge(values: list[str] | None, n: int, option: str) -> list[str | None]:
@@ -379,8 +396,9 @@ def score(
                 console.print(f"[bold]judge {name}[/] -> {finished.path}")
             for thing in track.show(finished.outcome, finished.config):
                 console.print(thing)
-            for cause, n in finished.failures.items():
-                err.print(Text.assemble(("failed: ", "bold red"), f"{n} {cause}"))
+            for repair in finished.repairs:
+                err.print(Text.assemble(("warning: ", "yellow"), repair))
+            show_failures(finished)
         if result.agreement is not None and result.spread is not None:
             console.print(panel_table(result.agreement, result.spread))
     raise typer.Exit(result.exit_code)

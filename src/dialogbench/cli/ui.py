@@ -17,23 +17,32 @@ from dialogbench.data.download import DownloadError
 from dialogbench.data.errors import DataError
 from dialogbench.report.table import summary_table
 from dialogbench.runner.record import Progress as TrackProgress
+from dialogbench.runner.status import ExitCode, Interrupted, RunError
 from dialogbench.stats.bootstrap import Estimate
 
 _WIDE = None if os.isatty(1) else 160  # tables stay readable when piped or logged
 console = Console(width=_WIDE)
 err = Console(stderr=True, soft_wrap=True)
 T = TypeVar("T")
-EXIT_USAGE = 2
+EXIT_USAGE = ExitCode.USAGE
 
 
 @contextmanager
 def friendly_errors() -> Iterator[None]:
-    """Bad input and failed downloads end the command with a message, not a traceback."""
+    """Bad input, failed downloads, an unwritable or busy run folder, an unreachable server
+    and Ctrl-C end the command with a one-line message and its exit status
+    (`runner.status.ExitCode`), not a traceback."""
     try:
         yield
+    except RunError as e:
+        err.print(Text.assemble(("error: ", "bold red"), str(e)))
+        raise typer.Exit(e.exit_code) from None
     except (DataError, DownloadError, ValueError) as e:
         err.print(Text.assemble(("error: ", "bold red"), str(e)))
         raise typer.Exit(EXIT_USAGE) from None
+    except KeyboardInterrupt as e:
+        err.print(str(e) if isinstance(e, Interrupted) else "interrupted")
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
 
 
 def csv(value: str) -> list[str]:

@@ -194,8 +194,8 @@ class Model:
         """Call the provider (no cache lookup), then store and account the reply."""
         try:
             out = await self._call(messages, config)
-        except ModelError:
-            self.ledger.record(tag, self.name, None, role=self.role)
+        except ModelError as e:
+            self.ledger.record(tag, self.name, None, role=self.role, error=e)
             raise
         if self.cache is not None:
             self.cache.put(key, out)

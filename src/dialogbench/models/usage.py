@@ -4,13 +4,36 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from dialogbench.models.types import Usage
+
+
+def failure_kind(error: BaseException | None) -> str:
+    """The cause of a failed call: its `ModelError.kind` where it has one, else read from
+    its status and message (errors raised before `kind` existed, or by other providers)."""
+    kind = getattr(error, "kind", None)
+    if isinstance(kind, str) and kind:
+        return kind
+    status = getattr(error, "status", None)
+    text = str(error)
+    if isinstance(status, int):
+        if status == 429:
+            return "rate_limited"
+        if status == 408:
+            return "timeout"
+        return "server" if status >= 500 else "rejected"
+    if "APIConnectionError" in text or "ConnectError" in text or "Cannot connect" in text:
+        return "unreachable"
+    if "Timeout" in text or "no reply in" in text:
+        return "timeout"
+    if "unreadable" in text or "no choices" in text:
+        return "unreadable"
+    return "other"
 
 
 @dataclass
@@ -24,6 +47,8 @@ class UsageTotals:
     completion_tokens: int = 0
     cached_prompt_tokens: int = 0
     cached_completion_tokens: int = 0
+    failed_by_kind: dict[str, int] = field(default_factory=dict)
+    """`failed_calls` by cause (`failure_kind`): {"unreachable": 3, "rejected": 1}."""
 
     @property
     def tokens_processed(self) -> int:
@@ -31,13 +56,33 @@ class UsageTotals:
 
     def since(self, before: UsageTotals) -> UsageTotals:
         """What was added after `before` (totals read earlier from the same ledger)."""
-        return UsageTotals(
-            **{f.name: getattr(self, f.name) - getattr(before, f.name) for f in fields(self)}
+        out = UsageTotals(
+            **{f.name: getattr(self, f.name) - getattr(before, f.name) for f in _COUNTS}
         )
+        for kind, n in self.failed_by_kind.items():
+            if n - before.failed_by_kind.get(kind, 0):
+                out.failed_by_kind[kind] = n - before.failed_by_kind.get(kind, 0)
+        return out
 
-    def as_dict(self) -> dict[str, int]:
-        """The counts and `tokens_processed`, as result files hold them."""
-        return {**asdict(self), "tokens_processed": self.tokens_processed}
+    def add(self, other: UsageTotals | dict[str, Any]) -> None:
+        """Add another total to this one: a `UsageTotals`, or one as `as_dict` wrote it."""
+        got = other.as_dict() if isinstance(other, UsageTotals) else other
+        for f in _COUNTS:
+            setattr(self, f.name, getattr(self, f.name) + int(got.get(f.name, 0) or 0))
+        for kind, n in (got.get("failed_by_kind") or {}).items():
+            self.failed_by_kind[kind] = self.failed_by_kind.get(kind, 0) + int(n)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The counts, `tokens_processed` and `failed_by_kind`, as result files hold them."""
+        counts = {f.name: getattr(self, f.name) for f in _COUNTS}
+        return {
+            **counts,
+            "tokens_processed": self.tokens_processed,
+            "failed_by_kind": dict(sorted(self.failed_by_kind.items())),
+        }
+
+
+_COUNTS = tuple(f for f in fields(UsageTotals) if f.name != "failed_by_kind")
 
 
 class UsageLedger:
@@ -48,11 +93,20 @@ class UsageLedger:
         self._totals: dict[tuple[str, str], UsageTotals] = defaultdict(UsageTotals)
 
     def record(
-        self, tag: str, model: str, usage: Usage | None, *, cached: bool = False, role: str = ""
+        self,
+        tag: str,
+        model: str,
+        usage: Usage | None,
+        *,
+        cached: bool = False,
+        role: str = "",
+        error: BaseException | None = None,
     ) -> None:
+        """One call: its usage, or None for a failed call (`error` says why)."""
+        kind = failure_kind(error) if usage is None else None
         with self._lock:
-            _add(self._totals[(tag, model)], usage, cached)
-        charge(role, model, usage, cached)
+            _add(self._totals[(tag, model)], usage, cached, kind)
+        charge(role, model, usage, cached, kind)
 
     def record_cached(self, tag: str, model: str, usages: list[Usage], *, role: str = "") -> None:
         """Account many cached calls at once."""
@@ -65,8 +119,7 @@ class UsageLedger:
         with self._lock:
             for (t, _), v in self._totals.items():
                 if tag is None or t == tag:
-                    for f in fields(UsageTotals):
-                        setattr(out, f.name, getattr(out, f.name) + getattr(v, f.name))
+                    out.add(v)
         return out
 
     def report(self) -> dict[str, Any]:
@@ -80,10 +133,11 @@ class UsageLedger:
         return out
 
 
-def _add(t: UsageTotals, usage: Usage | None, cached: bool) -> None:
+def _add(t: UsageTotals, usage: Usage | None, cached: bool, kind: str | None = None) -> None:
     t.calls += 1
     if usage is None:
         t.failed_calls += 1
+        t.failed_by_kind[kind or "other"] = t.failed_by_kind.get(kind or "other", 0) + 1
     elif cached:
         t.cached_calls += 1
         t.cached_prompt_tokens += usage.prompt_tokens
@@ -97,6 +151,11 @@ Scope = dict[str, tuple[str, UsageTotals]]
 """role -> (model name, totals): what one unit of work spent, per model role."""
 
 _SCOPE: ContextVar[Scope | None] = ContextVar("dialogbench_usage_scope", default=None)
+
+CallWatcher = Callable[[str, Usage | None, bool, str | None], None]
+"""Told of every call charged to a role: (role, usage or None, cached, failure kind)."""
+
+_WATCH: ContextVar[CallWatcher | None] = ContextVar("dialogbench_call_watch", default=None)
 
 
 @contextmanager
@@ -112,12 +171,30 @@ def usage_scope() -> Iterator[Scope]:
         _SCOPE.reset(token)
 
 
-def charge(role: str, model: str, usage: Usage | None, cached: bool) -> None:
+@contextmanager
+def watch_calls(watcher: CallWatcher) -> Iterator[None]:
+    """Tell `watcher` of every call made inside the block (and the tasks it starts): how
+    the runner notices a backend that cannot be reached while the units are running."""
+    token = _WATCH.set(watcher)
+    try:
+        yield
+    finally:
+        _WATCH.reset(token)
+
+
+def charge(
+    role: str, model: str, usage: Usage | None, cached: bool, kind: str | None = None
+) -> None:
     """Add one call to the current `usage_scope`, if any, under `role`."""
+    if not role:
+        return
+    watcher = _WATCH.get()
+    if watcher is not None:
+        watcher(role, usage, cached, kind)
     scope = _SCOPE.get()
-    if scope is None or not role:
+    if scope is None:
         return
     name, totals = scope.setdefault(role, (model, UsageTotals()))
     if model not in name.split(", "):
         scope[role] = (f"{name}, {model}", totals)
-    _add(totals, usage, cached)
+    _add(totals, usage, cached, kind)

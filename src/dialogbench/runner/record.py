@@ -10,17 +10,23 @@ RUN_DIR/warnings.json     data repairs, items left out, unscored verdicts
 RUN_DIR/<track files>     e.g. breakdown.json, contrasts.json (see docs/run-record.md)
 RUN_DIR/parts/solved.jsonl   one line per solved unit: its rows and what it spent
 RUN_DIR/parts/scored.jsonl   one line per scored unit (judged tracks)
+RUN_DIR/.lock             while a run is writing the folder: who it is (pid, host, start,
+                          command); held with flock, so a killed run's lock is stale at once
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import platform
+import re
+import socket
 import subprocess
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,6 +35,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from dialogbench import __version__
+from dialogbench.runner.status import FolderError, FolderLocked
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover  (Windows: runs are not locked)
+    fcntl = None  # type: ignore[assignment]
 
 Progress = Callable[[str, int, int], None]
 """A progress callback: (what, done, total)."""
@@ -117,22 +129,46 @@ class RunFolder:
         if self.path.exists() and not self.path.is_dir():
             raise ValueError(f"--out {self.path} is a file; give a folder for the run")
         self.parts = self.path / "parts"
+        self.repairs: list[str] = []
+        """What reading the folder found damaged and set right (warnings of the run)."""
+        self._manifest: Manifest | None = None
 
     def manifest(self) -> Manifest | None:
-        """The manifest a run left here, or None."""
+        """The manifest a run left here, or None (also when it cannot be read: see
+        `manifest_problem`)."""
+        return None if self.manifest_problem() else self._manifest
+
+    def manifest_problem(self) -> str | None:
+        """Why the manifest here cannot be used (damaged, or from an older layout), or None
+        when it can or there is none."""
         path = self.path / "manifest.json"
+        self._manifest = None
         if not path.exists():
             return None
+        with reading(path):
+            text = path.read_text(encoding="utf-8", errors="replace")
         try:
-            return Manifest.model_validate_json(path.read_text(encoding="utf-8"))
-        except ValueError:
-            return None  # an older or damaged manifest: nothing can be trusted to match
+            json.loads(text)
+        except ValueError as e:
+            return f"damaged ({e})"
+        try:
+            self._manifest = Manifest.model_validate_json(text)
+        except ValueError as e:
+            return f"not a manifest this version reads ({str(e).splitlines()[0]})"
+        return None
 
     def begin(self, manifest: Manifest) -> dict[StoredStage, dict[str, UnitRecord]]:
         """Write the manifest; return the units a previous run with the same identities
         stored (solved and scored separately), deleting those that no longer match."""
-        self.parts.mkdir(parents=True, exist_ok=True)
-        old = self.manifest()
+        with writing(self.parts):
+            self.parts.mkdir(parents=True, exist_ok=True)
+        problem = self.manifest_problem()
+        old = self._manifest
+        if problem is not None and any(self.parts.glob("*.jsonl")):
+            self.repairs.append(
+                f"{self.path / 'manifest.json'}: {problem}; the run started afresh (its saved "
+                "units cannot be matched; calls made before come from the response cache)"
+            )
         kept: dict[StoredStage, dict[str, UnitRecord]] = {"solved": {}, "scored": {}}
         pairs: tuple[tuple[StoredStage, str], ...] = (("solved", "solve"), ("scored", "score"))
         for stage, key in pairs:
@@ -145,7 +181,8 @@ class RunFolder:
         write_json(self.path / "manifest.json", manifest.model_dump(mode="json"))
         for stale in self.parts.glob("*.jsonl"):  # parts of older layouts
             if stale.stem not in ("solved", "scored"):
-                stale.unlink()
+                with writing(stale):
+                    stale.unlink()
         return kept
 
     def read(self, stage: StoredStage) -> dict[str, UnitRecord]:
@@ -156,53 +193,202 @@ class RunFolder:
         if not path.exists():
             return {}
         out: dict[str, UnitRecord] = {}
-        text = path.read_text(encoding="utf-8", errors="replace")
-        damaged = bool(text) and not text.endswith("\n")
+        with reading(path):
+            text = path.read_text(encoding="utf-8", errors="replace")
+        damaged = 0
         for line in text.splitlines():
             try:
                 got = json.loads(line)
                 record = UnitRecord(got["unit"], got["rows"], got.get("usage", {}))
             except (ValueError, KeyError, TypeError):
-                damaged = True
+                damaged += 1
                 continue
             out[record.unit] = record
-        if damaged:
+        if damaged or (text and not text.endswith("\n")):
+            if damaged:
+                self.repairs.append(
+                    f"{path}: dropped {damaged} damaged line(s) (cut off by an interrupted "
+                    "write); those units are done again"
+                )
             tmp = path.with_suffix(".jsonl.tmp")
-            tmp.write_text("".join(r.line() + "\n" for r in out.values()), encoding="utf-8")
-            os.replace(tmp, path)
+            with writing(tmp):
+                tmp.write_text("".join(r.line() + "\n" for r in out.values()), encoding="utf-8")
+                os.replace(tmp, path)
         return out
 
     def drop(self, stage: StoredStage) -> None:
-        (self.parts / f"{stage}.jsonl").unlink(missing_ok=True)
+        path = self.parts / f"{stage}.jsonl"
+        with writing(path):
+            path.unlink(missing_ok=True)
 
     def save(self, stage: StoredStage, record: UnitRecord) -> None:
         """Append one finished unit, flushed to disk before the call returns."""
-        with (self.parts / f"{stage}.jsonl").open("a", encoding="utf-8") as f:
+        path = self.parts / f"{stage}.jsonl"
+        with writing(path), path.open("a", encoding="utf-8") as f:
             f.write(record.line() + "\n")
             f.flush()
             os.fsync(f.fileno())
 
     def write_items(self, rows: Iterable[dict[str, Any]]) -> None:
         tmp = self.path / "items.jsonl.tmp"
-        with tmp.open("w", encoding="utf-8") as out:
-            for row in rows:
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
-        os.replace(tmp, self.path / "items.jsonl")
+        with writing(self.path / "items.jsonl"):
+            with tmp.open("w", encoding="utf-8") as out:
+                for row in rows:
+                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            os.replace(tmp, self.path / "items.jsonl")
 
     def write(self, name: str, content: Any) -> None:
         """A result file: JSON for `.json` names, text as given otherwise (`name` may name
         a subfolder, e.g. `written/run-0/S1/profile.json`)."""
         path = self.path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, str):
-            tmp = path.with_suffix(path.suffix + ".tmp")
-            tmp.write_text(content, encoding="utf-8")
-            os.replace(tmp, path)
-        else:
-            write_json(path, content)
+        with writing(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, str):
+                tmp = path.with_suffix(path.suffix + ".tmp")
+                tmp.write_text(content, encoding="utf-8")
+                os.replace(tmp, path)
+            else:
+                write_json(path, content)
 
 
 def write_json(path: Path, content: Any) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(content, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    with writing(path):
+        text = json.dumps(content, indent=2, ensure_ascii=False) + "\n"
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+
+
+FIXES = {
+    errno.ENOSPC: "free some disk space, then rerun the same command (finished units are kept)",
+    errno.EDQUOT: "free some of your disk quota, then rerun the same command",
+    errno.EROFS: "the file system is read-only: give --out a folder on a writable one",
+    errno.EACCES: "give --out a folder you may write to, or change its permissions",
+    errno.EPERM: "give --out a folder you may write to, or change its permissions",
+}
+
+
+def os_error(path: Path, e: OSError, doing: str = "write") -> FolderError:
+    """A one-line error naming the file, the cause and the fix."""
+    where = Path(e.filename) if e.filename else path
+    cause = e.strerror or type(e).__name__
+    code = errno.errorcode.get(e.errno or 0)
+    fix = FIXES.get(e.errno or 0, "check the folder, then rerun the same command")
+    return FolderError(f"cannot {doing} {where}: {cause}{f' ({code})' if code else ''}; {fix}")
+
+
+@contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Turn an `OSError` while writing `path` into a `FolderError` saying what to do."""
+    try:
+        yield
+    except FolderError:
+        raise
+    except OSError as e:
+        raise os_error(path, e) from None
+
+
+@contextmanager
+def reading(path: Path) -> Iterator[None]:
+    """Turn an `OSError` while reading `path` into a `FolderError` saying what to do."""
+    try:
+        yield
+    except OSError as e:
+        raise os_error(path, e, "read") from None
+
+
+_CREDENTIALS = re.compile(r"(?<=://)[^/@\s]+@")
+
+
+def without_credentials(text: str) -> str:
+    """`text` with the `user:password@` of any URL in it removed."""
+    return _CREDENTIALS.sub("", text)
+
+
+_HELD: dict[str, tuple[int, int]] = {}
+"""Locks this process holds: resolved folder -> (open lock file, depth)."""
+
+
+class RunLock:
+    """`RUN_DIR/.lock`, held for as long as a run writes the folder; a second process is
+    refused with a message naming the holder. The lock is an `flock` on the file, which
+    the kernel drops when its process dies, so a lock left by a killed run (kill -9, a
+    crash, a reboot) is stale at once and simply taken over. The same process may take
+    it again (`dialogbench score` re-judging in place)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = Path(folder) / ".lock"
+
+    def __enter__(self) -> RunLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def acquire(self) -> None:
+        if fcntl is None:  # pragma: no cover
+            return
+        with writing(self.path):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        key = str(self.path.resolve())
+        if key in _HELD:
+            fd, depth = _HELD[key]
+            _HELD[key] = (fd, depth + 1)
+            return
+        while True:
+            with writing(self.path):
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                raise FolderLocked(self._held_by()) from None
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)  # the holder removed the file as we opened it: try the new one
+        holder = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started": datetime.now(UTC).isoformat(timespec="seconds"),
+            "command": without_credentials(" ".join(sys.argv)),
+        }
+        try:
+            with writing(self.path):
+                os.ftruncate(fd, 0)
+                os.write(fd, (json.dumps(holder) + "\n").encode())
+        except FolderError:
+            os.close(fd)
+            raise
+        _HELD[key] = (fd, 1)
+
+    def release(self) -> None:
+        if fcntl is None:  # pragma: no cover
+            return
+        key = str(self.path.resolve())
+        fd, depth = _HELD.pop(key, (-1, 0))
+        if depth > 1:
+            _HELD[key] = (fd, depth - 1)
+            return
+        if fd >= 0:
+            with suppress(OSError):  # before unlocking: no one takes a file about to go
+                self.path.unlink(missing_ok=True)
+            os.close(fd)
+
+    def _held_by(self) -> str:
+        try:
+            holder = json.loads(self.path.read_text(encoding="utf-8"))
+            who = (
+                f"process {holder['pid']} on {holder['host']}, started {holder['started']}: "
+                f"{holder['command']}"
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            who = "another process"
+        return (
+            f"{self.path.parent} is in use by {who}; wait for it to finish, or give another "
+            "--out (the lock goes by itself when that process ends)"
+        )

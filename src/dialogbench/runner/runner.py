@@ -16,27 +16,38 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from dialogbench import __version__
 from dialogbench.models.model import Model
-from dialogbench.models.types import ModelError
-from dialogbench.models.usage import Scope, UsageTotals, usage_scope
+from dialogbench.models.types import ModelError, Usage
+from dialogbench.models.usage import Scope, UsageTotals, failure_kind, usage_scope, watch_calls
 from dialogbench.runner.options import by_stage, check
 from dialogbench.runner.record import (
     Manifest,
     Progress,
     RunFolder,
+    RunLock,
     StoredStage,
     UnitRecord,
     digest,
     to_json,
 )
 from dialogbench.runner.roles import Given, opened, recorded, resolve
+from dialogbench.runner.status import (
+    ExitCode,
+    Interrupted,
+    NothingFinished,
+    Unreachable,
+)
 from dialogbench.runner.track import Outcome, Plan, Rows, Track, describe
 
-EXIT_OK, EXIT_FAILURES = 0, 3
+EXIT_OK, EXIT_FAILURES = ExitCode.OK, ExitCode.FAILURES
 UNIT_CONCURRENCY = 256
 """Units in flight at once; each model's own limit bounds its requests."""
+UNREACHABLE_AFTER = 3
+"""A role whose first this many fresh calls all fail unreachable, with none succeeding,
+stops the run (exit 4) instead of failing every unit the same way."""
 
 
 @dataclass
@@ -56,6 +67,14 @@ class Finished:
     """Units kept from an earlier run with failed calls, done again (their good calls come
     from the response cache, so only the failed ones are sent)."""
     failures: dict[str, int] = field(default_factory=dict)
+    """What failed, by cause (`failed model calls`, `unscored ratings`, ...): written to
+    warnings.json's `failures` and printed; any nonzero count makes the exit status 3."""
+    failed_by_kind: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Role -> failed calls by kind (`unreachable`, `timeout`, `rejected`, ...)."""
+    unreachable: dict[str, str] = field(default_factory=dict)
+    """Role -> its server URL, for each role whose every fresh call failed unreachable."""
+    repairs: list[str] = field(default_factory=list)
+    """Damage found in the run folder and set right (also in `warnings`)."""
 
     def result(self) -> Any:
         """The track's typed result, holding the run's warnings (and usage, where it has a
@@ -68,8 +87,11 @@ class Finished:
 
     @property
     def exit_code(self) -> int:
-        """0: every row scored; 3: some rows failed (counted in `failures`)."""
-        return EXIT_FAILURES if any(self.failures.values()) else EXIT_OK
+        """0: every row scored; 3: some rows failed (counted in `failures`); 4: a role's
+        server could not be reached (see `runner.status`)."""
+        if self.unreachable:
+            return ExitCode.UNREACHABLE
+        return ExitCode.FAILURES if any(self.failures.values()) else ExitCode.OK
 
 
 def identities(
@@ -127,6 +149,21 @@ def run_track(
     config = track.configure(config, frozenset(resolve(track.roles, given)))
     check(config)
     folder = RunFolder(out)
+    with RunLock(folder.path):
+        return _locked(track, data, folder, config, given, recorded_roles, progress, reuse, solve)
+
+
+def _locked(
+    track: Track[Any, Any],
+    data: Any,
+    folder: RunFolder,
+    config: Any,
+    given: dict[str, Given],
+    recorded_roles: dict[str, dict[str, Any]],
+    progress: Progress | None,
+    reuse: Path | None,
+    solve: bool,
+) -> Finished:
     plan = track.plan(data, config)
     info = plan.dataset or describe(data)
     manifest = Manifest(
@@ -144,7 +181,9 @@ def run_track(
     kept = folder.begin(manifest)
     retried = _drop_failed(kept)
     if reuse is not None:
-        kept["solved"] = RunFolder(reuse).read("solved")
+        source = RunFolder(reuse)
+        kept["solved"] = source.read("solved")
+        folder.repairs += source.repairs
         missing = [k for k in plan.units if k not in kept["solved"]]
         if missing:
             raise ValueError(
@@ -159,24 +198,69 @@ def run_track(
             "finish the run first (rerun its command), then score it"
         )
     lost: dict[str, str] = {}
-    counts = asyncio.run(_work(track, plan, config, given, folder, kept, progress, lost))
+    lost_usage: dict[str, dict[str, dict[str, Any]]] = {}
     stage: StoredStage = "scored" if track.judged else "solved"
+    watch = Reachability()
+
+    def saved() -> str:
+        n = sum(key in kept[stage] for key in plan.units)
+        return f"{n} of {len(plan.units)} units saved in {folder.path}"
+
+    try:
+        counts = asyncio.run(
+            _work(track, plan, config, given, folder, kept, progress, (lost, lost_usage), watch)
+        )
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted: {saved()}; rerun the same command to resume") from None
+    if watch.stopped is not None:
+        role = watch.stopped
+        raise Unreachable(
+            f"the {role}'s server at {watch.where.get(role, '?')} could not be reached "
+            f"({watch.failed[role]} calls failed, none succeeded): check that it is running "
+            f"and the role's --base-url; {saved()}, rerun the same command to resume"
+        )
     done = [key for key in plan.units if key in kept[stage]]
+    usage = usage_report(track, kept, plan)
+    spent = _spent(usage, lost_usage)  # the lost units' calls too: they were made
+    unreachable = {
+        role: watch.where.get(role, "?")
+        for role, t in spent.items()
+        if t.calls > t.cached_calls
+        and t.failed_by_kind.get("unreachable", 0) == t.calls - t.cached_calls
+    }
     if not done:
         first = next(iter(lost.values()), "no unit finished")
-        raise ValueError(f"no unit of the run finished: {first}")
+        if unreachable:
+            role, url = next(iter(unreachable.items()))
+            raise Unreachable(
+                f"the {role}'s server at {url} could not be reached: {first}; check that it "
+                "is running and the role's --base-url, then rerun the same command"
+            )
+        raise NothingFinished(
+            f"no unit of the run finished: {first}; rerun the same command to retry"
+        )
     rows = [row for key in done for row in kept[stage][key].rows]
     outcome = track.aggregate(plan, rows, config)
-    usage = usage_report(track, kept, plan)
-    warnings = list(plan.warnings) + list(outcome.warnings)
+    warnings = list(plan.warnings) + list(outcome.warnings) + folder.repairs
     warnings += [f"unit {key} not finished (rerun to retry): {why}" for key, why in lost.items()]
+    by_kind = {role: dict(t.failed_by_kind) for role, t in spent.items() if t.failed_calls}
+    failures = {
+        **{f"failed {role} calls": t.failed_calls for role, t in spent.items()},
+        **({"units not finished (a call failed)": len(lost)} if lost else {}),
+        **outcome.failures,
+    }
+    failures = {k: v for k, v in failures.items() if v}
+    notes = {**outcome.notes}
+    if failures:
+        notes["failures"] = failures
+        if by_kind:
+            notes["failed_calls_by_kind"] = by_kind
     folder.write_items(rows)
     folder.write("summary.json", to_json(outcome.summary))
     for name, content in outcome.files.items():
         folder.write(name, to_json(content))
     folder.write("usage.json", usage)
-    folder.write("warnings.json", {"warnings": warnings, **outcome.notes})
-    failed = {f"failed {role} calls": t["failed_calls"] for role, t in usage["roles"].items()}
+    folder.write("warnings.json", {"warnings": warnings, **notes})
     return Finished(
         outcome=outcome,
         path=folder.path,
@@ -188,12 +272,51 @@ def run_track(
         retried=retried,
         solved_now=counts[0],
         scored_now=counts[1],
-        failures={
-            **{k: v for k, v in failed.items() if v},
-            **({"units not finished (a call failed)": len(lost)} if lost else {}),
-            **{k: v for k, v in outcome.failures.items() if v},
-        },
+        failures=failures,
+        failed_by_kind=by_kind,
+        unreachable=unreachable,
+        repairs=list(folder.repairs),
     )
+
+
+class Reachability:
+    """Watches every call of a run, per role: a role whose first `UNREACHABLE_AFTER` fresh
+    calls all fail unreachable, before any succeeds, stops the run (`stopped`)."""
+
+    def __init__(self, after: int = UNREACHABLE_AFTER) -> None:
+        self.after = after
+        self.failed: dict[str, int] = {}
+        self.reached: set[str] = set()
+        self.where: dict[str, str] = {}
+        """Role -> its server URL, without credentials (filled in by the runner)."""
+        self.stopped: str | None = None
+        self.stop = asyncio.Event()
+
+    def __call__(self, role: str, usage: Usage | None, cached: bool, kind: str | None) -> None:
+        if cached or role in self.reached:
+            return
+        if usage is not None or kind != "unreachable":
+            self.reached.add(role)  # it answered (even an error means it is there)
+            return
+        self.failed[role] = self.failed.get(role, 0) + 1
+        if self.failed[role] >= self.after and self.stopped is None:
+            self.stopped = role
+            self.stop.set()
+
+
+def public_url(url: str) -> str:
+    """A server URL as a message may show it: no user, password or query."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "?"
+    if not parts.scheme or not parts.netloc:
+        return url.split("?")[0]
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def _failed(record: UnitRecord) -> bool:
@@ -244,9 +367,12 @@ async def _work(
     folder: RunFolder,
     kept: dict[StoredStage, dict[str, UnitRecord]],
     progress: Progress | None,
-    lost: dict[str, str],
+    lost: tuple[dict[str, str], dict[str, dict[str, dict[str, Any]]]],
+    watch: Reachability,
 ) -> tuple[int, int]:
-    """Solve and score every unit not kept, each unit flowing on as soon as it is ready."""
+    """Solve and score every unit not kept, each unit flowing on as soon as it is ready;
+    stop early when `watch` finds a role's server unreachable. A unit whose failed call
+    comes through is `lost`: why, and what it spent."""
     to_solve = [k for k in plan.units if k not in kept["solved"]]
     to_score = [k for k in plan.units if track.judged and k not in kept["scored"]]
     if not to_solve and not to_score:
@@ -265,9 +391,11 @@ async def _work(
             progress(what, done, total)
 
     async with opened(track.roles, given, sorted(wanted)) as models:
+        watch.where = {role: public_url(m.provider.endpoint) for role, m in models.items()}
 
         async def one(key: str) -> None:
             unit = plan.units[key]
+            spent: Scope = {}
             async with gate:
                 try:
                     if key not in kept["solved"]:
@@ -285,12 +413,41 @@ async def _work(
                         folder.save("scored", kept["scored"][key])
                         tick("score")
                 except ModelError as e:  # a track that lets a failed call through
-                    lost[key] = str(e)
+                    lost[0][key] = f"{e} ({failure_kind(e)})"
+                    lost[1][key] = _usage(spent)
 
         if progress is not None:
             progress("solve" if to_solve else "score", 0, total)
-        await asyncio.gather(*(one(k) for k in plan.units if k in to_solve or k in to_score))
+        keys = [k for k in plan.units if k in to_solve or k in to_score]
+        with watch_calls(watch):
+            tasks = [asyncio.ensure_future(one(k)) for k in keys]
+        stopper = asyncio.ensure_future(watch.stop.wait())
+        everything = asyncio.gather(*tasks)
+        try:
+            either: list[asyncio.Future[Any]] = [everything, stopper]
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+            if everything.done():
+                everything.result()  # a unit's own error (a full disk, a bug) goes on up
+        finally:
+            stopper.cancel()
+            everything.cancel()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
     return len(to_solve), len(to_score)
+
+
+def _spent(
+    usage: dict[str, Any], lost: Mapping[str, Mapping[str, Mapping[str, Any]]]
+) -> dict[str, UsageTotals]:
+    """Role -> calls of the saved units (usage.json) plus those of the units lost."""
+    out: dict[str, UsageTotals] = {}
+    for role, t in usage["roles"].items():
+        out.setdefault(role, UsageTotals()).add(t)
+    for by_role in lost.values():
+        for role, t in by_role.items():
+            out.setdefault(role, UsageTotals()).add(dict(t))
+    return out
 
 
 def _usage(spent: Scope) -> dict[str, dict[str, Any]]:
@@ -312,17 +469,15 @@ def usage_report(
                 for m in str(spent.get("model", "")).split(", "):
                     if m and m not in names:
                         names.append(m)
-                for f in dataclasses.fields(UsageTotals):
-                    setattr(totals, f.name, getattr(totals, f.name) + int(spent.get(f.name, 0)))
+                totals.add(spent)
     roles: dict[str, tuple[list[str], UsageTotals]] = {}
     total = UsageTotals()
     for by_role in stages.values():
         for role, (names, t) in by_role.items():
             have_names, have = roles.setdefault(role, ([], UsageTotals()))
             have_names.extend(n for n in names if n not in have_names)
-            for f in dataclasses.fields(UsageTotals):
-                setattr(have, f.name, getattr(have, f.name) + getattr(t, f.name))
-                setattr(total, f.name, getattr(total, f.name) + getattr(t, f.name))
+            have.add(t)
+            total.add(t)
 
     def entry(names: list[str], t: UsageTotals) -> dict[str, Any]:
         return {"model": ", ".join(names), **t.as_dict()}
@@ -339,6 +494,8 @@ USAGE_DEFINITIONS = {
     "calls": "model calls made, cached and failed ones included",
     "cached_calls": "calls answered from the response cache (no new tokens)",
     "failed_calls": "calls that failed after their retries",
+    "failed_by_kind": "failed_calls by cause: unreachable, timeout, rate_limited, server, "
+    "rejected, empty, unreadable (other: none of these)",
     "prompt_tokens": "prompt tokens of fresh calls, as the server reported them",
     "completion_tokens": "completion tokens of fresh calls",
     "tokens_processed": "prompt_tokens + completion_tokens",
