@@ -204,7 +204,9 @@ def _locked(
 
     def saved() -> str:
         n = sum(key in kept[stage] for key in plan.units)
-        return f"{n} of {len(plan.units)} units saved in {folder.path}"
+        solved = sum(k in kept["solved"] and k not in kept["scored"] for k in plan.units)
+        more = f" (and {solved} more solved, not yet judged)" if track.judged and solved else ""
+        return f"{n} of {len(plan.units)} units{more} saved in {folder.path}"
 
     try:
         counts = asyncio.run(
@@ -433,7 +435,7 @@ async def _work(
             everything.cancel()
             for task in tasks:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(everything, *tasks, return_exceptions=True)
     return len(to_solve), len(to_score)
 
 
