@@ -240,6 +240,9 @@ def test_a_stale_lock_file_and_a_held_lock(tmp_path: Path, env: dict[str, str]) 
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         with pytest.raises(FolderLocked, match=f"in use by process {holder.pid}"), RunLock(out):
             pass
+        rescored = CliRunner().invoke(app, ["score", str(out), "--set", "n_boot=10"])
+        assert rescored.exit_code == ExitCode.USAGE  # score into a held folder: refused too
+        assert f"in use by process {holder.pid}" in " ".join(rescored.output.split())
     finally:
         holder.kill()
         holder.wait()
