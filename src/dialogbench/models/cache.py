@@ -18,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from dialogbench.models.spec import redacted_url
 from dialogbench.models.types import ChatMessage, ModelOutput, canonical_json
 
 _SCHEMA = """
@@ -62,7 +63,7 @@ class CallKey:
         sample: int = 0,
     ) -> None:
         self.model = model
-        self.endpoint = endpoint
+        self.endpoint = endpoint = redacted_url(endpoint)  # no credentials in a key
         self.settings = settings if isinstance(settings, str) else canonical_json(settings)
         self.sample = sample
         self._messages = json.dumps(
