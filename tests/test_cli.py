@@ -330,6 +330,25 @@ def test_role_options_that_would_leak_or_are_bad_are_refused_without_echo(
     assert not (out / "manifest.json").exists()
 
 
+def test_a_damaged_cache_is_a_one_line_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bad = tmp_path / "cache.sqlite"
+    bad.write_bytes(b"overwritten " * 500)
+    stats = runner.invoke(app, ["cache", "stats", "--path", str(bad)])
+    assert stats.exit_code == 2 and "Traceback" not in stats.output
+    assert "cache.sqlite" in stats.output and "DIALOGBENCH_CACHE" in stats.output
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path))  # a directory
+    result = runner.invoke(
+        app,
+        ["run", "demo-awareness", "--dataset", str(DEMO_FIXTURES / "element_awareness_en.json"),
+         "--model", "openai-compatible/t", "--base-url", "http://127.0.0.1:9/v1",
+         "--out", str(tmp_path / "run")],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "is a directory" in result.output and "Traceback" not in result.output
+
+
 def test_role_timing_options_reach_the_manifest(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
