@@ -19,6 +19,7 @@ from dialogbench.models.cache import CallKey, ResponseCache
 from dialogbench.models.openai_compat import OpenAICompatible
 from dialogbench.models.spec import make_provider
 from dialogbench.runner import RoleSpec, run_track
+from dialogbench.runner.rescore import rescore
 from dialogbench.runner.roles import settings_of
 from dialogbench.testing.chatserver import ChatServer
 from golden.cases import golden_reply
@@ -223,3 +224,25 @@ def test_a_given_models_endpoint_and_cache_key_hold_no_credentials(tmp_path: Pat
     cache.close()
     assert SECRET not in (tmp_path / "c.sqlite").read_bytes().decode(errors="replace")
     asyncio.run(model.aclose())
+
+
+def test_timing_is_not_part_of_a_runs_identity(
+    tmp_path: Path, server: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A resume with a longer timeout (or other connection settings) keeps the finished
+    work, and re-judging a run whose model had its own timing never asks that model."""
+    monkeypatch.setenv("MY_KEY", "k")
+    ds, out, config = load_dataset("sample"), tmp_path / "run", EchoConfig(limit=2, n_boot=20)
+    model = RoleSpec("openai-compatible/m", server.base_url, "MY_KEY", 4, 12.5, 99.0, 5.0)
+    judge = RoleSpec("openai-compatible/j", server.base_url)
+    run_track(ECHO, ds, out, config, {"model": model, "judge": judge})
+    longer = RoleSpec("openai-compatible/m", server.base_url, "MY_KEY", 8, 60.0, 600.0, 30.0)
+    again = run_track(ECHO, ds, out, config, {"model": longer, "judge": judge})
+    assert again.solved_now == 0 and again.scored_now == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["roles"]["model"]["timeout_s"] == 60.0  # the manifest says what ran last
+    server.reset()
+    other = RoleSpec("openai-compatible/j2", server.base_url, timeout_s=5.0)
+    got = rescore(out, [other], tmp_path / "j2", lambda t, n, s: load_dataset(n))
+    assert {b["model"] for b in server.requests} == {"j2"}
+    assert got.runs["openai-compatible_j2"].solved_now == 0

@@ -27,7 +27,13 @@ from dialogbench.models.spec import (
 DEFAULT_MAX_CONNECTIONS = 16
 
 HOW_REACHED = frozenset({"max_connections", "timeout_s", "deadline_s", "retry_after_max_s"})
-"""Settings a manifest records that change how a model is reached, not what it answers."""
+"""Settings a manifest records that change how a model is reached, not what it answers:
+no part of a run's identity, so a resume with a longer timeout keeps the finished work."""
+
+
+def answering(settings: dict[str, Any]) -> dict[str, Any]:
+    """A role's manifest entry without the `HOW_REACHED` settings: what decides its replies."""
+    return {k: v for k, v in settings.items() if k not in HOW_REACHED}
 
 
 @dataclass(frozen=True)

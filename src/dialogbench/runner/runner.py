@@ -31,7 +31,7 @@ from dialogbench.runner.record import (
     digest,
     to_json,
 )
-from dialogbench.runner.roles import Given, opened, recorded, resolve
+from dialogbench.runner.roles import Given, answering, opened, recorded, resolve
 from dialogbench.runner.track import Outcome, Plan, Rows, Track, describe
 
 EXIT_OK, EXIT_FAILURES = 0, 3
@@ -82,6 +82,7 @@ def identities(
     """The sha256 of what produced the solved units, and of what produced the scored."""
     stages = by_stage(config)
     role_stage = {r.name: r.stage for r in track.roles}
+    roles = {k: answering(v) for k, v in roles.items()}  # not timeouts or connections
     solve = digest(
         {
             "track": track.name,
