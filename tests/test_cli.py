@@ -284,6 +284,103 @@ def test_models_check_bad_spec() -> None:
     assert result.exit_code == 2 and "is not provider/model" in result.output
 
 
+def test_models_check_takes_a_timeout() -> None:
+    from dialogbench.testing import ChatServer
+
+    with ChatServer(reply=lambda b: '{"name": "Maya", "age": 31}') as srv:
+        argv = ["models", "check", "--model", "openai-compatible/test", "--base-url", srv.base_url]
+        result = runner.invoke(app, [*argv, "--timeout", "5"])
+        assert result.exit_code == 0, result.output
+        bad = runner.invoke(app, [*argv, "--timeout", "0"])
+    assert bad.exit_code == 2 and "--timeout" in bad.output and "Traceback" not in bad.output
+
+
+SECRET = "hunter2-Zq81"
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["--base-url", f"http://alice:{SECRET}@127.0.0.1:9/v1"], "--base-url"),
+        (["--api-key-env", f"sk-proj-{SECRET}"], "--api-key-env"),
+        (["--judge-model", "openai-compatible/j", "--judge-api-key-env", f"sk-{SECRET}"],
+         "--judge-api-key-env"),
+        (["--judge-model", "openai-compatible/j", "--judge-base-url",
+          f"http://127.0.0.1:9/v1?key={SECRET}"], "--judge-base-url"),
+        (["--judge-model", "openai-compatible/j", "--judge-timeout", "0"], "--judge-timeout"),
+        (["--judge-deadline", "10"], "--judge-deadline given without --judge-model"),
+        (["--model-deadline", "-1"], "--deadline"),
+    ],
+)  # fmt: skip
+def test_role_options_that_would_leak_or_are_bad_are_refused_without_echo(
+    tmp_path: Path, argv: list[str], option: str
+) -> None:
+    out = tmp_path / "run"
+    model = ["--model", "openai-compatible/t"]
+    if "--base-url" not in argv:
+        model += ["--base-url", "http://127.0.0.1:9/v1"]
+    result = runner.invoke(
+        app,
+        ["run", "demo-awareness", "--dataset", str(DEMO_FIXTURES / "element_awareness_en.json"),
+         "--out", str(out), *model, *argv],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert option in result.output and "Traceback" not in result.output
+    assert SECRET not in result.output
+    assert not (out / "manifest.json").exists()
+
+
+def test_a_damaged_cache_is_a_one_line_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bad = tmp_path / "cache.sqlite"
+    bad.write_bytes(b"overwritten " * 500)
+    stats = runner.invoke(app, ["cache", "stats", "--path", str(bad)])
+    assert stats.exit_code == 2 and "Traceback" not in stats.output
+    assert "cache.sqlite" in stats.output and "DIALOGBENCH_CACHE" in stats.output
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path))  # a directory
+    result = runner.invoke(
+        app,
+        ["run", "demo-awareness", "--dataset", str(DEMO_FIXTURES / "element_awareness_en.json"),
+         "--model", "openai-compatible/t", "--base-url", "http://127.0.0.1:9/v1",
+         "--out", str(tmp_path / "run")],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "is a directory" in result.output and "Traceback" not in result.output
+
+
+def test_role_timing_options_reach_the_manifest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dialogbench.testing import ChatServer
+
+    monkeypatch.setenv("COLUMNS", "200")  # rich's width: every alias on its line
+    shown = runner.invoke(app, ["run", "demo-interaction", "--help"]).output
+    for option in (
+        "--timeout", "--model-timeout", "--deadline", "--model-deadline", "--retry-after-max",
+        "--model-retry-after-max", "--judge-timeout", "--judge-deadline",
+        "--judge-retry-after-max", "--partner-timeout", "--partner-deadline",
+        "--partner-retry-after-max",
+    ):  # fmt: skip
+        assert option in shown, option
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    out = tmp_path / "aware"
+    with ChatServer() as srv:
+        result = runner.invoke(
+            app,
+            ["run", "demo-awareness", "--dataset", str(DEMO_FIXTURES / "element_awareness_en.json"),
+             "--model", "openai-compatible/t", "--base-url", srv.base_url, "--timeout", "12.5",
+             "--judge-model", "openai-compatible/j", "--judge-base-url", srv.base_url,
+             "--judge-deadline", "99", "--judge-retry-after-max", "5", "--out", str(out),
+             "--n-boot", "20"],
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    roles = json.loads((out / "manifest.json").read_text())["roles"]
+    assert (roles["model"]["timeout_s"], roles["model"]["deadline_s"]) == (12.5, 300.0)
+    judge = roles["judge"]
+    assert (judge["timeout_s"], judge["deadline_s"], judge["retry_after_max_s"]) == (30.0, 99, 5)
+
+
 def test_cache_explain_and_stats(tmp_path: Path) -> None:
     path = str(tmp_path / "c.sqlite")
     result = runner.invoke(

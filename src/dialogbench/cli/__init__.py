@@ -38,6 +38,7 @@ from dialogbench.models import (
     make_provider,
 )
 from dialogbench.models.check import CheckReport, check_model
+from dialogbench.models.spec import DEFAULT_TIMEOUT_S
 from dialogbench.runner import REGISTRY as TRACKS
 from dialogbench.runner import Finished, run_track
 from dialogbench.runner.record import Progress as TrackProgress
@@ -258,11 +259,16 @@ app.add_typer(cache_app, name="cache")
 
 @models_app.command("check")
 def models_check(
-    model: ModelOpt, base_url: BaseUrlOpt = None, api_key_env: KeyEnvOpt = None
+    model: ModelOpt,
+    base_url: BaseUrlOpt = None,
+    api_key_env: KeyEnvOpt = None,
+    timeout: Annotated[
+        float, typer.Option(help="seconds each request may take", metavar="SECONDS")
+    ] = DEFAULT_TIMEOUT_S,
 ) -> None:
     """Send one tiny request; print latency, token counts and whether JSON mode works."""
     with friendly_errors():
-        spec = ModelSpec.parse(model, base_url=base_url, api_key_env=api_key_env)
+        spec = ModelSpec.parse(model, base_url=base_url, api_key_env=api_key_env, timeout_s=timeout)
 
         async def go() -> CheckReport:
             m = Model.from_spec(spec, max_retries=1)
@@ -291,8 +297,9 @@ CachePathOpt = Annotated[Path | None, typer.Option("--path", help="cache file")]
 @cache_app.command("stats")
 def cache_stats(path: CachePathOpt = None) -> None:
     """Entries and hits per model and endpoint."""
-    cache = ResponseCache(path)
-    stats = cache.stats()
+    with friendly_errors():
+        cache = ResponseCache(path)
+        stats = cache.stats()
     console.print(f"{stats['path']}: {stats['bytes'] / 1e6:.1f} MB")
     for row in stats["entries"]:
         console.print(

@@ -18,6 +18,7 @@ from rich.text import Text
 from dialogbench.cli.ui import EXIT_USAGE, console, csv, err, friendly_errors, with_progress
 from dialogbench.data.demo.registry import load_demo
 from dialogbench.data.registry import load_dataset
+from dialogbench.models.spec import DEFAULT_DEADLINE_S, DEFAULT_RETRY_AFTER_MAX_S, DEFAULT_TIMEOUT_S
 from dialogbench.runner.options import OptionError, check, describe, flag, kind_of, metavar
 from dialogbench.runner.record import RunFolder
 from dialogbench.runner.rescore import finished_manifest, rescore
@@ -36,7 +37,15 @@ def load_data(track: Track[Any, Any], name: str, seed: int = 0) -> Any:
     return load_dataset(name)
 
 
-METAVARS = {"model": "SPEC", "base_url": "URL", "api_key_env": "VAR", "max_connections": "N"}
+METAVARS = {
+    "model": "SPEC",
+    "base_url": "URL",
+    "api_key_env": "VAR",
+    "max_connections": "N",
+    "timeout": "SECONDS",
+    "deadline": "SECONDS",
+    "retry_after_max": "SECONDS",
+}
 
 
 def role_prefix(role: Role) -> str:
@@ -72,6 +81,27 @@ def role_params(role: Role) -> list[inspect.Parameter]:
             (f"--{p}max-connections",) + (("--model-max-connections",) if not p else ()),
             f"requests in flight to the {role.name} at once",
         ),
+        (
+            f"{u}timeout",
+            float,
+            DEFAULT_TIMEOUT_S,
+            (f"--{p}timeout",) + (("--model-timeout",) if not p else ()),
+            f"seconds one request to the {role.name} may take",
+        ),
+        (
+            f"{u}deadline",
+            float,
+            DEFAULT_DEADLINE_S,
+            (f"--{p}deadline",) + (("--model-deadline",) if not p else ()),
+            f"seconds one call to the {role.name} may take in all, retries included",
+        ),
+        (
+            f"{u}retry_after_max",
+            float,
+            DEFAULT_RETRY_AFTER_MAX_S,
+            (f"--{p}retry-after-max",) + (("--model-retry-after-max",) if not p else ()),
+            f"the longest a Retry-After from the {role.name}'s server is waited, in seconds",
+        ),
     ]
     return [
         inspect.Parameter(
@@ -92,6 +122,15 @@ def role_params(role: Role) -> list[inspect.Parameter]:
     ]
 
 
+TIMING = {"timeout_s": "timeout", "deadline_s": "deadline", "retry_after_max_s": "retry-after-max"}
+"""A role's timing fields and their options (after the role's prefix)."""
+TIMING_DEFAULTS = {
+    "timeout_s": DEFAULT_TIMEOUT_S,
+    "deadline_s": DEFAULT_DEADLINE_S,
+    "retry_after_max_s": DEFAULT_RETRY_AFTER_MAX_S,
+}
+
+
 def given_roles(track: Track[Any, Any], options: dict[str, Any]) -> dict[str, RoleSpec]:
     """RoleSpecs for the roles given on the command line (pops their options)."""
     given: dict[str, RoleSpec] = {}
@@ -101,16 +140,36 @@ def given_roles(track: Track[Any, Any], options: dict[str, Any]) -> dict[str, Ro
         base_url = options.pop(f"{u}base_url")
         key_env = options.pop(f"{u}api_key_env")
         conns = options.pop(f"{u}max_connections")
+        timing = {f: options.pop(u + o.replace("-", "_")) for f, o in TIMING.items()}
+        p = role_prefix(role)
         if conns < 1:
-            option = f"--{role_prefix(role)}max-connections"
-            raise ValueError(f"{option}: {conns} is below the minimum 1")
+            raise ValueError(f"--{p}max-connections: {conns} is below the minimum 1")
         if spec is None:
-            if base_url is not None or key_env is not None:
+            given_opts = (("base-url", base_url), ("api-key-env", key_env))
+            stray = [o for o, v in given_opts if v is not None]
+            stray += [o for f, o in TIMING.items() if timing[f] != TIMING_DEFAULTS[f]]
+            if stray:
                 name = "--model" if role.name == "model" else f"--{role.name}-model"
-                raise ValueError(f"--{role_prefix(role)}base-url given without {name}")
+                raise ValueError(f"--{p}{stray[0]} given without {name}")
             continue
-        given[role.name] = RoleSpec(spec, base_url, key_env, conns)
+        given[role.name] = RoleSpec(spec, base_url, key_env, conns, **timing)
+        try:
+            given[role.name].parsed()  # a bad URL or key name is an error before any work
+        except ValueError as e:
+            raise ValueError(_role_options(str(e), p)) from None
     return given
+
+
+_SPEC_OPTIONS = ("--base-url", "--api-key-env", "--timeout", "--deadline", "--retry-after-max")
+
+
+def _role_options(message: str, prefix: str) -> str:
+    """A spec's error with its options named as the role's (`--judge-timeout`)."""
+    if not prefix:
+        return message
+    for option in _SPEC_OPTIONS:
+        message = message.replace(option, f"--{prefix}{option[2:]}")
+    return message
 
 
 def _default_text(f: Field[Any]) -> str:

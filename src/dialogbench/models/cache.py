@@ -4,12 +4,19 @@ The key is a sha256 over the model name, endpoint, sampling settings, messages a
 sample index: never an API key. Errors are never stored. Each entry keeps its key's parts
 (messages by digest) so that a miss can be explained: which setting differed from the
 nearest entry, or that the prompt itself is new.
+
+A cache that cannot be opened (a directory, a file that is not SQLite, a truncated one) is
+a `CacheError` naming the file and the fix. Damage found while running is not fatal: a
+stored reply that does not parse, or a page SQLite reports as malformed, is a miss (the
+call is made again), counted in `stats()` and reported once as a logging warning naming
+the file; a reply that cannot be stored is reported the same way.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -18,7 +25,16 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from dialogbench.models.spec import redacted_url
 from dialogbench.models.types import ChatMessage, ModelOutput, canonical_json
+
+logger = logging.getLogger(__name__)
+
+BUSY_S = 30.0
+"""How long a connection waits for another process's write to end."""
+FIX = "delete it (it holds only cached replies) or set DIALOGBENCH_CACHE to another file"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -48,6 +64,20 @@ def default_cache_path() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "dialogbench" / "responses.sqlite"
 
 
+class CacheError(ValueError):
+    """A response cache file that cannot be used: which file, why, and the fix."""
+
+    def __init__(self, path: str | Path, problem: str, *, fix: str) -> None:
+        self.path, self.problem, self.fix = str(path), problem, fix
+        super().__init__(f"{self.path}: {problem} (fix: {fix})")
+
+
+def _damaged(e: sqlite3.DatabaseError) -> bool:
+    """SQLite's own damage reports (malformed page, not a database), not a busy or
+    locked database or an I/O failure, which stay errors."""
+    return not isinstance(e, sqlite3.OperationalError | sqlite3.IntegrityError)
+
+
 class CallKey:
     """The parts of a call that decide its reply, and their digest."""
 
@@ -62,7 +92,7 @@ class CallKey:
         sample: int = 0,
     ) -> None:
         self.model = model
-        self.endpoint = endpoint
+        self.endpoint = endpoint = redacted_url(endpoint)  # no credentials in a key
         self.settings = settings if isinstance(settings, str) else canonical_json(settings)
         self.sample = sample
         self._messages = json.dumps(
@@ -82,30 +112,104 @@ class ResponseCache:
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = Path(path) if path else default_cache_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        self._db = self._open()
         self.hits = 0
         self.misses = 0
+        self.unreadable = 0
+        """Lookups that found a damaged entry or page (counted as misses too)."""
+        self.unstored = 0
+        """Replies that could not be stored (a damaged file)."""
+        self._reported: set[str] = set()
         self._pending_hits: Counter[tuple[str, str]] = Counter()
         self.miss_reasons: Counter[str] = Counter()
 
+    def _open(self) -> sqlite3.Connection:
+        """The connection, schema in place; a `CacheError` naming the file and the fix."""
+        if self.path.is_dir():
+            raise CacheError(
+                self.path,
+                "the response cache path is a directory",
+                fix=f"set DIALOGBENCH_CACHE to a file, e.g. {self.path / 'responses.sqlite'}",
+            )
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise CacheError(
+                self.path,
+                f"cannot create the response cache's folder ({e.strerror or e})",
+                fix="set DIALOGBENCH_CACHE to a file in a writable folder",
+            ) from None
+        db: sqlite3.Connection | None = None
+        try:
+            db = sqlite3.connect(
+                self.path, check_same_thread=False, isolation_level=None, timeout=BUSY_S
+            )
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(_SCHEMA)
+            db.execute("SELECT key, model, endpoint, settings, output FROM responses LIMIT 1")
+        except sqlite3.DatabaseError as e:
+            if db is not None:
+                db.close()
+            if isinstance(e, sqlite3.OperationalError) and "locked" in str(e):
+                raise  # another process held it past BUSY_S: not damage, nothing to delete
+            if _damaged(e) or "malformed" in str(e) or "no such column" in str(e):
+                raise CacheError(
+                    self.path, f"not a usable response cache (SQLite: {e})", fix=FIX
+                ) from None
+            raise CacheError(
+                self.path,
+                f"the response cache cannot be opened (SQLite: {e})",
+                fix="check the file's and its folder's permissions, or set DIALOGBENCH_CACHE "
+                "to a writable file",
+            ) from None
+        return db
+
+    def _report(self, kind: str, message: str) -> None:
+        """Log `message` about this cache once per kind of trouble."""
+        if kind not in self._reported:
+            self._reported.add(kind)
+            logger.warning("response cache %s: %s", self.path, message)
+
+    def _unreadable(self, why: str) -> None:
+        self.unreadable += 1
+        self._report(
+            "read",
+            f"{why}; it counts as a miss and the call is made again (reported once; the "
+            f"count is in the cache's session stats). If this recurs, {FIX}",
+        )
+
+    def _output(self, text: str) -> ModelOutput | None:
+        """A stored reply, or None (counted, reported once) when it does not parse."""
+        try:
+            out = ModelOutput.model_validate_json(text)
+        except ValidationError:
+            self._unreadable("a stored reply is not valid JSON of a reply")
+            return None
+        out.cached = True
+        return out
+
     def get(self, key: CallKey) -> ModelOutput | None:
         with self._lock:
-            row = self._db.execute(
-                "SELECT output FROM responses WHERE key = ?", (key.digest,)
-            ).fetchone()
-            if row is None:
+            try:
+                row = self._db.execute(
+                    "SELECT output FROM responses WHERE key = ?", (key.digest,)
+                ).fetchone()
+            except sqlite3.DatabaseError as e:
+                if not _damaged(e):
+                    raise
+                self._unreadable(f"SQLite reports damage ({e})")
                 self.misses += 1
-                self.miss_reasons[self._explain(key)] += 1
+                self.miss_reasons["damaged cache"] += 1
+                return None
+            out = self._output(row[0]) if row is not None else None
+            if out is None:
+                self.misses += 1
+                self.miss_reasons[self._explain(key) if row is None else "unreadable entry"] += 1
                 return None
             self._pending_hits[key.model, key.endpoint] += 1
             self.hits += 1
-        out = ModelOutput.model_validate_json(row[0])
-        out.cached = True
         return out
 
     def _flush_hits(self) -> None:
@@ -120,46 +224,89 @@ class ResponseCache:
     def get_many(self, keys: list[CallKey]) -> dict[str, ModelOutput]:
         """Cached outputs by digest for those of `keys` that are cached (few statements)."""
         found: dict[str, str] = {}
+        damaged: set[str] = set()
         with self._lock:
             digests = list({k.digest for k in keys})
             for lo in range(0, len(digests), 500):
                 chunk = digests[lo : lo + 500]
                 marks = ",".join("?" * len(chunk))
-                found.update(
-                    self._db.execute(
-                        f"SELECT key, output FROM responses WHERE key IN ({marks})", chunk
-                    ).fetchall()
-                )
-            hit = [k for k in keys if k.digest in found]
+                try:
+                    found.update(
+                        self._db.execute(
+                            f"SELECT key, output FROM responses WHERE key IN ({marks})", chunk
+                        ).fetchall()
+                    )
+                except sqlite3.DatabaseError as e:
+                    if not _damaged(e):
+                        raise
+                    self._salvage(chunk, found, damaged)
+            out: dict[str, ModelOutput] = {}
+            bad: set[str] = set()
+            for digest, text in found.items():
+                got = self._output(text)
+                if got is None:
+                    bad.add(digest)
+                else:
+                    out[digest] = got
+            hit = [k for k in keys if k.digest in out]
             self._pending_hits.update((k.model, k.endpoint) for k in hit)
             self.hits += len(hit)
             for k in keys:
-                if k.digest not in found:
+                if k.digest not in out:
                     self.misses += 1
-                    self.miss_reasons[self._explain(k)] += 1
-        out: dict[str, ModelOutput] = {}
-        for digest, text in found.items():
-            out[digest] = ModelOutput.model_validate_json(text)
-            out[digest].cached = True
+                    if k.digest in damaged:
+                        why = "damaged cache"
+                    else:
+                        why = "unreadable entry" if k.digest in bad else self._explain(k)
+                    self.miss_reasons[why] += 1
         return out
 
+    def _salvage(self, digests: list[str], found: dict[str, str], damaged: set[str]) -> None:
+        """After a batch read hit a damaged page: each key on its own, so that only the
+        entries on damaged pages are lost."""
+        for digest in digests:
+            try:
+                row = self._db.execute(
+                    "SELECT output FROM responses WHERE key = ?", (digest,)
+                ).fetchone()
+            except sqlite3.DatabaseError as e:
+                if not _damaged(e):
+                    raise
+                self._unreadable(f"SQLite reports damage ({e})")
+                damaged.add(digest)
+                continue
+            if row is not None:
+                found[digest] = row[0]
+
     def put(self, key: CallKey, output: ModelOutput) -> None:
+        """Store a reply (over an unreadable entry too); on a damaged file, report it once
+        and go on without storing."""
         with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO responses "
-                "(key, model, endpoint, settings, messages_sha, sample, output, created) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    key.digest,
-                    key.model,
-                    key.endpoint,
-                    key.settings,
-                    key.messages_sha,
-                    key.sample,
-                    output.model_dump_json(exclude={"cached"}),
-                    time.time(),
-                ),
-            )
+            try:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO responses "
+                    "(key, model, endpoint, settings, messages_sha, sample, output, created) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        key.digest,
+                        key.model,
+                        key.endpoint,
+                        key.settings,
+                        key.messages_sha,
+                        key.sample,
+                        output.model_dump_json(exclude={"cached"}),
+                        time.time(),
+                    ),
+                )
+            except sqlite3.DatabaseError as e:
+                if not _damaged(e):
+                    raise
+                self.unstored += 1
+                self._report(
+                    "write",
+                    f"a reply could not be stored: SQLite reports damage ({e}); the run goes "
+                    f"on without caching those replies. {FIX[0].upper()}{FIX[1:]}",
+                )
 
     def explain(self, key: CallKey) -> str:
         """Why `key` is or is not in the cache, in words."""
@@ -167,14 +314,21 @@ class ResponseCache:
             return self._explain(key)
 
     def _explain(self, key: CallKey) -> str:
-        row = self._db.execute("SELECT 1 FROM responses WHERE key = ?", (key.digest,)).fetchone()
-        if row:
-            return "cached"
-        same_prompt = self._db.execute(
-            "SELECT model, endpoint, settings, sample FROM responses WHERE messages_sha = ? "
-            "LIMIT 50",
-            (key.messages_sha,),
-        ).fetchall()
+        try:
+            row = self._db.execute(
+                "SELECT 1 FROM responses WHERE key = ?", (key.digest,)
+            ).fetchone()
+            if row:
+                return "cached"
+            same_prompt = self._db.execute(
+                "SELECT model, endpoint, settings, sample FROM responses WHERE messages_sha = ? "
+                "LIMIT 50",
+                (key.messages_sha,),
+            ).fetchall()
+        except sqlite3.DatabaseError as e:
+            if not _damaged(e):
+                raise
+            return "damaged cache"
         if not same_prompt:
             return "new prompt"
         diffs: Counter[str] = Counter()
@@ -187,7 +341,11 @@ class ResponseCache:
             if sample != key.sample:
                 differ.append("sample index")
             if settings != key.settings:
-                ours, theirs = json.loads(key.settings), json.loads(settings)
+                ours = json.loads(key.settings)
+                try:
+                    theirs = json.loads(settings)
+                except ValueError:
+                    theirs = {}
                 differ += [
                     k for k in sorted(set(ours) | set(theirs)) if ours.get(k) != theirs.get(k)
                 ]
@@ -196,14 +354,22 @@ class ResponseCache:
         return f"same prompt cached with different {closest}"
 
     def stats(self) -> dict[str, Any]:
-        """Entries per model and endpoint, total hits, file size."""
+        """Entries per model and endpoint, total hits, file size (a `CacheError` for a
+        damaged file)."""
         with self._lock:
-            self._flush_hits()
-            rows = self._db.execute(
-                "SELECT r.model, r.endpoint, COUNT(*), "
-                "(SELECT hits FROM hits h WHERE h.model = r.model AND h.endpoint = r.endpoint) "
-                "FROM responses r GROUP BY r.model, r.endpoint ORDER BY COUNT(*) DESC"
-            ).fetchall()
+            try:
+                self._flush_hits()
+                rows = self._db.execute(
+                    "SELECT r.model, r.endpoint, COUNT(*), "
+                    "(SELECT hits FROM hits h WHERE h.model = r.model AND h.endpoint = r.endpoint) "
+                    "FROM responses r GROUP BY r.model, r.endpoint ORDER BY COUNT(*) DESC"
+                ).fetchall()
+            except sqlite3.DatabaseError as e:
+                if not _damaged(e):
+                    raise
+                raise CacheError(
+                    self.path, f"the response cache is damaged ({e})", fix=FIX
+                ) from None
         return {
             "path": str(self.path),
             "bytes": self.path.stat().st_size if self.path.exists() else 0,
@@ -214,10 +380,17 @@ class ResponseCache:
                 "hits": self.hits,
                 "misses": self.misses,
                 "miss_reasons": dict(self.miss_reasons),
+                "unreadable": self.unreadable,
+                "unstored": self.unstored,
             },
         }
 
     def close(self) -> None:
         with self._lock:
-            self._flush_hits()
-            self._db.close()
+            try:
+                self._flush_hits()
+            except sqlite3.DatabaseError as e:
+                if not _damaged(e):
+                    raise
+            finally:
+                self._db.close()

@@ -106,6 +106,8 @@ class Model:
         backoff_s: float = 0.5,
         backoff_max_s: float = 60.0,
         timeout_s: float | None = 300.0,
+        deadline_s: float | None = None,
+        retry_after_max_s: float | None = None,
     ) -> None:
         self.provider = provider
         self.cache = cache
@@ -115,6 +117,8 @@ class Model:
         self.backoff_s = backoff_s
         self.backoff_max_s = backoff_max_s
         self.timeout_s = timeout_s
+        self.deadline_s = deadline_s  # bridge: honoured by the model-layer change of issue 12
+        self.retry_after_max_s = retry_after_max_s
         self.requests = 0
         self.retries = 0
         self.role = "model"
@@ -130,6 +134,9 @@ class Model:
 
     @classmethod
     def from_spec(cls, spec: ModelSpec, **kwargs: object) -> Model:
+        """The spec's provider, with its timeout, deadline and Retry-After cap unless given."""
+        for name in ("timeout_s", "deadline_s", "retry_after_max_s"):
+            kwargs.setdefault(name, getattr(spec, name))
         return cls(make_provider(spec), **kwargs)  # type: ignore[arg-type]
 
     @property

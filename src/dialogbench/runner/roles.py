@@ -2,7 +2,8 @@
 
 A track declares the roles it uses (`Role`); the caller gives each a `RoleSpec` (the CLI's
 `--model`, `--judge-model`, `--partner-model` and their `--*-base-url`, `--*-api-key-env`,
-`--*-max-connections`) or an already-built `Model`. A role left unset falls back to the
+`--*-max-connections`, `--*-timeout`, `--*-deadline`, `--*-retry-after-max`) or an
+already-built `Model`. A role left unset falls back to the
 role it names (the judge to the model under test), and the manifest says so.
 """
 
@@ -15,9 +16,24 @@ from typing import Any, Literal
 
 from dialogbench.models.cache import ResponseCache
 from dialogbench.models.model import Model
-from dialogbench.models.spec import ModelSpec
+from dialogbench.models.spec import (
+    DEFAULT_DEADLINE_S,
+    DEFAULT_RETRY_AFTER_MAX_S,
+    DEFAULT_TIMEOUT_S,
+    ModelSpec,
+    redacted_url,
+)
 
 DEFAULT_MAX_CONNECTIONS = 16
+
+HOW_REACHED = frozenset({"max_connections", "timeout_s", "deadline_s", "retry_after_max_s"})
+"""Settings a manifest records that change how a model is reached, not what it answers:
+no part of a run's identity, so a resume with a longer timeout keeps the finished work."""
+
+
+def answering(settings: dict[str, Any]) -> dict[str, Any]:
+    """A role's manifest entry without the `HOW_REACHED` settings: what decides its replies."""
+    return {k: v for k, v in settings.items() if k not in HOW_REACHED}
 
 
 @dataclass(frozen=True)
@@ -41,16 +57,31 @@ class RoleSpec:
     base_url: str | None = None
     api_key_env: str | None = None
     max_connections: int = DEFAULT_MAX_CONNECTIONS
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    """Seconds one request may take."""
+    deadline_s: float = DEFAULT_DEADLINE_S
+    """Seconds one call may take in all, retries and back-off included."""
+    retry_after_max_s: float = DEFAULT_RETRY_AFTER_MAX_S
+    """The longest a server's `Retry-After` is waited."""
 
     def parsed(self) -> ModelSpec:
-        return ModelSpec.parse(self.model, base_url=self.base_url, api_key_env=self.api_key_env)
+        """The model spec (a `ValueError` for one that would leak a secret or is malformed)."""
+        return ModelSpec.parse(
+            self.model,
+            base_url=self.base_url,
+            api_key_env=self.api_key_env,
+            timeout_s=self.timeout_s,
+            deadline_s=self.deadline_s,
+            retry_after_max_s=self.retry_after_max_s,
+        )
 
     def settings(self) -> dict[str, Any]:
         """What a manifest records (checks the spec parses)."""
         return {**self.parsed().settings(), "max_connections": self.max_connections}
 
     def open(self) -> Model:
-        """The model behind the shared response cache."""
+        """The model behind the shared response cache, with this spec's timeout, deadline
+        and Retry-After cap (`Model.from_spec` reads them from the spec)."""
         return Model.from_spec(
             self.parsed(), cache=ResponseCache(), concurrency=self.max_connections
         )
@@ -61,8 +92,9 @@ Given = RoleSpec | Model
 
 
 def settings_of(given: Given) -> dict[str, Any]:
+    """A role's manifest entry: a spec's settings, or a given model's name and endpoint."""
     if isinstance(given, Model):
-        return {"model": given.name, "endpoint": given.provider.endpoint}
+        return {"model": given.name, "endpoint": redacted_url(given.provider.endpoint)}
     return given.settings()
 
 

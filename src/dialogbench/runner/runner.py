@@ -33,7 +33,7 @@ from dialogbench.runner.record import (
     digest,
     to_json,
 )
-from dialogbench.runner.roles import Given, opened, recorded, resolve
+from dialogbench.runner.roles import Given, answering, opened, recorded, resolve
 from dialogbench.runner.status import (
     ExitCode,
     Interrupted,
@@ -104,6 +104,7 @@ def identities(
     """The sha256 of what produced the solved units, and of what produced the scored."""
     stages = by_stage(config)
     role_stage = {r.name: r.stage for r in track.roles}
+    roles = {k: answering(v) for k, v in roles.items()}  # not timeouts or connections
     solve = digest(
         {
             "track": track.name,

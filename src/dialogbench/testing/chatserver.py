@@ -119,6 +119,7 @@ class ChatServer:
         self.base_url = ""
         self._script: deque[Fault] = deque(script)
         self._requests: list[Body] = []
+        self._auth: list[str | None] = []
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -134,6 +135,12 @@ class ChatServer:
             return list(self._requests)
 
     @property
+    def authorizations(self) -> list[str | None]:
+        """The Authorization header of each chat-completions request (None where absent)."""
+        with self._lock:
+            return list(self._auth)
+
+    @property
     def request_count(self) -> int:
         with self._lock:
             return len(self._requests)
@@ -147,6 +154,7 @@ class ChatServer:
         """Forget the recorded requests (numbering restarts at 1) and the remaining script."""
         with self._lock:
             self._requests.clear()
+            self._auth.clear()
             self._script.clear()
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -238,6 +246,7 @@ class ChatServer:
         body: Body = parsed if valid else {"_raw": raw.decode(errors="replace")}
         with self._lock:
             self._requests.append(body)
+            self._auth.append(request.headers.get("Authorization"))
             fault = self._pick(len(self._requests), body)
         wait = self.latency + fault.delay
         if wait > 0:
