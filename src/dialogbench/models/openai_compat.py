@@ -322,18 +322,18 @@ def _names_a_model(detail: str) -> bool:
 
 
 class Masker:
-    """Replaces secrets in text with `***`: each secret raw, JSON-escaped (with and without
-    `\\/` for `/`, ASCII-escaped or not) and URL-encoded (`quote`, `quote_plus`, any case of
-    the hex digits)."""
+    """Replaces secrets in text with `***`: each secret raw, JSON-escaped (ASCII-escaped or
+    not, `/` written as `\\/`, or escaped again) and URL-encoded (`quote`, `quote_plus`, the
+    hex digits in either case)."""
 
     def __init__(self, secrets: list[str]) -> None:
         forms: set[str] = set()
         for secret in secrets:
             if len(secret) < 4:  # "" (no key) or too short to be told from text
                 continue
-            for escaped in (json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]):
-                forms.update((escaped, escaped.replace("/", "\\/")))
             forms.add(secret)
+            forms.add(json.dumps(secret)[1:-1])
+            forms.add(json.dumps(secret, ensure_ascii=False)[1:-1])
             forms.add(urllib.parse.quote(secret, safe=""))
             forms.add(urllib.parse.quote(secret))
             forms.add(urllib.parse.quote_plus(secret))
@@ -350,8 +350,11 @@ class Masker:
 
 
 def _form_pattern(form: str) -> str:
-    """A regex for `form` with each %XX escape matched in either case."""
-    pieces = re.split(r"(%[0-9A-Fa-f]{2})", form)
-    return "".join(
-        f"%(?i:{re.escape(p[1:])})" if i % 2 else re.escape(p) for i, p in enumerate(pieces)
-    )
+    """A regex for `form`: each %XX escape in either case, each `/` after any backslashes."""
+    out = []
+    for i, piece in enumerate(re.split(r"(%[0-9A-Fa-f]{2})", form)):
+        if i % 2:
+            out.append(f"%(?i:{re.escape(piece[1:])})")
+        else:
+            out.append("".join(r"\\*/" if c == "/" else re.escape(c) for c in piece))
+    return "".join(out)
