@@ -193,6 +193,7 @@ def test_invalid_url_fails_at_once(url: str, says: str) -> None:
     error = _fail(model)
     assert error.kind == "unreachable" and not error.retryable
     assert says in str(error) and model.requests == 1
+    assert repr(url if "@" not in url else "http://***@127.0.0.1:8000/v1") in str(error)
     assert "hunter2secret" not in str(error) and "hunter2secret" not in model.provider.endpoint
 
 

@@ -263,7 +263,9 @@ class OpenAICompatible:
 def safe_url(url: str) -> str:
     """`url` with any user name and password shown as `***` (the rest as given)."""
     scheme, sep, rest = url.partition("://")
-    netloc, slash, path = (rest if sep else url).partition("/")
+    if not sep:
+        scheme, rest = "", url
+    netloc, slash, path = rest.partition("/")
     if "@" in netloc:
         netloc = "***@" + netloc.rpartition("@")[2]
     return f"{scheme}{sep}{netloc}{slash}{path}"
