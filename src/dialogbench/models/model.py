@@ -244,8 +244,11 @@ class Model:
                 try:
                     out = await asyncio.wait_for(self.provider.generate(messages, config), budget)
                 except TimeoutError:
+                    within = "" if budget is None else f" in {budget:g} s"
                     error = ModelError(
-                        f"{self.name}: no reply in {budget:g} s", retryable=True, kind="timeout"
+                        f"{self.name}: no reply from {self.provider.endpoint}{within}",
+                        retryable=True,
+                        kind="timeout",
                     )
                 except ModelError as e:
                     error = e
