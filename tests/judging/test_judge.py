@@ -54,7 +54,7 @@ def test_out_of_range_is_corrected(harness: Harness) -> None:
     assert "accuracy" in second[-1]["content"] and "10" in second[-1]["content"]
 
 
-@pytest.mark.parametrize("reply", [verdict_json(accuracy=12), "I would give it a seven.", ""])
+@pytest.mark.parametrize("reply", [verdict_json(accuracy=12), "I would give it a seven."])
 def test_never_valid_is_unscored_with_its_raw_text(harness: Harness, reply: str) -> None:
     srv = harness.server(reply=lambda body: reply)
     judge = harness.judge(srv)
@@ -62,6 +62,15 @@ def test_never_valid_is_unscored_with_its_raw_text(harness: Harness, reply: str)
     assert v.scores is None and v.flags is None and not v.scored
     assert v.raw == reply and v.error
     assert v.attempts == 3 and srv.request_count == 3
+
+
+def test_an_empty_reply_is_a_failed_call(harness: Harness) -> None:
+    """An empty reply is no verdict to correct: the call fails (after its quick retries)."""
+    srv = harness.server(reply=lambda body: "")
+    v = harness.run(harness.judge(srv).score("Paris.", reference="Paris"))
+    assert v.scores is None and not v.scored and v.raw == ""
+    assert v.error is not None and "call failed" in v.error and "empty reply" in v.error
+    assert v.attempts == 1 and srv.request_count == 3
 
 
 def test_a_failed_call_is_unscored(harness: Harness) -> None:

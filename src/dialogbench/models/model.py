@@ -6,10 +6,14 @@ Every model-backed track calls models through this class:
     out = await model.generate(messages, GenerateConfig(max_tokens=200), tag="chat")
     got = await model.generate_structured(messages, MySchema, tag="judge")
 
-Transient failures (429, 5xx, dropped connections, timeouts, unreadable replies) are retried
-with exponential back-off and full jitter, honouring Retry-After; 429 and 503 also halve
-the endpoint's concurrency, which then grows back by one per window of successes.
-Errors are never cached.
+Transient failures (429, 5xx, dropped connections, timeouts, unreadable or empty replies)
+are retried with exponential back-off and full jitter, honouring Retry-After up to
+`retry_after_max_s` (a longer wait asked for is cut to it, and logged); 429 and 503 also
+halve the endpoint's concurrency, which then grows back by one per window of successes.
+An unreachable endpoint (connection refused, host not found) and an empty reply are retried
+at most twice, quickly. Each request has `timeout_s`; a call, all its retries and waits
+together, has `deadline_s`. Errors, empty replies included, are never cached (nor replayed
+from a cache written before they counted as errors); each failure has a `ModelError.kind`.
 """
 
 from __future__ import annotations
@@ -17,8 +21,11 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import logging
 import random
+import time
 import weakref
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
@@ -30,6 +37,8 @@ from dialogbench.models.spec import ModelSpec, make_provider
 from dialogbench.models.structured import CALL_FAILED, CORRECTION, Structured, parse_reply
 from dialogbench.models.types import ChatMessage, GenerateConfig, ModelError, ModelOutput, Provider
 from dialogbench.models.usage import UsageLedger
+
+logger = logging.getLogger("dialogbench.models")
 
 T = TypeVar("T", bound=BaseModel)
 V = TypeVar("V")
@@ -105,9 +114,10 @@ class Model:
         max_retries: int = 6,
         backoff_s: float = 0.5,
         backoff_max_s: float = 60.0,
-        timeout_s: float | None = 300.0,
-        deadline_s: float | None = None,
-        retry_after_max_s: float | None = None,
+        timeout_s: float | None = 30.0,
+        deadline_s: float | None = 300.0,
+        retry_after_max_s: float = 60.0,
+        quick_retries: int = 2,
     ) -> None:
         self.provider = provider
         self.cache = cache
@@ -117,10 +127,18 @@ class Model:
         self.backoff_s = backoff_s
         self.backoff_max_s = backoff_max_s
         self.timeout_s = timeout_s
-        self.deadline_s = deadline_s  # bridge: honoured by the model-layer change of issue 12
+        """Seconds one request may take (None: no limit)."""
+        self.deadline_s = deadline_s
+        """Seconds one call may take, all its requests and back-off waits together (None: no
+        limit); waiting for a free connection slot does not count."""
         self.retry_after_max_s = retry_after_max_s
+        """The longest Retry-After honoured; a longer one is cut to this, and logged."""
+        self.quick_retries = quick_retries
+        """Retries (at most) of an unreachable endpoint or an empty reply, after short waits."""
         self.requests = 0
         self.retries = 0
+        self.failures: Counter[str] = Counter()
+        """Failed requests by `ModelError.kind`, retried ones included."""
         self.role = "model"
         """The role this model plays in a run (`model`, `judge`, `partner`): usage is
         charged to it."""
@@ -134,10 +152,14 @@ class Model:
 
     @classmethod
     def from_spec(cls, spec: ModelSpec, **kwargs: object) -> Model:
-        """The spec's provider, with its timeout, deadline and Retry-After cap unless given."""
-        for name in ("timeout_s", "deadline_s", "retry_after_max_s"):
-            kwargs.setdefault(name, getattr(spec, name))
-        return cls(make_provider(spec), **kwargs)  # type: ignore[arg-type]
+        """The model a spec names; its `timeout_s`, `deadline_s` and `retry_after_max_s`
+        (where the spec has them) unless given here."""
+        options: dict[str, object] = {
+            "timeout_s": getattr(spec, "timeout_s", 30.0),
+            "deadline_s": getattr(spec, "deadline_s", 300.0),
+            "retry_after_max_s": getattr(spec, "retry_after_max_s", 60.0),
+        }
+        return cls(make_provider(spec), **{**options, **kwargs})  # type: ignore[arg-type]
 
     @property
     def name(self) -> str:
@@ -156,7 +178,7 @@ class Model:
         key = CallKey(self.name, self.provider.endpoint, config.cache_text, messages, sample)
         if self.cache is not None:
             hit = self.cache.get(key)
-            if hit is not None:
+            if hit is not None and hit.text.strip():  # an empty reply is an error, not a hit
                 self.ledger.record(tag, self.name, hit.usage, cached=True, role=self.role)
                 return hit
         return await self._fresh(messages, config, key, tag)
@@ -175,7 +197,7 @@ class Model:
             for c, cfg in zip(calls, configs, strict=True)
         ]
         hits = self.cache.get_many(keys) if self.cache is not None else {}
-        cached = [hits.get(key.digest) for key in keys]
+        cached = [_usable(hits.get(key.digest)) for key in keys]
         self.ledger.record_cached(
             tag, self.name, [h.usage for h in cached if h is not None], role=self.role
         )
@@ -212,33 +234,76 @@ class Model:
     async def _call(self, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
         limiter = endpoint_limiter(self.provider.endpoint, self.concurrency)
         attempt = 0
+        spent = 0.0  # in requests and back-off waits; waits for a connection slot are free
         while True:
             async with limiter:
+                left = None if self.deadline_s is None else self.deadline_s - spent
+                budget = _least(self.timeout_s, left)
                 self.requests += 1
+                started = time.monotonic()
                 try:
-                    out = await asyncio.wait_for(
-                        self.provider.generate(messages, config), self.timeout_s
-                    )
+                    out = await asyncio.wait_for(self.provider.generate(messages, config), budget)
                 except TimeoutError:
+                    within = "" if budget is None else f" in {budget:g} s"
                     error = ModelError(
-                        f"{self.name}: no reply in {self.timeout_s} s", retryable=True
+                        f"{self.name}: no reply from {self.provider.endpoint}{within}",
+                        retryable=True,
+                        kind="timeout",
                     )
                 except ModelError as e:
                     error = e
                 else:
-                    await limiter.succeeded()
-                    return out
-            if not error.retryable or attempt >= self.max_retries:
-                raise error
+                    if out.text.strip():
+                        await limiter.succeeded()
+                        return out
+                    error = ModelError(
+                        f"{self.name}: empty reply (finish_reason {out.finish_reason})",
+                        retryable=True,
+                        kind="empty",
+                    )
+                finally:
+                    spent += time.monotonic() - started
+            self.failures[error.kind] += 1
+            quick = error.kind in ("unreachable", "empty")
+            limit = min(self.max_retries, self.quick_retries) if quick else self.max_retries
+            if not error.retryable or attempt >= limit:
+                raise self._gave_up(error, attempt + 1, spent)
             if error.status in (429, 503):
                 limiter.overloaded()
             cap = min(self.backoff_max_s, self.backoff_s * 2**attempt)
+            if quick:
+                cap = min(cap, 1.0)
             delay = random.uniform(0.0, cap)
             if error.retry_after is not None:
-                delay = error.retry_after + random.uniform(0.0, min(1.0, cap))
+                asked = error.retry_after
+                if asked > self.retry_after_max_s:
+                    logger.warning(
+                        "%s: the server asked to wait %g s before retrying (Retry-After); "
+                        "waiting %g s (retry_after_max_s)",
+                        self.name,
+                        asked,
+                        self.retry_after_max_s,
+                    )
+                    asked = self.retry_after_max_s
+                delay = asked + random.uniform(0.0, min(1.0, cap))
+            if self.deadline_s is not None and spent + delay >= self.deadline_s:
+                raise self._gave_up(error, attempt + 1, spent, deadline=True)
             attempt += 1
             self.retries += 1
+            started = time.monotonic()
             await asyncio.sleep(delay)
+            spent += time.monotonic() - started
+
+    def _gave_up(
+        self, error: ModelError, attempts: int, spent: float, *, deadline: bool = False
+    ) -> ModelError:
+        """The last error, saying how many requests were made (when more than one)."""
+        if deadline:
+            why = f"deadline of {self.deadline_s:g} s per call reached"
+            return error.with_message(f"{error} ({why} after {attempts} requests in {spent:.1f} s)")
+        if attempts == 1:
+            return error
+        return error.with_message(f"{error} (gave up after {attempts} requests in {spent:.1f} s)")
 
     async def generate_structured(
         self,
@@ -363,3 +428,15 @@ class Model:
 
     async def aclose(self) -> None:
         await self.provider.aclose()
+
+
+def _usable(hit: ModelOutput | None) -> ModelOutput | None:
+    """A cached reply, unless it is empty (cached before empty replies counted as errors)."""
+    return hit if hit is not None and hit.text.strip() else None
+
+
+def _least(a: float | None, b: float | None) -> float | None:
+    """The smaller of two limits (None: no limit); never below zero."""
+    if a is None:
+        return None if b is None else max(0.0, b)
+    return max(0.0, a if b is None else min(a, b))

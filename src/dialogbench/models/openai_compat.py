@@ -7,21 +7,40 @@ then JSON-object mode, then the prompt alone. The first refusal (HTTP 400 naming
 
 from __future__ import annotations
 
+import email.utils
 import json
+import re
 import time
+import urllib.parse
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import openai
 
-from dialogbench.models.transport import AiohttpTransport
-from dialogbench.models.types import ChatMessage, GenerateConfig, ModelError, ModelOutput, Usage
+from dialogbench.models.transport import AiohttpTransport, httpx
+from dialogbench.models.types import (
+    ChatMessage,
+    ErrorKind,
+    GenerateConfig,
+    ModelError,
+    ModelOutput,
+    Usage,
+)
 
 JsonMode = Literal["json_schema", "json_object", "none"]
 _RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+CONNECT_TIMEOUT_S = 10.0
+"""At most this long to open a connection (the request timeout, when shorter): a host that
+never answers the handshake is reported unreachable in seconds, not after a read timeout."""
 
 
 class OpenAICompatible:
-    """A chat-completions endpoint reached with the `openai` SDK (its own retries off)."""
+    """A chat-completions endpoint reached with the `openai` SDK (its own retries off).
+
+    Errors name the URL tried (without credentials) and say why; the API key (and any
+    password in the base URL) is masked in every reply and error, raw, JSON-escaped and
+    URL-encoded.
+    """
 
     def __init__(
         self,
@@ -29,38 +48,48 @@ class OpenAICompatible:
         model: str,
         base_url: str,
         api_key: str | None,
-        timeout_s: float = 120.0,
+        timeout_s: float = 30.0,
     ) -> None:
         self.name = name
         self.model = model
-        self.endpoint = base_url.rstrip("/")
+        base_url = base_url.strip().rstrip("/")
+        self.endpoint = safe_url(base_url)
+        """The base URL without user name or password (cache keys and results show it)."""
         self.json_mode: JsonMode = "json_schema"
-        self._secret = api_key or ""
+        self.timeout_s = timeout_s
+        self._url_problem = url_problem(base_url)
+        self._mask = Masker([api_key or ""])
         self._client = openai.AsyncOpenAI(
-            base_url=self.endpoint,
+            base_url=base_url if self._url_problem is None else "http://invalid.invalid",
             api_key=api_key or "not-needed",
             max_retries=0,
-            timeout=timeout_s,
+            timeout=openai.Timeout(timeout_s, connect=min(timeout_s, CONNECT_TIMEOUT_S)),
             http_client=openai.DefaultAsyncHttpxClient(transport=AiohttpTransport()),
         )
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAICompatible({self.name!r}, endpoint={self.endpoint!r})"
 
+    @property
+    def url(self) -> str:
+        """Where a chat-completions request goes (no credentials)."""
+        return f"{self.endpoint}/chat/completions"
+
     async def generate(self, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
         try:
-            return await self._generate(messages, config)
+            out = await self._generate(messages, config)
         except ModelError as e:
-            if self._secret and self._secret in str(e):  # a server that echoes the key
-                raise ModelError(
-                    str(e).replace(self._secret, "***"),
-                    retryable=e.retryable,
-                    status=e.status,
-                    retry_after=e.retry_after,
-                ) from None
+            masked = self._mask(str(e))
+            if masked != str(e):  # a server that echoes the key
+                raise e.with_message(masked) from None
             raise
+        return out
 
     async def _generate(self, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
+        if self._url_problem is not None:
+            raise ModelError(
+                f"{self.name}: {self._url_problem}", retryable=False, kind="unreachable"
+            )
         while True:
             request = self._request(messages, config)
             started = time.perf_counter()
@@ -73,20 +102,129 @@ class OpenAICompatible:
                     content=json.dumps(request).encode(),
                     options={"headers": {"Content-Type": "application/json"}},
                 )
-                resp = json.loads(body)
             except openai.BadRequestError as e:
                 if "response_format" in request and self._step_down(e):
                     continue
                 raise ModelError(
-                    f"{self.name}: request rejected: {_detail(e)}", retryable=False, status=400
+                    f"{self.name}: request rejected: {self._detail(e)}",
+                    retryable=False,
+                    status=400,
                 ) from None
             except openai.APIStatusError as e:
-                raise _status_error(self.name, e) from None
+                raise self._status_error(e) from None
             except (openai.APIConnectionError, openai.APITimeoutError) as e:
-                raise ModelError(f"{self.name}: {type(e).__name__}: {e}", retryable=True) from None
+                raise self._connection_error(e) from None
             except (openai.APIResponseValidationError, ValueError, TypeError) as e:
-                raise ModelError(f"{self.name}: unreadable response: {e}", retryable=True) from None
-            return _output(self.name, resp, time.perf_counter() - started)
+                raise ModelError(
+                    f"{self.name}: unreadable response from {self.url}: {self._mask(str(e))}",
+                    retryable=True,
+                    kind="unreadable",
+                ) from None
+            return self._output(body, time.perf_counter() - started)
+
+    def _connection_error(self, e: openai.APIConnectionError) -> ModelError:
+        cause = e.__cause__
+        where = self.url
+        if isinstance(cause, httpx.ConnectTimeout | httpx.ConnectError):
+            why = self._mask(str(cause)) or type(cause).__name__
+            return ModelError(
+                f"{self.name}: cannot reach {where}: {why}", retryable=True, kind="unreachable"
+            )
+        if isinstance(cause, httpx.UnsupportedProtocol):
+            return ModelError(
+                f"{self.name}: cannot reach {where}: {self._mask(str(cause))}",
+                retryable=False,
+                kind="unreachable",
+            )
+        if isinstance(e, openai.APITimeoutError) or isinstance(cause, httpx.TimeoutException):
+            return ModelError(
+                f"{self.name}: no reply from {where} within {self.timeout_s:g} s",
+                retryable=True,
+                kind="timeout",
+            )
+        why = self._mask(str(cause)) if cause is not None else str(e)
+        return ModelError(
+            f"{self.name}: {why or 'connection dropped'} ({where})", retryable=True, kind="server"
+        )
+
+    def _detail(self, e: openai.APIStatusError) -> str:
+        """The error body (masked before it is cut, so no piece of a key survives)."""
+        try:
+            body = e.response.text
+        except Exception:  # the body may already be gone
+            body = ""
+        return self._mask(body or str(e))[:500]
+
+    def _status_error(self, e: openai.APIStatusError) -> ModelError:
+        status = e.status_code
+        detail = self._detail(e)
+        kind: ErrorKind | None = None
+        if status == 404:
+            kind = "rejected" if _names_a_model(detail) else "unreachable"
+            path = urllib.parse.urlsplit(self.endpoint).path
+            if not re.search(r"/v\d+\w*$", path):
+                hint = f"the base URL probably lacks /v1 (try {self.endpoint}/v1)"
+            else:
+                hint = "is this an OpenAI-compatible server, and is the model name right?"
+            detail = f"{detail} [{self.url}: {hint}]"
+        return ModelError(
+            f"{self.name}: HTTP {status}: {detail}",
+            retryable=status in _RETRYABLE_STATUS,
+            status=status,
+            retry_after=retry_after_s(e.response.headers) if e.response is not None else None,
+            kind=kind,
+        )
+
+    def _output(self, body: str, latency: float) -> ModelOutput:
+        """The reply in `body`; an empty one (no choices, content "" or null) is an error."""
+        try:
+            resp = json.loads(body)
+        except ValueError:
+            start = self._mask(body.strip()[:80])
+            raise ModelError(
+                f"{self.name}: unreadable response from {self.url} (not JSON: {start!r}); "
+                "is the base URL an OpenAI-compatible API?",
+                retryable=True,
+                kind="unreadable",
+            ) from None
+        if not isinstance(resp, dict):
+            raise ModelError(
+                f"{self.name}: unreadable response from {self.url} (not a JSON object)",
+                retryable=True,
+                kind="unreadable",
+            )
+        choices = resp.get("choices")
+        if not choices:
+            raise ModelError(f"{self.name}: response has no choices", retryable=True, kind="empty")
+        choice = choices[0] if isinstance(choices, list) else None
+        if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
+            raise ModelError(
+                f"{self.name}: unreadable response (a choice without a message)",
+                retryable=True,
+                kind="unreadable",
+            )
+        message = choice["message"]
+        content = message.get("content")
+        finish = choice.get("finish_reason")
+        if not isinstance(content, str) or not content.strip():
+            got = "null" if content is None else repr(content)[:40]
+            raise ModelError(
+                f"{self.name}: empty reply (content {got}, finish_reason {finish})",
+                retryable=True,
+                kind="empty",
+            )
+        usage = resp.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
+        return ModelOutput(
+            text=self._mask(content),
+            usage=Usage(
+                prompt_tokens=usage.get("prompt_tokens") or 0,
+                completion_tokens=usage.get("completion_tokens") or 0,
+            ),
+            model=self._mask(str(resp.get("model") or "")),
+            finish_reason=finish if isinstance(finish, str) else None,
+            latency_s=latency,
+        )
 
     def _request(self, messages: list[ChatMessage], config: GenerateConfig) -> dict[str, Any]:
         req: dict[str, Any] = {
@@ -112,7 +250,7 @@ class OpenAICompatible:
         return req
 
     def _step_down(self, e: openai.BadRequestError) -> bool:
-        text = _detail(e).lower()
+        text = self._detail(e).lower()
         if "response_format" not in text and "json_schema" not in text:
             return False
         self.json_mode = "json_object" if self.json_mode == "json_schema" else "none"
@@ -122,44 +260,103 @@ class OpenAICompatible:
         await self._client.close()
 
 
-def _detail(e: openai.APIStatusError) -> str:
+def safe_url(url: str) -> str:
+    """`url` with any user name and password shown as `***` (the rest as given)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    netloc, slash, path = rest.partition("/")
+    if "@" in netloc:
+        netloc = "***@" + netloc.rpartition("@")[2]
+    return f"{scheme}{sep}{netloc}{slash}{path}"
+
+
+def url_problem(url: str) -> str | None:
+    """Why `url` cannot be a base URL (a sentence), or None."""
+    example = "e.g. http://localhost:8000/v1"
     try:
-        body = e.response.text
-    except Exception:  # the body may already be gone
-        body = ""
-    return (body or str(e))[:500]
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018  (raises on a bad port)
+    except ValueError as e:
+        return f"the base URL {safe_url(url)!r} is not a valid URL ({e}; {example})"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"the base URL {safe_url(url)!r} is not an http(s) URL with a host ({example})"
+    if parts.username is not None or parts.password is not None:
+        return (
+            f"the base URL {safe_url(url)!r} carries a user name or password; give the key "
+            "in an environment variable instead (--api-key-env)"
+        )
+    return None
 
 
-def _status_error(name: str, e: openai.APIStatusError) -> ModelError:
-    status = e.status_code
-    retry_after: float | None = None
-    raw = e.response.headers.get("retry-after") if e.response is not None else None
-    if raw:
+def retry_after_s(headers: Any) -> float | None:
+    """The wait a response asks for: `retry-after-ms`, or `Retry-After` in seconds or as an
+    HTTP date; None when absent or unreadable."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
         try:
-            retry_after = max(0.0, float(raw))
+            return max(0.0, float(raw_ms) / 1000.0)
         except ValueError:
-            retry_after = None
-    return ModelError(
-        f"{name}: HTTP {status}: {_detail(e)}",
-        retryable=status in _RETRYABLE_STATUS,
-        status=status,
-        retry_after=retry_after,
-    )
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
-def _output(name: str, resp: Any, latency: float) -> ModelOutput:
-    choices = resp.get("choices") if isinstance(resp, dict) else None
-    if not choices or not isinstance(choices[0], dict):
-        raise ModelError(f"{name}: response has no choices", retryable=True)
-    message = choices[0].get("message") or {}
-    usage = resp.get("usage") or {}
-    return ModelOutput(
-        text=message.get("content") or "",
-        usage=Usage(
-            prompt_tokens=usage.get("prompt_tokens") or 0,
-            completion_tokens=usage.get("completion_tokens") or 0,
-        ),
-        model=resp.get("model") or "",
-        finish_reason=choices[0].get("finish_reason"),
-        latency_s=latency,
-    )
+def _names_a_model(detail: str) -> bool:
+    """Whether a 404 body is an API's "no such model" (not a missing route)."""
+    try:
+        error = json.loads(detail).get("error")
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(error, dict) and "model" in json.dumps(error).lower()
+
+
+class Masker:
+    """Replaces secrets in text with `***`: each secret raw, JSON-escaped (ASCII-escaped or
+    not, `/` written as `\\/`, or escaped again) and URL-encoded (`quote`, `quote_plus`, the
+    hex digits in either case)."""
+
+    def __init__(self, secrets: list[str]) -> None:
+        forms: set[str] = set()
+        for secret in secrets:
+            if len(secret) < 4:  # "" (no key) or too short to be told from text
+                continue
+            forms.add(secret)
+            forms.add(json.dumps(secret)[1:-1])
+            forms.add(json.dumps(secret, ensure_ascii=False)[1:-1])
+            forms.add(urllib.parse.quote(secret, safe=""))
+            forms.add(urllib.parse.quote(secret))
+            forms.add(urllib.parse.quote_plus(secret))
+        self._pattern = (
+            re.compile("|".join(_form_pattern(f) for f in sorted(forms, key=len, reverse=True)))
+            if forms
+            else None
+        )
+
+    def __call__(self, text: str) -> str:
+        if self._pattern is None or not text:
+            return text
+        return self._pattern.sub("***", text)
+
+
+def _form_pattern(form: str) -> str:
+    """A regex for `form`: each %XX escape in either case, each `/` after any backslashes."""
+    out = []
+    for i, piece in enumerate(re.split(r"(%[0-9A-Fa-f]{2})", form)):
+        if i % 2:
+            out.append(f"%(?i:{re.escape(piece[1:])})")
+        else:
+            out.append("".join(r"\\*/" if c == "/" else re.escape(c) for c in piece))
+    return "".join(out)

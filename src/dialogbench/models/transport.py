@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import socket
 from typing import Any
 
 import aiohttp
@@ -39,6 +40,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):  # type: ignore[misc]
         timeout = request.extensions.get("timeout", {})
         client_timeout = aiohttp.ClientTimeout(
             total=None,
+            connect=timeout.get("connect"),
             sock_connect=timeout.get("connect"),
             sock_read=timeout.get("read"),
         )
@@ -55,15 +57,40 @@ class AiohttpTransport(httpx.AsyncBaseTransport):  # type: ignore[misc]
             ) as resp:
                 body = await resp.read()
                 raw_headers: Any = [(k, v) for k, v in resp.raw_headers]
-        except TimeoutError as e:
-            raise httpx.ReadTimeout(str(e) or "timed out", request=request) from e
-        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as e:
-            raise httpx.ConnectError(str(e) or type(e).__name__, request=request) from e
         except asyncio.CancelledError:
             raise
+        except aiohttp.ConnectionTimeoutError as e:
+            seconds = timeout.get("connect")
+            within = f" within {seconds:g} s" if seconds else ""
+            raise httpx.ConnectTimeout(f"no connection{within}", request=request) from e
+        except TimeoutError as e:
+            raise httpx.ReadTimeout(str(e) or "timed out", request=request) from e
+        except aiohttp.ClientConnectorError as e:
+            raise httpx.ConnectError(connect_failure(e), request=request) from e
+        except aiohttp.InvalidUrlClientError as e:
+            raise httpx.UnsupportedProtocol(f"not a valid URL: {e}", request=request) from e
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as e:
+            raise httpx.RemoteProtocolError(
+                f"connection dropped: {str(e) or type(e).__name__}", request=request
+            ) from e
         return httpx.Response(resp.status, headers=raw_headers, content=body, request=request)
 
     async def aclose(self) -> None:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+def connect_failure(e: aiohttp.ClientConnectorError) -> str:
+    """Why a connection could not be made, in a few words (no URL: the caller names it)."""
+    os_error = e.os_error
+    if isinstance(e, aiohttp.ClientConnectorDNSError) or isinstance(os_error, socket.gaierror):
+        return f"host name {e.host!r} not found (DNS)"
+    if isinstance(e, aiohttp.ClientConnectorCertificateError):
+        return f"TLS certificate rejected: {e.certificate_error}"
+    if isinstance(e, aiohttp.ClientConnectorSSLError):
+        return f"TLS handshake failed: {os_error}"
+    if isinstance(os_error, ConnectionRefusedError):
+        return "connection refused; is a server listening there?"
+    why = os_error.strerror if os_error.strerror else str(os_error) or type(os_error).__name__
+    return f"cannot connect: {why}"

@@ -77,8 +77,54 @@ class ModelOutput(BaseModel):
     cached: bool = False
 
 
+ErrorKind = Literal[
+    "unreachable", "timeout", "rate_limited", "server", "rejected", "empty", "unreadable"
+]
+"""Why a call failed, for counting failures by cause:
+
+- `unreachable`: no connection (refused, host not found, TLS, not an http(s) URL) or no
+  chat-completions endpoint at the URL (HTTP 404: a base URL without `/v1`); the backend
+  is not there, so a run stops early on it.
+- `timeout`: connected, but no reply within the per-request timeout (or HTTP 408).
+- `rate_limited`: HTTP 429.
+- `server`: HTTP 5xx (and 409, 425), or the connection dropped mid-reply.
+- `rejected`: the server refused the request (other 4xx: bad key, unknown model, bad
+  request), or a local provider could not run it; never retried.
+- `empty`: an answer with no text (content `""` or `null`, no choices); retried, never cached.
+- `unreadable`: a reply that is not chat-completions JSON.
+"""
+ERROR_KINDS: tuple[ErrorKind, ...] = (
+    "unreachable",
+    "timeout",
+    "rate_limited",
+    "server",
+    "rejected",
+    "empty",
+    "unreadable",
+)
+
+
+def _kind_of(status: int | None, retryable: bool) -> ErrorKind:
+    if status == 429:
+        return "rate_limited"
+    if status == 408:
+        return "timeout"
+    if status == 404:
+        return "unreachable"
+    if status is not None and (status >= 500 or status in (409, 425)):
+        return "server"
+    if status is not None:
+        return "rejected"
+    return "server" if retryable else "rejected"
+
+
 class ModelError(RuntimeError):
-    """A failed call. `retryable` errors are retried with back-off; errors are never cached."""
+    """A failed call. `retryable` errors are retried with back-off; errors are never cached.
+
+    `kind` says why (one of `ERROR_KINDS`; by default read from `status` and `retryable`),
+    so a runner can count failures by cause and tell an absent backend (`unreachable`)
+    from a bad reply.
+    """
 
     def __init__(
         self,
@@ -87,11 +133,23 @@ class ModelError(RuntimeError):
         retryable: bool,
         status: int | None = None,
         retry_after: float | None = None,
+        kind: ErrorKind | None = None,
     ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.status = status
         self.retry_after = retry_after
+        self.kind: ErrorKind = kind or _kind_of(status, retryable)
+
+    def with_message(self, message: str) -> ModelError:
+        """The same error (kind, status, retry_after) with another message."""
+        return ModelError(
+            message,
+            retryable=self.retryable,
+            status=self.status,
+            retry_after=self.retry_after,
+            kind=self.kind,
+        )
 
 
 @runtime_checkable
