@@ -6,12 +6,14 @@
 An uninterrupted run of `dialogbench run questions` against the loopback server is the
 answer key. A second run into its own folder (and its own cache) is killed with SIGKILL at
 a random moment, rerun with the same command, killed again, `--kills` times; each moment is
-drawn uniformly over the time the rest of the run is expected to take (its start-up plus
-the share of the answer key's work still to do), so kills land in start-up, mid-solve and
-mid-score. The last rerun is left to finish: its items.jsonl and summary.json must be the
-answer key's bytes. Then SIGINT: a fresh run is interrupted once it has saved some units;
-it must exit within 15 s, without a traceback, with a one-line message on how to resume,
-and resuming it must again give the answer key's bytes.
+drawn uniformly from 30% of the start-up (to the first saved unit) to the start-up plus the
+share of the answer key's work still to do, so kills land in start-up, mid-solve and
+mid-score; a run that finishes before its kill starts the chain again from an empty
+folder and cache, with a narrower window. The last rerun is left to finish: its
+items.jsonl and summary.json must be the answer key's bytes. Then SIGINT: a fresh run is
+interrupted once it has saved a quarter of its units; it must exit within 15 s, without a
+traceback, with a one-line message on how to resume, and resuming it must again give the
+answer key's bytes.
 
 Exits 1 when a target is missed.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -85,18 +88,22 @@ def measure(
         args = work.args(srv.base_url, out)
         landed: list[str] = []
         finished_early = 0
-        attempts = 0
-        while len(landed) < kills and attempts < kills * 3:
-            attempts += 1
+        shrink = 1.0  # narrows the window each time a run beats its kill
+        while len(landed) < kills and finished_early < kills * 2:
             left = 1 - min(saved_units(out), units) / max(1, units) / 2
             left -= min(saved_units(out, "scored"), units) / max(1, units) / 2
-            moment = rng.uniform(0.05, first_s + (wall_s - first_s) * max(left, 0.05))
+            span = first_s + (wall_s - first_s) * max(left, 0.05)
+            moment = rng.uniform(0.3 * first_s, span) * shrink
             started = time.perf_counter()
             proc = start_cli(args, env)
             if wait_for(lambda: proc.poll() is not None, moment):  # noqa: B023
+                # it finished first: start the chain again from an empty folder and cache
                 finished_early += 1
+                shrink *= 0.7
                 finish(proc, started)
-                break
+                shutil.rmtree(out, ignore_errors=True)
+                Path(env["DIALOGBENCH_CACHE"]).unlink(missing_ok=True)
+                continue
             before = saved_units(out), saved_units(out, "scored")
             proc.send_signal(signal.SIGKILL)
             finish(proc, started)
@@ -136,7 +143,7 @@ def measure(
             len(landed) >= kills,
             " ".join(landed[:12]) + (" ..." if len(landed) > 12 else ""),
         ),
-        Check("runs that finished before their kill", str(finished_early)),
+        Check("runs that finished before their kill (chain restarted)", str(finished_early)),
         Check("final rerun exit code", str(last.rc), "0", last.rc == 0),
         Check(
             "after kills: items, summary identical",
