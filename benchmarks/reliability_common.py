@@ -245,7 +245,7 @@ class BenchServer(ChatServer):
         if not isinstance(resp, web.Response) or resp.body is None:
             return resp
         text = resp.text or ""
-        if HTML_MARKER in text:
+        if HTML_MARKER in text or json.dumps(HTML_MARKER)[1:-1] in text:  # raw or JSON-escaped
             return web.Response(text=HTML_PAGE, content_type="text/html", status=200)
         if not self.echo_auth:
             return resp

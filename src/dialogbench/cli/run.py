@@ -22,7 +22,13 @@ from dialogbench.models.spec import DEFAULT_DEADLINE_S, DEFAULT_RETRY_AFTER_MAX_
 from dialogbench.runner.options import OptionError, check, describe, flag, kind_of, metavar
 from dialogbench.runner.record import RunFolder
 from dialogbench.runner.rescore import finished_manifest, rescore
-from dialogbench.runner.roles import DEFAULT_MAX_CONNECTIONS, Role, RoleSpec
+from dialogbench.runner.roles import (
+    DEFAULT_DEADLINE_S,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_TIMEOUT_S,
+    Role,
+    RoleSpec,
+)
 from dialogbench.runner.runner import Finished, models_of, run_track
 from dialogbench.runner.status import EXIT_STATUS_HELP
 from dialogbench.runner.track import Track
@@ -421,6 +427,12 @@ def score(
     judge_max_connections: Annotated[
         int, typer.Option(help="requests in flight to each judge", min=1)
     ] = DEFAULT_MAX_CONNECTIONS,
+    judge_timeout: Annotated[
+        float, typer.Option(help="seconds one judge request may take", min=0.001)
+    ] = DEFAULT_TIMEOUT_S,
+    judge_deadline: Annotated[
+        float, typer.Option(help="seconds one judge call may take with its retries", min=0.001)
+    ] = DEFAULT_DEADLINE_S,
     out: Annotated[
         Path | None,
         typer.Option(
@@ -442,7 +454,7 @@ def score(
         urls = _per_judge(judge_base_url, len(specs), "--judge-base-url")
         keys = _per_judge(judge_api_key_env, len(specs), "--judge-api-key-env")
         judges = [
-            RoleSpec(m, u, k, judge_max_connections)
+            RoleSpec(m, u, k, judge_max_connections, judge_timeout, judge_deadline)
             for m, u, k in zip(specs, urls, keys, strict=True)
         ]
         changes = setting_changes(track, set_ or [])
