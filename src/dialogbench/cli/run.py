@@ -23,9 +23,7 @@ from dialogbench.runner.options import OptionError, check, describe, flag, kind_
 from dialogbench.runner.record import RunFolder
 from dialogbench.runner.rescore import finished_manifest, rescore
 from dialogbench.runner.roles import (
-    DEFAULT_DEADLINE_S,
     DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_TIMEOUT_S,
     Role,
     RoleSpec,
 )
