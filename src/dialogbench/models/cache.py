@@ -145,7 +145,7 @@ class ResponseCache:
             db = sqlite3.connect(
                 self.path, check_same_thread=False, isolation_level=None, timeout=BUSY_S
             )
-            db.execute("PRAGMA journal_mode=WAL")
+            _wal(db)
             db.execute("PRAGMA synchronous=NORMAL")
             db.executescript(_SCHEMA)
             db.execute("SELECT key, model, endpoint, settings, output FROM responses LIMIT 1")
@@ -394,3 +394,17 @@ class ResponseCache:
                     raise
             finally:
                 self._db.close()
+
+
+def _wal(db: sqlite3.Connection) -> None:
+    """Switch to WAL. Two processes creating one cache at once can both try; the switch takes
+    an exclusive lock that SQLite's busy timeout does not wait for, so wait for it here."""
+    deadline = time.monotonic() + BUSY_S
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
