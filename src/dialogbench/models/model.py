@@ -8,8 +8,9 @@ Every model-backed track calls models through this class:
 
 Transient failures (429, 5xx, dropped connections, timeouts, unreadable or empty replies)
 are retried with exponential back-off and full jitter, honouring Retry-After up to
-`retry_after_max_s` (a longer wait asked for is cut to it, and logged); 429 and 503 also
-halve the endpoint's concurrency, which then grows back by one per window of successes.
+`retry_after_max_s` (a longer wait asked for is cut to it, and logged); a 429 or 503 without
+a Retry-After also halves the endpoint's concurrency, which then grows back by one per window
+of successes (with one, the server's wait is the back-off).
 An unreachable endpoint (connection refused, host not found) and an empty reply are retried
 at most twice, quickly. Each request has `timeout_s`; a call, all its retries and waits
 together, has `deadline_s`. Errors, empty replies included, are never cached (nor replayed
@@ -268,8 +269,8 @@ class Model:
             limit = min(self.max_retries, self.quick_retries) if quick else self.max_retries
             if not error.retryable or attempt >= limit:
                 raise self._gave_up(error, attempt + 1, spent)
-            if error.status in (429, 503):
-                limiter.overloaded()
+            if error.status in (429, 503) and error.retry_after is None:
+                limiter.overloaded()  # with a Retry-After, the server's wait is the back-off
             cap = min(self.backoff_max_s, self.backoff_s * 2**attempt)
             if quick:
                 cap = min(cap, 1.0)
