@@ -18,7 +18,7 @@ from rich.text import Text
 
 import dialogbench.tracks  # noqa: F401  (registers every track)
 from dialogbench.cli.run import register_commands, score, show
-from dialogbench.cli.ui import console, csv, friendly_errors, table_of, with_progress
+from dialogbench.cli.ui import console, csv, err, friendly_errors, table_of, with_progress
 from dialogbench.data.demo.model import TASKS
 from dialogbench.data.demo.registry import DEMO_DATASETS, load_demo, locate_demo
 from dialogbench.data.download import download
@@ -42,7 +42,7 @@ from dialogbench.models.spec import DEFAULT_TIMEOUT_S
 from dialogbench.runner import REGISTRY as TRACKS
 from dialogbench.runner import Finished, run_track
 from dialogbench.runner.record import Progress as TrackProgress
-from dialogbench.runner.status import EXIT_STATUS_HELP
+from dialogbench.runner.status import EXIT_STATUS_HELP, ExitCode
 from dialogbench.stats.bootstrap import Estimate
 from dialogbench.tracks.demo.aggregate import AwarenessTable, TableRow, paper_table
 from dialogbench.tracks.realcompanion.reconstruction import compare_runs
@@ -280,6 +280,11 @@ def models_check(
         try:
             report = asyncio.run(go())
         except ModelError as e:
+            if e.kind == "unreachable":
+                err.print(
+                    Text.assemble(("error: ", "bold red"), f"{spec.name} did not answer: {e}")
+                )
+                raise typer.Exit(ExitCode.UNREACHABLE) from None
             raise ValueError(f"{spec.name} did not answer: {e}") from None
         console.print(f"{report.model} at {report.endpoint}")
         console.print(f"  latency      {report.latency_s * 1000:.0f} ms")
