@@ -22,12 +22,18 @@ class DataError(ValueError):
         self.record = record
         self.field = field
         self.fix = fix
-        where = self.path
+        where = _cut(self.path, 300)
         if record is not None:
-            where += f", {record}"
+            where += f", {_cut(record, 200)}"
         if field is not None:
-            where += f", field '{field}'"
-        message = f"{where}: {problem}"
+            where += f", field '{_cut(field, 120)}'"
+        message = f"{where}: {_cut(problem, 800)}"
         if fix:
-            message += f" (fix: {fix})"
+            message += f" (fix: {_cut(fix, 400)})"
         super().__init__(message)
+
+
+def _cut(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters: a name or value taken from the input (a 2 MB
+    conversation id) never makes the message unreadable."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
