@@ -22,6 +22,15 @@ In corpora where both speakers are people (LoCoMo), both are `user`."""
 MAX_ID = 256
 """The longest id (of a message, subject, question or stage) a record may hold."""
 Stratum = Literal["proportional", "enriched", "abstention"]
+Locus = Literal["none", "recent", "session", "distant"]
+"""Where an item's verified references sit: nowhere, within the recent thread (the last
+RECENT_WINDOW messages), earlier in the probe's own session, or in an earlier session."""
+Reading = Literal["recorded", "strict"]
+"""Two readings of "this message needs memory": *recorded* (a verified reference lies outside the
+recent thread) and *strict* (and the reference reply depends on it)."""
+
+RECENT_WINDOW = 8
+"""A reference at most this many messages before the probe is in the recent thread."""
 
 
 def _utf8(text: str) -> str:
@@ -85,6 +94,9 @@ class PersonaEntry(_Record):
     statement: Text
     grounds: list[Id] = Field(default_factory=list, description="message ids")
     hypothesis: bool = Field(default=False, description="a named working hypothesis")
+    name: Text | None = Field(
+        default=None, description="the working hypothesis's name (e.g. 'avoids conflict at work')"
+    )
 
 
 class TraceStage(_Record):
@@ -104,6 +116,48 @@ class ChatItem(_Record):
     reference_ids: list[Id] = Field(default_factory=list)
     reference_reply: Text = ""
     trace: list[TraceStage] = Field(default_factory=list)
+    rule: Id | None = Field(default=None, description="the numbered rule that set the tier")
+    locus: Locus | None = Field(default=None, description="where the verified references sit")
+    needs_memory: bool | None = Field(
+        default=None,
+        description="recorded reading: a verified reference lies outside the recent thread",
+    )
+    needs_memory_strict: bool | None = Field(
+        default=None, description="strict reading: memory is needed and the reply depends on it"
+    )
+    dependent: bool | None = Field(
+        default=None, description="the reference reply depends on the recorded messages"
+    )
+    surface_tier: Text = Field(default="", description="the pre-verification surface signal's tier")
+    supported: bool | None = Field(
+        default=None, description="stage E: the reference reply is supported by its context"
+    )
+
+    @field_validator("needs_memory_strict")
+    @classmethod
+    def _strict_within_recorded(cls, strict: bool | None, info: ValidationInfo) -> bool | None:
+        if strict and info.data.get("needs_memory") is False:
+            raise ValueError(
+                "is true while needs_memory is false; the strict reading implies the recorded one"
+            )
+        return strict
+
+    def memory_needed(self, reading: Reading, distance: int | None) -> bool:
+        """Whether this item needs memory under `reading`.
+
+        The item's own labels decide when it has them; an unlabelled item falls back to its
+        references: needed when the furthest lies more than RECENT_WINDOW messages back
+        (`distance`, None for no references), and under the strict reading only when the
+        item is also marked dependent.
+        """
+        recorded = self.needs_memory
+        if recorded is None:
+            recorded = distance is not None and distance > RECENT_WINDOW
+        if reading == "recorded":
+            return recorded
+        if self.needs_memory_strict is not None:
+            return self.needs_memory_strict
+        return recorded and bool(self.dependent)
 
     @field_validator("trace")
     @classmethod
