@@ -2,6 +2,7 @@
 
 from dialogbench.tracks.realcompanion.chat import ChatConfig, ChatResult, run_chat
 from dialogbench.tracks.realcompanion.coverage import CoverageConfig, CoverageResult, run_coverage
+from dialogbench.tracks.realcompanion.demand import DemandConfig, DemandResult, run_demand
 from dialogbench.tracks.realcompanion.detection import (
     DetectionConfig,
     DetectionResult,
@@ -31,6 +32,8 @@ __all__ = [
     "ChatResult",
     "CoverageConfig",
     "CoverageResult",
+    "DemandConfig",
+    "DemandResult",
     "DetectionConfig",
     "DetectionResult",
     "PrivacyConfig",
@@ -45,6 +48,7 @@ __all__ = [
     "default_detectors",
     "run_chat",
     "run_coverage",
+    "run_demand",
     "run_detection",
     "run_privacy",
     "run_questions",

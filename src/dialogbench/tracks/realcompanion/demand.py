@@ -1,0 +1,432 @@
+"""Memory-demand track (RealCompanion, "The past is rarely needed, and far away"; "Pooled
+measures mislead"): how often a person's message needs memory, and how far back, read from a
+release folder's chat labels. No model is called.
+
+"Needs memory" is the item's own labels under each reading (`memory.py`): *recorded* (a
+verified reference lies outside the recent thread) and *strict* (and the reference reply
+depends on it). Distances count messages back from the probe (1 = the message just before).
+
+Figures, each with a 95% bootstrap interval (items resampled, or whole subjects with
+`--cluster subject`):
+
+    demand rate        share of proportional-stratum items that need memory (the only
+                       stratum that answers "how often": a uniform sample of messages)
+    census rate        share of the person's messages that need memory, over the subjects
+                       whose every person message has a chat item (the censused subjects,
+                       named in summary.json; none: no census figure)
+    nearest / furthest how many messages back the nearest and the furthest reference sit,
+                       over every item (any stratum) that needs memory: median, upper
+                       quartile (p75) and max (a sample maximum has no bootstrap interval:
+                       its ci is null)
+    recency window     over items with a reference set: the share whose nearest reference
+                       lies within the last `window` messages (the window finds a required
+                       message) and whose every reference does (it finds them all); over all
+                       such items and over those that need memory (the paper's 95.9% vs 2.2%)
+    subjects           each subject's items, memory-needing items and share of all of them,
+                       its own proportional demand rate, per reading (subjects.json); and the
+                       subjects that contribute no memory-needing item (summary.json)
+
+One unit per subject; its rows (one per chat item) hold the labels and distances:
+
+RUN_DIR/items.jsonl     subject, probe, stratum, tier, rule, locus, person, references,
+                        nearest, furthest, needs_memory, needs_memory_strict, dependent,
+                        supported, surface_tier, labelled (the item has needs_memory)
+RUN_DIR/summary.json    readings -> reading -> figure; recency window -> population -> figure;
+                        census; subjects contributing none; item counts
+RUN_DIR/subjects.json   subject -> its counts, censused flag and per-reading contribution
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import numpy.typing as npt
+from rich.table import Table
+
+from dialogbench.data.model import RECENT_WINDOW, Dataset, Message, Reading, Subject
+from dialogbench.report.table import summary_table
+from dialogbench.runner import Outcome, Plan, Progress, TrackBase, option, register, run_track
+from dialogbench.runner.track import Models, Rows
+from dialogbench.stats.bootstrap import (
+    Estimate,
+    bootstrap_means,
+    nan_estimate,
+    percentile_interval,
+    resample_counts,
+)
+from dialogbench.tracks.realcompanion.memory import READINGS, labels_of
+
+TRACK = "demand"
+FloatArray = npt.NDArray[np.float64]
+QUANTILES = (("median", 0.5), ("p75", 0.75))
+RATE_FIGURES = ("demand rate", "census rate")
+DISTANCE_FIGURES = tuple(
+    f"{side} {name}" for side in ("nearest", "furthest") for name in ("median", "p75", "max")
+)
+WITH_REFERENCES = "probes with references"
+
+
+def needs_label(reading: Reading) -> str:
+    """The recency-window population of the items that need memory under `reading`."""
+    return f"needs memory ({reading})"
+
+
+@dataclass(frozen=True)
+class DemandConfig:
+    """The recency window and how to draw intervals."""
+
+    window: int = option(
+        RECENT_WINDOW,
+        help="the recency window: messages before the probe whose finds are counted",
+        min=1,
+        max=1_000_000,
+        stage="aggregate",
+    )
+    seed: int = option(0, help="seed of the bootstrap", min=0)
+    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
+    cluster: Literal["item", "subject"] = option(
+        "item", help="resample items, or whole subjects", stage="aggregate"
+    )
+
+
+@dataclass(frozen=True)
+class Census:
+    """One subject's person messages and how many of them carry a chat item."""
+
+    person_messages: int
+    labelled: int
+
+    @property
+    def censused(self) -> bool:
+        """Every person message is labelled (and there is at least one)."""
+        return self.person_messages > 0 and self.labelled == self.person_messages
+
+
+@dataclass
+class DemandResult:
+    """The track's figures as written to the run folder."""
+
+    readings: dict[str, dict[str, Estimate]]
+    window: dict[str, dict[str, Estimate]]
+    subjects: dict[str, dict[str, Any]]
+    censused: list[str]
+    contributing_none: dict[str, list[str]]
+    items: dict[str, int]
+    window_size: int = RECENT_WINDOW
+    warnings: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "readings": self.readings,
+            "recency window": self.window,
+            "window": self.window_size,
+            "census": {
+                "subjects": self.censused,
+                "person messages": sum(self.subjects[s]["person messages"] for s in self.censused),
+            },
+            "subjects contributing none": {
+                r: {"count": len(v), "subjects": v} for r, v in self.contributing_none.items()
+            },
+            "items": self.items,
+        }
+
+
+def person_messages(subject: Subject) -> list[Message]:
+    """The messages of the person under study: role `user`, and one of `subject.speakers`
+    when the subject names them."""
+    who = set(subject.speakers)
+    return [m for m in subject.messages if m.role == "user" and (not who or m.speaker in who)]
+
+
+def subject_rows(subject: Subject) -> Rows:
+    """One row per chat item of `subject`: its labels and reference distances."""
+    labels = labels_of(subject)
+    person = {m.id for m in person_messages(subject)}
+    rows: Rows = []
+    for item in subject.chat_items:
+        lab = labels[item.probe_id]
+        rows.append(
+            {
+                "subject": subject.id,
+                "probe": item.probe_id,
+                "stratum": item.stratum,
+                "tier": item.tier,
+                "rule": item.rule,
+                "locus": item.locus,
+                "person": item.probe_id in person,
+                "references": 0 if lab.nearest is None else len(item.reference_ids),
+                "nearest": lab.nearest,
+                "furthest": lab.furthest,
+                "needs_memory": lab.recorded,
+                "needs_memory_strict": lab.strict,
+                "dependent": lab.dependent,
+                "supported": item.supported,
+                "surface_tier": item.surface_tier,
+                "labelled": item.needs_memory is not None,
+            }
+        )
+    return rows
+
+
+def census_of(subject: Subject) -> Census:
+    """How many of the subject's person messages carry a chat item."""
+    ids = {m.id for m in person_messages(subject)}
+    labelled = {i.probe_id for i in subject.chat_items} & ids
+    return Census(person_messages=len(ids), labelled=len(labelled))
+
+
+class DemandTrack(TrackBase[DemandConfig, Subject]):
+    """One unit per subject with chat items: its items' labels and distances."""
+
+    name: ClassVar[str] = TRACK
+    summary: ClassVar[str] = (
+        "How often the past is needed and how far back, from the chat labels (no model)."
+    )
+    config_type = DemandConfig
+
+    def plan(self, data: Dataset, config: DemandConfig) -> Plan[Subject]:
+        units = {s.id: s for s in data.subjects if s.chat_items}
+        if not units:
+            raise ValueError(
+                f"dataset {data.name!r} has no chat item: the demand track reads chat.jsonl "
+                "labels (needs_memory, needs_memory_strict, or reference_ids)"
+            )
+        census = {s.id: census_of(s) for s in data.subjects if s.chat_items}
+        return Plan(units, warnings=list(data.warnings), context=census)
+
+    async def solve(
+        self, unit: Subject, models: Models, config: DemandConfig, plan: Plan[Subject]
+    ) -> Rows:
+        return subject_rows(unit)
+
+    def aggregate(self, plan: Plan[Subject], rows: Rows, config: DemandConfig) -> Outcome:
+        result = summarise(rows, plan.context, config)
+        return Outcome(
+            summary=result.summary(),
+            files={"subjects.json": result.subjects},
+            warnings=list(result.warnings),
+            result=result,
+        )
+
+    def show(self, outcome: Outcome, config: DemandConfig) -> list[Table | str]:
+        result: DemandResult = outcome.result
+        far = "How many messages back, when memory is needed (max: no interval)"
+        shown: list[Table | str] = [
+            summary_table(
+                "Memory demand (95% bootstrap intervals)", result.readings, RATE_FIGURES, "reading"
+            ),
+            summary_table(far, result.readings, DISTANCE_FIGURES, "reading"),
+            summary_table(
+                f"Recency window of the last {result.window_size} messages",
+                result.window,
+                ["finds nearest", "finds all"],
+                "probes",
+            ),
+        ]
+        censused = ", ".join(result.censused) or "none (no subject has every message labelled)"
+        shown.append(f"censused subjects: {censused}")
+        n = len(result.subjects)
+        for reading, none in result.contributing_none.items():
+            names = f": {', '.join(none)}" if none else ""
+            shown.append(
+                f"{reading}: {len(none)} of {n} subjects contribute no memory-needing item{names}"
+            )
+        return shown
+
+
+DEMAND = register(DemandTrack())
+
+
+def run_demand(
+    dataset: Dataset,
+    out: Path,
+    config: DemandConfig = DemandConfig(),
+    progress: Progress | None = None,
+) -> DemandResult:
+    """Read every chat item's labels, write the run folder and return the figures."""
+    finished = run_track(DEMAND, dataset, out, config, progress=progress)
+    result: DemandResult = finished.result()
+    return result
+
+
+# -- figures --------------------------------------------------------------------------------
+
+
+def quantile_replicates(values: FloatArray, q: float, weights: FloatArray) -> FloatArray:
+    """The q-quantile (linear interpolation, as `np.percentile`) of `values` in each resample,
+    where `weights[b, i]` is how often item i is drawn in resample b; NaN for an empty one."""
+    order = np.argsort(values, kind="stable")
+    xs = values[order]
+    cum = np.cumsum(weights[:, order], axis=1)
+    total = cum[:, -1] if len(xs) else np.zeros(len(weights))
+    h = np.maximum(total - 1, 0) * q
+    lo = np.floor(h)
+    frac = h - lo
+
+    def order_stat(k: FloatArray) -> FloatArray:
+        at = (cum > k[:, None]).argmax(axis=1)  # first item whose cumulative count passes k
+        got: FloatArray = xs[at]
+        return got
+
+    out = order_stat(lo) + frac * (order_stat(np.minimum(lo + 1, total - 1)) - order_stat(lo))
+    return np.where(total > 0, out, np.nan)
+
+
+def bootstrap_quantile(
+    values: Sequence[float],
+    q: float,
+    clusters: Sequence[str] | None = None,
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> Estimate:
+    """The q-quantile of `values` with a percentile bootstrap interval (items resampled, or
+    whole `clusters`); NaN over nothing."""
+    x = np.asarray(values, dtype=np.float64)
+    if len(x) == 0:
+        return nan_estimate()
+    if clusters is None:
+        unit = np.arange(len(x))
+    else:
+        _, unit = np.unique(np.asarray(clusters), return_inverse=True)
+    counts = resample_counts(int(unit.max()) + 1, n_boot, np.random.default_rng(seed))
+    reps = quantile_replicates(x, q, counts[:, unit])
+    lo, hi = percentile_interval(reps)
+    value = float(np.percentile(x, q * 100))
+    return Estimate(value=value, ci_low=float(lo), ci_high=float(hi), n=len(x))
+
+
+def _max(values: FloatArray) -> Estimate:
+    if not len(values):
+        return nan_estimate()
+    nan = float("nan")
+    return Estimate(value=float(values.max()), ci_low=nan, ci_high=nan, n=len(values))
+
+
+def summarise(
+    rows: Sequence[dict[str, Any]], census: dict[str, Census], config: DemandConfig
+) -> DemandResult:
+    """The figures from the item rows and each subject's census."""
+    n = len(rows)
+    subject = np.array([r["subject"] for r in rows], dtype=object)
+    stratum = np.array([r["stratum"] for r in rows], dtype=object)
+    person = np.array([r["person"] for r in rows], bool)
+    nearest = np.array([np.nan if r["nearest"] is None else r["nearest"] for r in rows], float)
+    furthest = np.array([np.nan if r["furthest"] is None else r["furthest"] for r in rows], float)
+    need = {
+        "recorded": np.array([r["needs_memory"] for r in rows], bool),
+        "strict": np.array([r["needs_memory_strict"] for r in rows], bool),
+    }
+    censused = sorted(s for s, c in census.items() if c.censused)
+    proportional = stratum == "proportional"
+    in_census = np.isin(subject, censused) & person
+    has_refs = ~np.isnan(nearest)
+    boot = {"n_boot": config.n_boot, "seed": config.seed}
+
+    def clusters(mask: npt.NDArray[np.bool_]) -> Sequence[str] | None:
+        return list(subject[mask]) if config.cluster == "subject" else None
+
+    def mean(values: npt.NDArray[np.bool_], mask: npt.NDArray[np.bool_]) -> Estimate:
+        return bootstrap_means(values[mask].astype(float), clusters(mask), **boot)[0]
+
+    readings: dict[str, dict[str, Estimate]] = {}
+    window: dict[str, dict[str, Estimate]] = {}
+    finds_nearest = nearest <= config.window  # NaN compares False
+    finds_all = furthest <= config.window
+    window[WITH_REFERENCES] = {
+        "finds nearest": mean(finds_nearest, has_refs),
+        "finds all": mean(finds_all, has_refs),
+    }
+    for reading in READINGS:
+        needs = need[reading]
+        figures = {
+            "demand rate": mean(needs, proportional),
+            "census rate": mean(needs, in_census),
+        }
+        measured = needs & has_refs
+        for side, d in (("nearest", nearest), ("furthest", furthest)):
+            for name, q in QUANTILES:
+                figures[f"{side} {name}"] = bootstrap_quantile(
+                    d[measured], q, clusters(measured), **boot
+                )
+            figures[f"{side} max"] = _max(d[measured])
+        readings[reading] = figures
+        window[needs_label(reading)] = {
+            "finds nearest": mean(finds_nearest, measured),
+            "finds all": mean(finds_all, measured),
+        }
+    per_subject, none = _subjects(rows, census, need, config)
+    items = {"all": n, **{s: int((stratum == s).sum()) for s in sorted(set(stratum.tolist()))}}
+    warnings = _warnings(rows, proportional, censused)
+    return DemandResult(
+        readings=readings,
+        window=window,
+        subjects=per_subject,
+        censused=censused,
+        contributing_none=none,
+        items=items,
+        window_size=config.window,
+        warnings=warnings,
+    )
+
+
+def _subjects(
+    rows: Sequence[dict[str, Any]],
+    census: dict[str, Census],
+    need: dict[str, npt.NDArray[np.bool_]],
+    config: DemandConfig,
+) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+    """Each subject's contribution per reading, and who contributes nothing."""
+    subject = np.array([r["subject"] for r in rows], dtype=object)
+    proportional = np.array([r["stratum"] == "proportional" for r in rows], bool)
+    out: dict[str, dict[str, Any]] = {}
+    none: dict[str, list[str]] = {r: [] for r in READINGS}
+    for sid, c in sorted(census.items()):
+        mine = subject == sid
+        entry: dict[str, Any] = {
+            "items": int(mine.sum()),
+            "proportional items": int((mine & proportional).sum()),
+            "person messages": c.person_messages,
+            "labelled person messages": c.labelled,
+            "censused": c.censused,
+        }
+        for reading in READINGS:
+            needs = need[reading]
+            count = int((needs & mine).sum())
+            total = int(needs.sum())
+            mask = mine & proportional
+            entry[reading] = {
+                "memory items": count,
+                "share of memory items": count / total if total else None,
+                "demand rate": bootstrap_means(
+                    needs[mask].astype(float), n_boot=config.n_boot, seed=config.seed
+                )[0],
+            }
+            if count == 0:
+                none[reading].append(sid)
+        out[sid] = entry
+    return out, none
+
+
+def _warnings(
+    rows: Sequence[dict[str, Any]], proportional: npt.NDArray[np.bool_], censused: list[str]
+) -> list[str]:
+    out = []
+    unlabelled = sum(1 for r in rows if not r["labelled"])
+    if unlabelled:
+        out.append(
+            f"{unlabelled} of {len(rows)} chat items carry no needs_memory label: read by their "
+            f"references (needed when the furthest lies more than {RECENT_WINDOW} messages "
+            "back; the strict reading also needs `dependent`)"
+        )
+    if not proportional.any():
+        out.append("no item of the proportional stratum: the demand rate has no value")
+    if not censused:
+        out.append(
+            "no subject has a chat item for every person message: the census rate has no value"
+        )
+    return out

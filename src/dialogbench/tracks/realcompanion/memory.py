@@ -1,0 +1,87 @@
+""" "Needs memory", in one place: what each chat item's labels say about its memory demand.
+
+Every RealCompanion track that splits probes by memory need reads it from here. The item's
+own verified labels decide (`ChatItem.memory_needed`): the *recorded* reading (a verified
+reference lies outside the recent thread of RECENT_WINDOW messages) and the *strict* reading
+(and the reference reply depends on it). An item without labels falls back to its
+references: it needs memory when the furthest lies more than RECENT_WINDOW messages back.
+
+Distances count messages back from the probe: the message just before it is 1 back.
+References at or after the probe are ignored (a loader may have let one through).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dialogbench.data.model import RECENT_WINDOW, ChatItem, Reading, Subject
+
+READINGS: tuple[Reading, ...] = ("recorded", "strict")
+READING_HELP = (
+    "which reading of 'needs memory': recorded (a verified reference outside the recent "
+    "thread) or strict (and the reference reply depends on it)"
+)
+__all__ = [
+    "READINGS",
+    "READING_HELP",
+    "RECENT_WINDOW",
+    "MemoryLabels",
+    "labels_of",
+    "memory_labels",
+]
+
+
+@dataclass(frozen=True)
+class MemoryLabels:
+    """One chat item's memory demand under both readings, and where its references sit."""
+
+    recorded: bool
+    strict: bool
+    dependent: bool
+    """The reference reply depends on the recorded messages (false when unlabelled)."""
+    locus: str | None
+    nearest: int | None
+    """How many messages back the nearest reference sits (None: no reference before it)."""
+    furthest: int | None
+    """How many messages back the furthest reference sits."""
+
+    def needs(self, reading: Reading) -> bool:
+        """Whether the item needs memory under `reading`."""
+        return self.recorded if reading == "recorded" else self.strict
+
+    def fields(self) -> dict[str, object]:
+        """The labels as row fields (items.jsonl)."""
+        return {
+            "needs_memory": self.recorded,
+            "needs_memory_strict": self.strict,
+            "dependent": self.dependent,
+            "locus": self.locus,
+        }
+
+
+def memory_labels(
+    item: ChatItem, probe_position: int, reference_positions: list[int]
+) -> MemoryLabels:
+    """The labels of `item`, whose probe sits at `probe_position` and whose references at
+    `reference_positions` (any order; those at or after the probe are ignored)."""
+    back = sorted(probe_position - r for r in reference_positions if r < probe_position)
+    nearest, furthest = (back[0], back[-1]) if back else (None, None)
+    return MemoryLabels(
+        recorded=item.memory_needed("recorded", furthest),
+        strict=item.memory_needed("strict", furthest),
+        dependent=bool(item.dependent),
+        locus=item.locus,
+        nearest=nearest,
+        furthest=furthest,
+    )
+
+
+def labels_of(subject: Subject) -> dict[str, MemoryLabels]:
+    """Probe id -> labels, for every chat item of `subject`."""
+    pos = subject.position_of()
+    return {
+        item.probe_id: memory_labels(
+            item, pos[item.probe_id], [pos[r] for r in item.reference_ids if r in pos]
+        )
+        for item in subject.chat_items
+    }

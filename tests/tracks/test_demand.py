@@ -1,0 +1,232 @@
+"""The memory-demand track: every figure against a hand-computed release folder written here,
+the quantile bootstrap against brute-force resampling, and the built-in sample against a
+count made straight from its files."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from dialogbench.data.registry import load_dataset
+from dialogbench.stats.bootstrap import resample_counts
+from dialogbench.tracks.realcompanion.demand import (
+    DemandConfig,
+    bootstrap_quantile,
+    quantile_replicates,
+    run_demand,
+)
+
+FAST = DemandConfig(n_boot=200)
+
+# -- a release folder with figures worked out by hand -------------------------------------
+
+# (probe, stratum, references, needs_memory, needs_memory_strict, dependent); None = unlabelled
+ItemSpec = tuple[str, str, list[str], bool | None, bool | None, bool | None]
+SUBJECTS: dict[str, tuple[int, list[ItemSpec]]] = {
+    # 20 messages, every person message (even positions) labelled: censused
+    "a": (
+        20,
+        [
+            ("m0", "abstention", [], False, False, None),
+            ("m2", "proportional", ["m1"], False, False, None),
+            ("m4", "proportional", [], False, False, None),
+            ("m6", "proportional", ["m5", "m3"], False, False, None),
+            ("m8", "proportional", [], False, False, None),
+            ("m10", "proportional", ["m9"], False, False, None),
+            ("m12", "proportional", ["m1"], True, True, True),  # 11 back
+            ("m14", "proportional", ["m13", "m2"], True, False, False),  # 1 and 12 back
+            ("m16", "enriched", ["m0"], True, True, True),  # 16 back
+            ("m18", "enriched", ["m17"], False, False, None),
+        ],
+    ),
+    # 14 messages, 3 of 7 person messages labelled; two items read by their references
+    "b": (
+        14,
+        [
+            ("m4", "proportional", ["m3"], False, False, None),
+            ("m8", "proportional", ["m0"], None, None, None),  # 8 back: recent, not needed
+            ("m12", "proportional", ["m2"], None, None, False),  # 10 back: recorded only
+        ],
+    ),
+    # contributes no memory-needing item
+    "c": (4, [("m2", "enriched", ["m1"], False, False, None)]),
+}
+
+
+def write_release(root: Path) -> Path:
+    """The folder above: messages alternate person (even) and companion (odd)."""
+    for sid, (n, items) in SUBJECTS.items():
+        folder = root / sid
+        folder.mkdir(parents=True)
+        lines = [
+            {
+                "id": f"m{i}",
+                "speaker": "P" if i % 2 == 0 else "bot",
+                "role": "user" if i % 2 == 0 else "assistant",
+                "text": f"message {i} of {sid}",
+            }
+            for i in range(n)
+        ]
+        chat: list[dict[str, Any]] = []
+        for probe, stratum, refs, recorded, strict, dependent in items:
+            item: dict[str, Any] = {
+                "probe_id": probe,
+                "stratum": stratum,
+                "reference_ids": refs,
+                "reference_reply": "ok",
+            }
+            for key, value in (
+                ("needs_memory", recorded),
+                ("needs_memory_strict", strict),
+                ("dependent", dependent),
+            ):
+                if value is not None:
+                    item[key] = value
+            chat.append(item)
+        (folder / "conversation.jsonl").write_text("\n".join(map(json.dumps, lines)) + "\n")
+        (folder / "chat.jsonl").write_text("\n".join(map(json.dumps, chat)) + "\n")
+    return root
+
+
+def value(e: dict[str, Any]) -> float:
+    v = e["value"]
+    return math.nan if v is None else float(v)
+
+
+def test_hand_computed_release(tmp_path: Path) -> None:
+    ds = load_dataset(str(write_release(tmp_path / "release")))
+    result = run_demand(ds, tmp_path / "run", FAST)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    rec, strict = summary["readings"]["recorded"], summary["readings"]["strict"]
+    # proportional: 7 of a, 3 of b; recorded a/m12, a/m14, b/m12; strict a/m12
+    assert value(rec["demand rate"]) == pytest.approx(3 / 10) and rec["demand rate"]["n"] == 10
+    assert value(strict["demand rate"]) == pytest.approx(1 / 10)
+    # census: a only (10 person messages); recorded m12, m14, m16; strict m12, m16
+    assert summary["census"] == {"subjects": ["a"], "person messages": 10}
+    assert value(rec["census rate"]) == pytest.approx(3 / 10) and rec["census rate"]["n"] == 10
+    assert value(strict["census rate"]) == pytest.approx(2 / 10)
+    # when needed (recorded): nearest 11, 1, 16, 10; furthest 11, 12, 16, 10
+    assert value(rec["nearest median"]) == 10.5
+    assert value(rec["nearest p75"]) == 12.25  # 11 + 0.25 * (16 - 11)
+    assert value(rec["nearest max"]) == 16 and rec["nearest max"]["ci_low"] is None
+    assert value(rec["furthest median"]) == 11.5
+    assert value(rec["furthest p75"]) == 13.0
+    assert value(rec["furthest max"]) == 16
+    # strict: 11 and 16
+    assert value(strict["nearest median"]) == 13.5 and value(strict["nearest p75"]) == 14.75
+    assert rec["nearest median"]["n"] == 4 and strict["furthest max"]["n"] == 2
+    # recency window of 8, over the 11 items with references: nearest within 8 for
+    # a/m2 m6 m10 m14 m18, b/m4 m8, c/m2; all within 8 for the same but a/m14
+    window = summary["recency window"]
+    assert value(window["probes with references"]["finds nearest"]) == pytest.approx(8 / 11)
+    assert value(window["probes with references"]["finds all"]) == pytest.approx(7 / 11)
+    assert value(window["needs memory (recorded)"]["finds nearest"]) == pytest.approx(1 / 4)
+    assert value(window["needs memory (recorded)"]["finds all"]) == 0.0
+    assert value(window["needs memory (strict)"]["finds nearest"]) == 0.0
+    assert summary["subjects contributing none"] == {
+        "recorded": {"count": 1, "subjects": ["c"]},
+        "strict": {"count": 2, "subjects": ["b", "c"]},
+    }
+    subjects = json.loads((tmp_path / "run" / "subjects.json").read_text())
+    assert subjects["a"]["recorded"]["memory items"] == 3
+    assert subjects["a"]["recorded"]["share of memory items"] == 0.75
+    assert subjects["b"]["recorded"]["share of memory items"] == 0.25
+    assert subjects["a"]["strict"]["share of memory items"] == 1.0
+    assert subjects["b"]["censused"] is False and subjects["b"]["labelled person messages"] == 3
+    assert value(subjects["b"]["recorded"]["demand rate"]) == pytest.approx(1 / 3)
+    assert summary["items"] == {"all": 14, "abstention": 1, "enriched": 3, "proportional": 10}
+    assert any("2 of 14 chat items carry no needs_memory label" in w for w in result.warnings)
+    items = [json.loads(x) for x in (tmp_path / "run" / "items.jsonl").read_text().splitlines()]
+    b12 = next(r for r in items if r["subject"] == "b" and r["probe"] == "m12")
+    assert b12["needs_memory"] and not b12["needs_memory_strict"] and b12["furthest"] == 10
+
+
+def test_window_and_cluster_are_aggregate_options(tmp_path: Path) -> None:
+    ds = load_dataset(str(write_release(tmp_path / "release")))
+    wide = run_demand(ds, tmp_path / "run", DemandConfig(n_boot=200, window=12))
+    # a/m12 (11 back), a/m14 (12), b/m12 (10) now lie inside; a/m16 (16) does not
+    assert wide.window["needs memory (recorded)"]["finds all"].value == pytest.approx(3 / 4)
+    by_subject = run_demand(ds, tmp_path / "run", DemandConfig(n_boot=200, cluster="subject"))
+    e = by_subject.readings["recorded"]["demand rate"]
+    assert e.value == pytest.approx(0.3) and e.ci_low <= e.value <= e.ci_high
+
+
+def test_no_chat_items_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no chat item"):
+        run_demand(_empty(tmp_path), tmp_path / "r")
+
+
+def _empty(tmp_path: Path) -> Any:
+    folder = tmp_path / "empty" / "s"
+    folder.mkdir(parents=True)
+    line = {"id": "m0", "speaker": "P", "text": "hi"}
+    (folder / "conversation.jsonl").write_text(json.dumps(line) + "\n")
+    return load_dataset(str(folder.parent))
+
+
+# -- the quantile bootstrap -----------------------------------------------------------------
+
+
+def test_quantile_replicates_match_brute_force() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 50, size=13).astype(float)
+    weights = resample_counts(13, 40, rng)
+    weights[0] = 0.0  # an empty resample
+    for q in (0.0, 0.25, 0.5, 0.75, 1.0):
+        got = quantile_replicates(x, q, weights)
+        assert math.isnan(got[0])
+        want = [np.percentile(np.repeat(x, w.astype(int)), q * 100) for w in weights[1:]]
+        np.testing.assert_allclose(got[1:], want)
+
+
+def test_bootstrap_quantile_by_cluster_matches_brute_force() -> None:
+    x = [5.0, 1.0, 9.0, 3.0, 7.0, 2.0]
+    clusters = ["u", "u", "v", "w", "w", "w"]
+    e = bootstrap_quantile(x, 0.5, clusters, n_boot=300, seed=4)
+    assert e.value == np.median(x) and e.n == 6
+    counts = resample_counts(3, 300, np.random.default_rng(4))  # clusters u, v, w in order
+    unit = np.array([0, 0, 1, 2, 2, 2])
+    reps = [np.median(np.repeat(x, row[unit].astype(int))) for row in counts]
+    lo, hi = np.percentile(reps, [2.5, 97.5])
+    assert (e.ci_low, e.ci_high) == pytest.approx((lo, hi))
+
+
+# -- the built-in sample --------------------------------------------------------------------
+
+
+def test_sample_against_its_files(tmp_path: Path) -> None:
+    ds = load_dataset("sample")
+    result = run_demand(ds, tmp_path, FAST)
+    prop = needed = 0
+    with_refs = near_in = needed_refs = needed_near_in = 0
+    for s in ds.subjects:
+        pos = s.position_of()
+        for item in s.chat_items:
+            back = [pos[item.probe_id] - pos[r] for r in item.reference_ids]
+            labelled = item.needs_memory
+            needs = labelled if labelled is not None else bool(back) and max(back) > 8
+            if item.stratum == "proportional":
+                prop += 1
+                needed += needs
+            if back:
+                with_refs += 1
+                near_in += min(back) <= 8
+                if needs:
+                    needed_refs += 1
+                    needed_near_in += min(back) <= 8
+    rate = result.readings["recorded"]["demand rate"]
+    assert rate.value == pytest.approx(needed / prop) and rate.n == prop
+    assert rate.ci_low <= rate.value <= rate.ci_high
+    window = result.window
+    assert window["probes with references"]["finds nearest"].value == pytest.approx(
+        near_in / with_refs
+    )
+    assert window["needs memory (recorded)"]["finds nearest"].value == pytest.approx(
+        needed_near_in / needed_refs
+    )
+    assert len(result.subjects) == len(ds.subjects)
