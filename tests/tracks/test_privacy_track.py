@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,8 +16,11 @@ from dialogbench.data.locomo import load_locomo
 from dialogbench.data.memorybank import load_memorybank
 from dialogbench.data.model import Dataset, Message, Subject
 from dialogbench.data.registry import load_dataset
+from dialogbench.runner.roles import RoleSpec
 from dialogbench.stats.bootstrap import Estimate
+from dialogbench.testing import ChatServer
 from dialogbench.tracks.realcompanion.privacy import (
+    MODEL_SYSTEMS,
     PrivacyConfig,
     draw_samples,
     eligible_speakers,
@@ -164,3 +170,130 @@ def test_memorybank(memorybank_dir: Path, tmp_path: Path) -> None:
     assert len(result.speakers) == 15
     assert style["accuracy"].ci_low > 4 / 15
     assert control["accuracy"].ci_low <= 1 / 15 <= control["accuracy"].ci_high
+
+
+# -- the language-model attributor, against a scripted loopback server ------------------------
+
+_BLOCK = re.compile(r"Writer (\d+)\n<messages>\n(.*?)\n</messages>", re.S)
+_SAMPLE = re.compile(r"<sample>\n(.*?)\n</sample>", re.S)
+
+
+def _lines(block: str) -> list[str]:
+    return [line[2:] for line in block.splitlines()]
+
+
+class Oracle:
+    """Knows who really wrote every text; names the writer whose shown messages share the
+    most true authors with the sample. Prose instead for a prompt holding `garble`, unless
+    the request's seed says it is a redo."""
+
+    def __init__(self, ds: Dataset, garble: str | None = None) -> None:
+        self.author = {m.text: m.speaker for s in ds.subjects for m in s.messages}
+        self.garble = garble
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        text = body["messages"][1]["content"]
+        sample = _lines(_SAMPLE.findall(text)[-1])
+        if self.garble is not None and self.garble in text and body.get("seed") == 0:
+            return "Probably the second one, I would say."
+        wanted = Counter(self.author[t] for t in sample)
+        overlap = {
+            int(n): sum(wanted[self.author[t]] for t in _lines(b)) for n, b in _BLOCK.findall(text)
+        }
+        return json.dumps({"writer": max(overlap, key=lambda n: (overlap[n], -n))})
+
+
+def _unique_writers(n: int, each: int) -> Dataset:
+    return _writers([[f"speaker {i} says line {j}" for j in range(each)] for i in range(n)])
+
+
+MODEL_FAST = PrivacyConfig(
+    sample_size=3, min_messages=15, repeats=30, model_repeats=6, references=4, n_boot=300
+)
+
+
+def test_model_oracle_finds_authors_and_its_control_sits_at_chance(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    ds = _unique_writers(8, 20)
+    with ChatServer(reply=Oracle(ds)) as srv:
+        model = RoleSpec("openai-compatible/oracle", base_url=srv.base_url)
+        out = tmp_path / "run"
+        result = run_privacy(ds, out, MODEL_FAST, model=model)
+        assert srv.request_count == 2 * 6 * 8  # one call per trial, both systems
+    assert list(result.summary) == [
+        "style",
+        "language model",
+        "shuffled authors",
+        "language model, shuffled authors",
+    ]
+    lm, control = result.summary["language model"], result.summary[MODEL_SYSTEMS[1]]
+    assert lm["accuracy"].value == 1.0 and lm["accuracy"].n == 48
+    assert lm["answered"].value == 1.0 and lm["chance"].value == 1 / 8
+    rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
+    mine = [r for r in rows if r["system"] == MODEL_SYSTEMS[1]]
+    # the figure is the plain share of correct answers, as counted here by hand
+    assert control["accuracy"].value == sum(r["correct"] for r in mine) / len(mine)
+    assert control["accuracy"].ci_low <= 1 / 8 <= control["accuracy"].ci_high
+    for r in (r for r in rows if r["system"] in MODEL_SYSTEMS):
+        assert r["shown"][r["true writer"] - 1] == r["speaker"]
+        assert r["correct"] == (r["predicted"] == r["speaker"])
+        assert len(r["sample"]) == 3 and r["answered"] and r["draws"] == 1
+    # the model saw exactly the held-out messages the style system attributed (paired)
+    style = {(r["repeat"], r["speaker"]): r["sample"] for r in rows if r["system"] == "style"}
+    for r in (r for r in rows if r["system"] == "language model"):
+        assert sorted(r["sample"]) == sorted(style[(r["repeat"], r["speaker"])])
+    # shown order is shuffled per trial: the true writer is not always the same number
+    assert len({r["true writer"] for r in rows if r["system"] == "language model"}) > 1
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["language_model"] is True and "prompt_sha256" in manifest["resolved"]
+    breakdown = json.loads((out / "breakdown.json").read_text())
+    assert len(breakdown["language model"]["speaker"]) == 8
+
+
+def test_unusable_answers_are_counted_not_wrong_and_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    ds = _unique_writers(4, 20)
+    config = replace(MODEL_FAST, control=False, max_fixes=1)
+    garble = "<sample>\n- speaker 2 says"
+    with ChatServer(reply=Oracle(ds, garble)) as srv:
+        model = RoleSpec("openai-compatible/oracle", base_url=srv.base_url)
+        out = tmp_path / "run"
+        first = run_privacy(ds, out, config, model=model)
+        rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
+        bad = [r for r in rows if r["system"] == "language model" and not r["answered"]]
+        assert len(bad) == 6  # speaker 2's trials
+        assert all(r["raw"].startswith("Probably") and r["correct"] is None for r in bad)
+        assert all(r["attempts"] == 2 and r["call_failed"] is False for r in bad)
+        n = 6 * 4
+        lm = first.summary["language model"]
+        assert lm["accuracy"].value == 1.0 and lm["accuracy"].n == n - 6  # never scored wrong
+        assert lm["answered"].value == pytest.approx((n - len(bad)) / n)
+        assert first.failures == {"unusable language model answers": len(bad)}
+        assert "without a usable answer" in " ".join(first.warnings)
+        asked = srv.request_count
+        assert asked == n + len(bad)  # each bad one got one correction
+        # a rerun asks exactly those trials again, with the next sample index (a new seed)
+        again = run_privacy(ds, out, config, model=model)
+        assert srv.request_count == asked + len(bad)
+        assert {r.get("seed") for r in srv.requests[asked:]} == {1}
+        assert again.summary["language model"]["answered"].value == 1.0
+        assert again.failures == {}
+        rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
+        redone = [r for r in rows if r["system"] == "language model" and r["draws"] == 2]
+        assert len(redone) == len(bad) and all(r["answered"] for r in redone)
+        # and a third run has nothing left to ask
+        run_privacy(ds, out, config, model=model)
+        assert srv.request_count == asked + len(bad)
+
+
+def test_model_option_checks(tmp_path: Path) -> None:
+    ds = _unique_writers(3, 20)
+    with pytest.raises(ValueError, match="needs a model"):
+        run_privacy(ds, tmp_path, replace(MODEL_FAST, language_model=True))
+    # without a model the track runs the style systems as before
+    result = run_privacy(ds, tmp_path / "plain", MODEL_FAST)
+    assert list(result.summary) == ["style", "shuffled authors"]

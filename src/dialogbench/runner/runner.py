@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -180,7 +180,7 @@ def _locked(
         manifest.roles = {**_solve_roles(track, reuse), **_score_roles(track, recorded_roles)}
     manifest.identity = identities(track, info.sha256, config, manifest.roles, plan.resolved)
     kept = folder.begin(manifest)
-    retried = _drop_failed(kept)
+    retried = _drop_failed(kept, lambda key, rows: track.unfinished(plan, key, rows))
     if reuse is not None:
         source = RunFolder(reuse)
         kept["solved"] = source.read("solved")
@@ -326,10 +326,12 @@ def _failed(record: UnitRecord) -> bool:
     return any(int(u.get("failed_calls", 0)) for u in record.usage.values())
 
 
-def _drop_failed(kept: dict[StoredStage, dict[str, UnitRecord]]) -> int:
-    """Forget kept units with a failed call, so they are done again: a unit with a failed
-    call is not finished. Returns how many."""
-    solved = [k for k, r in kept["solved"].items() if _failed(r)]
+def _drop_failed(
+    kept: dict[StoredStage, dict[str, UnitRecord]], unfinished: Callable[[str, Rows], bool]
+) -> int:
+    """Forget kept units with a failed call, or solved ones the track calls `unfinished`,
+    so they are done again: such a unit is not finished. Returns how many."""
+    solved = [k for k, r in kept["solved"].items() if _failed(r) or unfinished(k, r.rows)]
     for key in solved:
         del kept["solved"][key]
         kept["scored"].pop(key, None)

@@ -95,6 +95,8 @@ class Track(Protocol[C, U]):
 
     def judgments(self, rows: Rows) -> dict[str, float]: ...
 
+    def unfinished(self, plan: Plan[U], key: str, rows: Rows) -> bool: ...
+
     def headline(self, outcome: Outcome) -> dict[str, float]: ...
 
 
@@ -126,6 +128,12 @@ class TrackBase(Generic[C, U]):
     def headline(self, outcome: Outcome) -> dict[str, float]:
         """The figures to compare across judges: name -> value."""
         return {}
+
+    def unfinished(self, plan: Plan[U], key: str, rows: Rows) -> bool:
+        """Whether a saved solved unit is done again on a rerun, as one with a failed call
+        is (e.g. a reply that could not be used); the track may note in `plan.context`
+        what the redo needs. Default: never."""
+        return False
 
 
 def describe(data: Any) -> DatasetInfo:

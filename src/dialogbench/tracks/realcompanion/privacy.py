@@ -27,13 +27,26 @@ Scores per trial: correct (top-1), top-3, reciprocal rank of the true speaker, a
 `wrong, same subject` (attributed to another speaker of the same subject, e.g. LoCoMo's
 conversation partner); each a mean with a bootstrap interval over trials (or whole
 speakers), reported against chance (1/N, top-3: 3/N).
+
+Language model (`--model`; without one the track runs the style systems alone). System
+`language model`: for the very held-out samples the style system attributes (same seed,
+repeat and draw), the model is shown the N speakers as `Writer 1..N`, in an order shuffled
+per trial, each through `references` messages drawn from the rest of their history, then the
+sample, and names the writer (`privacy_prompts.py`). One trial is one unit and one call. Its
+control `language model, shuffled authors` does the same on the style control's shuffled
+deal, so it must sit at chance too. Figures: `accuracy` over the trials with a usable
+answer, `answered` (the share with one), `wrong, same subject`, against `chance`. A reply
+that is still unusable after `max_fixes` corrections is kept with its raw text, counted
+(`failures`, exit status 3), never scored as wrong, and its trial is done again by a rerun
+of the same command, with the next sample index so the response cache does not hand back
+the same reply (a deterministic model may still answer the same: it stays counted).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -43,14 +56,25 @@ from rich.table import Table
 from scipy import sparse
 
 from dialogbench.data.model import Dataset
+from dialogbench.models.model import Model
+from dialogbench.models.types import GenerateConfig
 from dialogbench.report.table import summary_table
 from dialogbench.runner import Outcome, Plan, Progress, TrackBase, option, register, run_track
+from dialogbench.runner.roles import Given, Role
 from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
+from dialogbench.tracks.realcompanion.privacy_prompts import (
+    PROMPT_SHA256,
+    attribution_messages,
+    guess_model,
+)
 from dialogbench.tracks.realcompanion.style import StyleCounts, count_style, style_features
 
 TRACK = "privacy"
 SYSTEMS = ("style", "shuffled authors")
+MODEL_SYSTEMS = ("language model", "language model, shuffled authors")
+DEALT_AS = dict(zip(MODEL_SYSTEMS, SYSTEMS, strict=True))
+"""A model system's held-out samples are those of this style system (paired trials)."""
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
@@ -80,6 +104,31 @@ class PrivacyConfig:
     cluster: Literal["trial", "speaker"] = option(
         "trial", help="resample trials, or whole speakers", stage="aggregate"
     )
+    language_model: bool | None = option(
+        None, help="also let the model name the author (default: when --model is given)"
+    )
+    references: int = option(
+        10, help="messages of each speaker's history the model is shown", min=1, max=1000
+    )
+    model_repeats: int | None = option(
+        None, help="trials per speaker for the model (default: --repeats)", min=1, max=100_000
+    )
+    max_tokens: int = option(32, help="reply budget of the model", min=1, max=1_000_000)
+    temperature: float = option(0.0, help="sampling temperature of the model", min=0, max=2)
+    max_fixes: int = option(1, help="corrections of an unusable model reply", min=0, max=10)
+
+    def generate_config(self) -> GenerateConfig:
+        return GenerateConfig(
+            temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed
+        )
+
+    @property
+    def systems(self) -> tuple[str, ...]:
+        """The systems run, in the order shown: style, model, then their controls."""
+        chosen = ["style", *(MODEL_SYSTEMS[:1] if self.language_model else ())]
+        if self.control:
+            chosen += ["shuffled authors", *(MODEL_SYSTEMS[1:] if self.language_model else ())]
+        return tuple(chosen)
 
     def __post_init__(self) -> None:
         if self.strip:
@@ -118,6 +167,8 @@ class PrivacyResult:
     speakers: dict[str, int]
     """speaker -> messages."""
     warnings: list[str] = field(default_factory=list)
+    failures: dict[str, int] = field(default_factory=dict)
+    """Model trials without a usable answer, by cause (left out of accuracy)."""
 
 
 def eligible_speakers(dataset: Dataset, min_messages: int, strip: str | None = None) -> Speakers:
@@ -199,16 +250,55 @@ def _unit(x: FloatArray) -> FloatArray:
     return out
 
 
+@dataclass(frozen=True)
+class Deal:
+    """One repeat's draw for a system: who owns each message (shuffled for a control), the
+    held-out samples (speakers x k rows) and, for the model, each speaker's shown messages."""
+
+    owner: IntArray
+    held_out: IntArray
+    references: tuple[IntArray, ...] = ()
+
+
+Unit = tuple[str, int, int]
+"""A system, a repeat, and a speaker index (-1 for a style unit, which does them all)."""
+
+
 @dataclass
 class Shared:
-    """What every repeat shares: the speakers, and their style counts once counted."""
+    """What every unit shares: the speakers, their style counts once counted, each repeat's
+    deal once drawn, and the next sample index of model trials a rerun does again."""
 
     speakers: Speakers
     counts: StyleCounts | None = None
+    deals: dict[tuple[str, int], Deal] = field(default_factory=dict)
+    draws: dict[Unit, int] = field(default_factory=dict)
 
 
-Unit = tuple[str, int]
-"""A system (`style`, `shuffled authors`) and a repeat."""
+def _deal(
+    system: str, repeat: int, owner: IntArray, config: PrivacyConfig
+) -> tuple[IntArray, IntArray, np.random.Generator]:
+    """The style system's draw for a repeat: owners (dealt afresh for the control) and the
+    held-out samples, with the generator in the state the attribution goes on from."""
+    rng = np.random.default_rng([config.seed, repeat, SYSTEMS.index(system)])
+    if system == "shuffled authors":
+        owner = rng.permutation(owner)
+    return owner, draw_samples(owner, config.sample_size, rng), rng
+
+
+def draw_references(
+    owner: IntArray, held_out: IntArray, m: int, rng: np.random.Generator
+) -> tuple[IntArray, ...]:
+    """Per speaker, up to m of their rows outside every held-out sample, at random, in
+    history order: the messages the model is shown of them."""
+    outside = np.ones(len(owner), dtype=bool)
+    outside[held_out.ravel()] = False
+    picked = []
+    for i in range(held_out.shape[0]):
+        rows = np.flatnonzero((owner == i) & outside)
+        chosen: IntArray = np.sort(rng.choice(rows, size=min(m, len(rows)), replace=False))
+        picked.append(chosen)
+    return tuple(picked)
 
 
 class PrivacyTrack(TrackBase[PrivacyConfig, Unit]):
@@ -216,9 +306,22 @@ class PrivacyTrack(TrackBase[PrivacyConfig, Unit]):
 
     name: ClassVar[str] = TRACK
     summary: ClassVar[str] = (
-        "Attribute held-out writing to its author from content-free style features."
+        "Attribute held-out writing to its author: content-free style, and a model if given."
     )
     config_type = PrivacyConfig
+    roles: ClassVar[tuple[Role, ...]] = (
+        Role("model", "solve", "the model that names the author", required=False),
+    )
+
+    def configure(self, config: PrivacyConfig, roles: frozenset[str]) -> PrivacyConfig:
+        """The model systems run when a model is given (unless turned off)."""
+        if config.language_model is None:
+            return replace(config, language_model="model" in roles)
+        if config.language_model and "model" not in roles:
+            raise ValueError(
+                "language_model needs a model: pass --model (e.g. `embedded`) or model="
+            )
+        return config
 
     def plan(self, data: Dataset, config: PrivacyConfig) -> Plan[Unit]:
         speakers = eligible_speakers(data, config.min_messages, config.strip)
@@ -228,22 +331,44 @@ class PrivacyTrack(TrackBase[PrivacyConfig, Unit]):
                 f"and at least {config.min_messages} messages; the privacy track needs two or "
                 "more (lower min_messages, or check the messages' roles)"
             )
-        systems = SYSTEMS if config.control else SYSTEMS[:1]
-        units = {
-            f"{system.replace(' ', '-')}-r{r:03d}": (system, r)
-            for system in systems
-            for r in range(config.repeats)
-        }
-        return Plan(units, warnings=list(data.warnings), context=Shared(speakers))
+        units: dict[str, Unit] = {}
+        model_repeats = config.model_repeats or config.repeats
+        for system in config.systems:
+            stem = system.replace(", ", "-").replace(" ", "-")
+            if system in SYSTEMS:
+                units.update({f"{stem}-r{r:03d}": (system, r, -1) for r in range(config.repeats)})
+            else:
+                n = len(speakers.keys)
+                units.update(
+                    {
+                        f"{stem}-r{r:03d}-{i:03d}": (system, r, i)
+                        for r in range(model_repeats)
+                        for i in range(n)
+                    }
+                )
+        resolved = {"prompt_sha256": PROMPT_SHA256} if config.language_model else {}
+        return Plan(
+            units, warnings=list(data.warnings), resolved=resolved, context=Shared(speakers)
+        )
 
     async def solve(
         self, unit: Unit, models: Models, config: PrivacyConfig, plan: Plan[Unit]
     ) -> Rows:
         shared: Shared = plan.context
+        system, repeat, _ = unit
+        if system in MODEL_SYSTEMS:
+            sample = shared.draws.get(unit, 0)
+            return [await _model_trial(unit, shared, models["model"], config, sample)]
         if shared.counts is None:  # counted once, and only if some repeat is still to run
             shared.counts = count_style(shared.speakers.texts, config.ngram)
-        system, repeat = unit
         return _trials(system, repeat, shared.speakers, shared.counts, config)
+
+    def unfinished(self, plan: Plan[Unit], key: str, rows: Rows) -> bool:
+        """A model trial whose reply could not be used is done again, with the next sample."""
+        if key not in plan.units or not rows or rows[0].get("answered", True):
+            return False
+        plan.context.draws[plan.units[key]] = int(rows[0]["draws"])
+        return True
 
     def aggregate(self, plan: Plan[Unit], rows: Rows, config: PrivacyConfig) -> Outcome:
         speakers = plan.context.speakers
@@ -256,18 +381,26 @@ class PrivacyTrack(TrackBase[PrivacyConfig, Unit]):
             files={"breakdown.json": result.breakdown, "speakers.json": result.speakers},
             warnings=result.warnings,
             result=result,
+            failures=result.failures,
         )
         return outcome
 
     def show(self, outcome: Outcome, config: PrivacyConfig) -> list[Table | str]:
         result: PrivacyResult = outcome.result
+        metrics = ["accuracy", "chance", "top-3 accuracy", "top-3 chance", "mrr"]
+        if any("answered" in row for row in result.summary.values()):
+            metrics.append("answered")
         table = summary_table(
             "Authorship attribution (95% bootstrap intervals)",
             result.summary,
-            ["accuracy", "chance", "top-3 accuracy", "top-3 chance", "mrr"],
-            row_label="features",
+            metrics,
+            row_label="attributor",
         )
-        return [table, f"speakers: {len(result.speakers)}"]
+        shown: list[Table | str] = [table, f"speakers: {len(result.speakers)}"]
+        shown += [
+            f"{k}: {v} (left out of accuracy, listed in items)" for k, v in result.failures.items()
+        ]
+        return shown
 
 
 PRIVACY = register(PrivacyTrack())
@@ -278,9 +411,13 @@ def run_privacy(
     out: Path,
     config: PrivacyConfig = PrivacyConfig(),
     progress: Progress | None = None,
+    model: Given | None = None,
 ) -> PrivacyResult:
-    """Run the attribution trials (and the control), write the run folder, return figures."""
-    finished = run_track(PRIVACY, dataset, out, config, progress=progress)
+    """Run the attribution trials (and the controls), write the run folder, return figures.
+
+    `model` (a `Model` or a `RoleSpec`) adds the language-model attributor."""
+    roles = {"model": model} if model is not None else {}
+    finished = run_track(PRIVACY, dataset, out, config, roles=roles, progress=progress)
     result: PrivacyResult = finished.result()
     return result
 
@@ -289,11 +426,7 @@ def _trials(
     system: str, repeat: int, speakers: Speakers, counts: StyleCounts, config: PrivacyConfig
 ) -> list[dict[str, Any]]:
     """One repeat: every speaker's sample attributed once."""
-    rng = np.random.default_rng([config.seed, repeat, SYSTEMS.index(system)])
-    owner = speakers.owner
-    if system == "shuffled authors":
-        owner = rng.permutation(owner)
-    held_out = draw_samples(owner, config.sample_size, rng)
+    owner, held_out, rng = _deal(system, repeat, speakers.owner, config)
     predicted, rank, sims = attribute(counts, owner, held_out, config.max_ngrams, rng)
     keys, subjects = speakers.keys, speakers.subjects
     return [
@@ -312,6 +445,71 @@ def _trials(
     ]
 
 
+def model_deal(shared: Shared, system: str, repeat: int, config: PrivacyConfig) -> Deal:
+    """A model system's deal for a repeat: the paired style system's owners and held-out
+    samples, plus the messages shown of each speaker (drawn once, then kept)."""
+    key = (system, repeat)
+    if key not in shared.deals:
+        style = DEALT_AS[system]
+        owner, held_out, _ = _deal(style, repeat, shared.speakers.owner, config)
+        rng = np.random.default_rng([config.seed, repeat, SYSTEMS.index(style), 1])
+        refs = draw_references(owner, held_out, config.references, rng)
+        shared.deals[key] = Deal(owner, held_out, refs)
+    return shared.deals[key]
+
+
+def writer_order(config: PrivacyConfig, system: str, repeat: int, speaker: int, n: int) -> IntArray:
+    """The speakers in the order a trial shows them (`Writer 1` first), seeded per trial."""
+    rng = np.random.default_rng([config.seed, repeat, MODEL_SYSTEMS.index(system), 2, speaker])
+    order: IntArray = rng.permutation(n)
+    return order
+
+
+async def _model_trial(
+    unit: Unit, shared: Shared, model: Model, config: PrivacyConfig, sample: int
+) -> dict[str, Any]:
+    """One model trial: speaker `i`'s held-out sample, the N speakers' shown messages, the
+    model's answer (or its raw reply and why it could not be used)."""
+    system, repeat, i = unit
+    sp = shared.speakers
+    deal = model_deal(shared, system, repeat, config)
+    n = len(sp.keys)
+    order = writer_order(config, system, repeat, i, n)
+    rows = np.sort(deal.held_out[i])
+    prompt = attribution_messages(
+        [[sp.texts[j] for j in deal.references[o]] for o in order], [sp.texts[j] for j in rows]
+    )
+    got = await model.generate_structured(
+        prompt,
+        guess_model(n),
+        config.generate_config(),
+        max_fixes=config.max_fixes,
+        sample=sample,
+        tag=f"{TRACK}:{system}",
+    )
+    row: dict[str, Any] = {
+        "system": system,
+        "repeat": repeat,
+        "speaker": sp.keys[i],
+        "subject": sp.subjects[i],
+        "answered": got.value is not None,
+        "predicted": None,
+        "correct": None,
+        "writer": None,
+        "true writer": int(np.flatnonzero(order == i)[0]) + 1,
+        "shown": [sp.keys[o] for o in order],
+        "sample": [sp.message_ids[j] for j in rows],
+        "attempts": got.attempts,
+        "draws": sample + 1,
+    }
+    if got.value is not None:
+        who = int(order[got.value.writer - 1])
+        row.update(predicted=sp.keys[who], correct=who == i, writer=got.value.writer)
+    else:
+        row.update(raw=got.raw, error=got.error, call_failed=got.call_failed)
+    return row
+
+
 def summarise(
     rows: Sequence[dict[str, Any]], n_speakers: int, config: PrivacyConfig
 ) -> PrivacyResult:
@@ -319,9 +517,17 @@ def summarise(
     summary: dict[str, dict[str, Estimate]] = {}
     breakdown: dict[str, dict[str, dict[str, dict[str, Estimate]]]] = {}
     warnings: list[str] = []
+    failures: dict[str, int] = {}
     top3 = min(3, n_speakers) / n_speakers
     for system in dict.fromkeys(r["system"] for r in rows):
         mine = [r for r in rows if r["system"] == system]
+        if system in MODEL_SYSTEMS:
+            table = _model_summary(system, mine, n_speakers, config, breakdown, warnings)
+            summary[system] = table
+            unusable = sum(1 for r in mine if not r["answered"] and not r["call_failed"])
+            if unusable:
+                failures[f"unusable {system} answers"] = unusable
+            continue
         rank = np.array([r["rank"] for r in mine], dtype=np.float64)
         subject_of = {r["speaker"]: r["subject"] for r in mine}
         same_subject = np.array(
@@ -341,18 +547,78 @@ def summarise(
                 breakdown.setdefault(system, {}).setdefault(facet, {})[level] = _estimate(
                     matrix, clusters, labels == level, config
                 )
-        acc = table["accuracy"]
-        if system == "shuffled authors" and not acc.ci_low <= 1 / n_speakers <= acc.ci_high:
-            warnings.append(
-                f"CONTROL: shuffled-authors accuracy {acc.value:.3f} "
-                f"[{acc.ci_low:.3f}, {acc.ci_high:.3f}] excludes chance {1 / n_speakers:.3f}. "
-                "One run in twenty does so by luck; if it persists across seeds, the "
-                "attribution is not symmetric between speakers."
+        if system == "shuffled authors":
+            warnings += _control_warning(system, table["accuracy"], n_speakers)
+    return PrivacyResult(
+        summary=summary, breakdown=breakdown, speakers={}, warnings=warnings, failures=failures
+    )
+
+
+def _control_warning(system: str, acc: Estimate, n_speakers: int) -> list[str]:
+    if acc.ci_low <= 1 / n_speakers <= acc.ci_high:
+        return []
+    name = system.replace(", ", " ").replace(" ", "-")
+    return [
+        f"CONTROL: {name} accuracy {acc.value:.3f} "
+        f"[{acc.ci_low:.3f}, {acc.ci_high:.3f}] excludes chance {1 / n_speakers:.3f}. "
+        "One run in twenty does so by luck; if it persists across seeds, the "
+        "attribution is not symmetric between speakers."
+    ]
+
+
+def _model_summary(
+    system: str,
+    mine: Sequence[dict[str, Any]],
+    n_speakers: int,
+    config: PrivacyConfig,
+    breakdown: dict[str, dict[str, dict[str, dict[str, Estimate]]]],
+    warnings: list[str],
+) -> dict[str, Estimate]:
+    """A model system's figures: accuracy over answered trials, the answered share and
+    `wrong, same subject`, against chance; per speaker and subject into `breakdown`."""
+    nan = np.nan
+    subject_of = {r["speaker"]: r["subject"] for r in mine}
+    matrix = np.array(
+        [
+            [
+                float(r["correct"]) if r["answered"] else nan,
+                float(r["answered"]),
+                float(not r["correct"] and subject_of.get(r["predicted"]) == r["subject"])
+                if r["answered"]
+                else nan,
+            ]
+            for r in mine
+        ],
+        dtype=np.float64,
+    ).reshape(-1, 3)
+    speaker = np.array([r["speaker"] for r in mine])
+    clusters = speaker if config.cluster == "speaker" else None
+    names = MODEL_METRICS
+    table = _estimate(matrix, clusters, np.ones(len(mine), dtype=bool), config, names)
+    chance = 1 / n_speakers
+    table["chance"] = Estimate(value=chance, ci_low=chance, ci_high=chance, n=len(mine))
+    table = {k: table[k] for k in ("accuracy", "chance", "answered", "wrong, same subject")}
+    for facet in ("speaker", "subject"):
+        labels = np.array([r[facet] for r in mine])
+        for level in sorted(set(labels)):
+            breakdown.setdefault(system, {}).setdefault(facet, {})[level] = _estimate(
+                matrix, clusters, labels == level, config, names
             )
-    return PrivacyResult(summary=summary, breakdown=breakdown, speakers={}, warnings=warnings)
+    missing = sum(1 for r in mine if not r["answered"])
+    if missing:
+        failed = sum(1 for r in mine if not r["answered"] and r["call_failed"])
+        warnings.append(
+            f"{system}: {missing} of {len(mine)} trials without a usable answer "
+            f"({failed} failed calls, {missing - failed} unusable replies); left out of its "
+            "accuracy, listed in items.jsonl; a rerun of the same command asks again"
+        )
+    if system == MODEL_SYSTEMS[1]:
+        warnings += _control_warning(system, table["accuracy"], n_speakers)
+    return table
 
 
 METRICS = ("accuracy", "top-3 accuracy", "mrr", "wrong, same subject")
+MODEL_METRICS = ("accuracy", "answered", "wrong, same subject")
 
 
 def _estimate(
@@ -360,7 +626,8 @@ def _estimate(
     clusters: npt.NDArray[np.str_] | None,
     mask: npt.NDArray[np.bool_],
     config: PrivacyConfig,
+    names: Sequence[str] = METRICS,
 ) -> dict[str, Estimate]:
     sub = None if clusters is None else clusters[mask]
     ests = bootstrap_means(matrix[mask], sub, n_boot=config.n_boot, seed=config.seed)
-    return dict(zip(METRICS, ests, strict=True))
+    return dict(zip(names, ests, strict=True))
