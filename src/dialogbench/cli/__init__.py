@@ -17,7 +17,8 @@ from rich.table import Table
 from rich.text import Text
 
 import dialogbench.tracks  # noqa: F401  (registers every track)
-from dialogbench.cli.run import register_commands, score, show
+from dialogbench.cli.answers import score_app
+from dialogbench.cli.run import register_commands, show
 from dialogbench.cli.ui import console, csv, err, friendly_errors, table_of, with_progress
 from dialogbench.data.demo.model import TASKS
 from dialogbench.data.demo.registry import DEMO_DATASETS, load_demo, locate_demo
@@ -42,7 +43,7 @@ from dialogbench.models.spec import DEFAULT_TIMEOUT_S
 from dialogbench.runner import REGISTRY as TRACKS
 from dialogbench.runner import Finished, run_track
 from dialogbench.runner.record import Progress as TrackProgress
-from dialogbench.runner.status import EXIT_STATUS_HELP, ExitCode
+from dialogbench.runner.status import ExitCode
 from dialogbench.stats.bootstrap import Estimate
 from dialogbench.tracks.demo.aggregate import AwarenessTable, TableRow, paper_table
 from dialogbench.tracks.realcompanion.reconstruction import compare_runs
@@ -54,7 +55,7 @@ data_app = typer.Typer(help="List, download, validate and import datasets.", no_
 app.add_typer(run_app, name="run")
 app.add_typer(data_app, name="data")
 register_commands(run_app, TRACKS)
-app.command("score", epilog=EXIT_STATUS_HELP)(score)
+app.add_typer(score_app, name="score")
 ModelOpt = Annotated[str, typer.Option("--model", help="provider/model, or 'embedded'")]
 BaseUrlOpt = Annotated[str | None, typer.Option(help="server URL, e.g. http://host:8000/v1")]
 KeyEnvOpt = Annotated[str | None, typer.Option(help="environment variable holding the API key")]

@@ -1,5 +1,6 @@
 """RealCompanion tracks: long-term memory over months of real conversation."""
 
+from dialogbench.tracks.realcompanion.answers import AnswersConfig, AnswersResult, run_answers
 from dialogbench.tracks.realcompanion.chat import ChatConfig, ChatResult, run_chat
 from dialogbench.tracks.realcompanion.coverage import CoverageConfig, CoverageResult, run_coverage
 from dialogbench.tracks.realcompanion.demand import DemandConfig, DemandResult, run_demand
@@ -28,6 +29,8 @@ from dialogbench.tracks.realcompanion.retrieval import (
 )
 
 __all__ = [
+    "AnswersConfig",
+    "AnswersResult",
     "ChatConfig",
     "ChatResult",
     "CoverageConfig",
@@ -46,6 +49,7 @@ __all__ = [
     "RetrievalResult",
     "compare_runs",
     "default_detectors",
+    "run_answers",
     "run_chat",
     "run_coverage",
     "run_demand",

@@ -1,0 +1,508 @@
+"""Answers produced elsewhere, re-judged: a file in our schema and one in mem0's shape,
+matched to the dataset's questions and judged by a scripted loopback judge under the
+lenient and strict rubrics, with LoCoMo's official F1 and the judge's calibration; the
+category map; unmatched, ambiguous and repeated records; bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from dialogbench.cli import app
+from dialogbench.data.errors import DataError
+from dialogbench.data.locomo import CATEGORIES
+from dialogbench.data.model import Dataset
+from dialogbench.data.registry import load_dataset
+from dialogbench.judging.prompts import JUDGE_SYSTEM
+from dialogbench.judging.qa_rubrics import LENIENT_RUBRIC, STRICT_RUBRIC
+from dialogbench.runner import RoleSpec
+from dialogbench.scoring.locomo import locomo_score
+from dialogbench.testing import ChatServer
+from dialogbench.tracks.realcompanion import questions_prompts as qp
+from dialogbench.tracks.realcompanion.answers import AnswersConfig, run_answers
+from dialogbench.tracks.realcompanion.answers_file import (
+    AnswerRecord,
+    Given,
+    detect_category_map,
+    match_answers,
+    normalise,
+    read_answers,
+)
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+NUMBERS = {name: n for n, name in CATEGORIES.items()}
+_TAG = {n: re.compile(rf"<{n}>\n(.*?)\n</{n}>", re.DOTALL) for n in ("candidate", "reference")}
+
+
+def _tag(name: str, text: str) -> str | None:
+    found = _TAG[name].search(text)
+    return found.group(1) if found else None
+
+
+def words(text: str) -> set[str]:
+    return {w for w in normalise(text).split() if len(w) >= 4}
+
+
+def lenient(candidate: str, reference: str) -> bool:
+    """The scripted lenient judge: a word of four letters or more in common."""
+    return bool(words(candidate) & words(reference))
+
+
+def strict(candidate: str, reference: str) -> bool:
+    """The scripted strict judge: the same words."""
+    return normalise(candidate) == normalise(reference)
+
+
+def judge_reply(body: dict[str, Any]) -> str:
+    """Judge by the rules above (which rubric: from its instructions); abstention by phrase."""
+    system, prompt = body["messages"][0]["content"], body["messages"][1]["content"]
+    assert system == JUDGE_SYSTEM
+    candidate, reference = _tag("candidate", prompt) or "", _tag("reference", prompt)
+    if reference is None:
+        declined = "no information available" in candidate.lower()
+        return json.dumps({"reason": "checked", "abstains": int(declined)})
+    rule = lenient if LENIENT_RUBRIC.instructions in prompt else strict
+    assert rule is lenient or STRICT_RUBRIC.instructions in prompt
+    return json.dumps({"reason": "compared", "correct": int(rule(candidate, reference))})
+
+
+def answer_for(i: int, gold: str | None, answerable: bool) -> str:
+    """Right, half right (its first word) or wrong, in turn; the abstention phrase when
+    unanswerable."""
+    if not answerable:
+        return qp.NOT_AVAILABLE
+    gold = gold or ""
+    return [gold, gold.split()[0] + " something", "a quite different thing"][i % 3]
+
+
+def our_file(ds: Dataset, path: Path) -> list[dict[str, Any]]:
+    """Every question answered: the first subject by id, the second by its text (case and
+    punctuation changed); plus a record that fits no question, one that fits a question of
+    each subject (an id without a subject) and a repeated one."""
+    lines: list[dict[str, Any]] = []
+    for si, s in enumerate(ds.subjects):
+        for i, q in enumerate(s.questions):
+            rec: dict[str, Any] = {
+                "answer": answer_for(i, q.answer, q.answerable),
+                "system": "acme-memory",
+                "model": "acme/model-1",
+                "latency_s": 0.1 * (i + 1),
+                "tokens": 100 + i,
+                "category": NUMBERS[q.category],
+            }
+            if si == 0:
+                rec |= {"subject": s.id, "question_id": q.id}
+            else:
+                rec |= {"subject": s.id, "question": q.text.upper().rstrip("?") + " ?!"}
+            lines.append(rec)
+    lines.append(
+        {
+            "subject": ds.subjects[0].id,
+            "question": "Who won the 1930 world cup?",
+            "answer": "Uruguay",
+        }
+    )
+    lines.append({"question_id": ds.subjects[0].questions[0].id, "answer": "x"})
+    lines.append(dict(lines[0]))
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return lines
+
+
+def expected(ds: Dataset, rule: Any) -> tuple[float, float]:
+    """The judge score over the answerable questions, and the official F1 over the
+    questions it applies to, computed here from the rules."""
+    judged, f1 = [], []
+    for s in ds.subjects:
+        for i, q in enumerate(s.questions):
+            a = answer_for(i, q.answer, q.answerable)
+            if q.answerable:
+                judged.append(float(rule(a, q.answer or "")))
+            if (q.category == "adversarial") != q.answerable:
+                f1.append(locomo_score(a, q.answer, q.category))
+    return float(np.mean(judged)), float(np.mean(f1))
+
+
+def test_our_schema_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    ds = load_dataset("sample")
+    file = tmp_path / "answers.jsonl"
+    our_file(ds, file)
+    out = tmp_path / "run"
+    config = AnswersConfig(answers=str(file), calibration=5, n_boot=200)
+    with ChatServer(reply=judge_reply) as srv:
+        judge = RoleSpec("openai-compatible/judge", base_url=srv.base_url)
+        result = run_answers(ds, out, config, judge)
+        asked = srv.request_count
+        again = run_answers(ds, out, config, judge)
+        assert srv.request_count == asked  # resumed: nothing judged twice
+    assert again.summary.keys() == result.summary.keys()
+    n = sum(len(s.questions) for s in ds.subjects)
+    usage = json.loads((out / "usage.json").read_text())["stages"]["score"]["judge"]
+    assert usage["calls"] == 2 * n + 2 * 2 * 5  # two rubrics per answer, 5 + 5 probes each
+    assert asked == usage["calls"] - usage["cached_calls"]  # the same prompt is asked once
+
+    s = result.summary
+    for name, rule in (("lenient", lenient), ("strict", strict)):
+        judge_mean, f1_mean = expected(ds, rule)
+        assert s[name]["answerable"]["judge"].value == pytest.approx(judge_mean)
+        assert s[name]["unanswerable"]["judge"].value == 1.0  # all declined
+        assert s[name]["all"]["official_f1"].value == pytest.approx(f1_mean)
+        assert s[name]["all"]["judge"].ci_low <= s[name]["all"]["judge"].value
+    assert s["lenient"]["answerable"]["judge"].value > s["strict"]["answerable"]["judge"].value
+    assert {"category=temporal", "category=single-hop"} <= set(s["strict"])
+
+    rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
+    probes = [r for r in rows if "calibration" in r]
+    for name, rule in (("lenient", lenient), ("strict", strict)):
+        wrong = [r for r in probes if r["calibration"] == name and r["expected"] == "wrong"]
+        assert len(wrong) == 5 and all(r["accepted"] is not None for r in wrong)
+        want = np.mean([rule(r["candidate"], r["reference"]) for r in wrong])
+        assert s["calibration"][name]["false_accept"].value == pytest.approx(want)
+        assert s["calibration"][name]["false_reject"].value == 0.0  # the gold is accepted
+
+    matching = json.loads((out / "matching.json").read_text())
+    assert matching["matched"] == n and matching["matched_by"] == {"id": 17, "text": 17}
+    assert len(matching["unmatched"]) == 1 and "1930" in matching["unmatched"][0]["why"]
+    assert matching["unmatched"][0]["where"] == f"line {n + 1}"
+    assert matching["ambiguous"][0]["where"] == f"line {n + 2}"
+    assert len(matching["ambiguous"][0]["candidates"]) == 2
+    assert matching["repeated"] == [{"where": f"line {n + 3}", "first": "line 1"}]
+    assert matching["category_map"]["status"] == "ours"
+    warned = " ".join(result.warnings)
+    assert "fit no question" in warned and "several different questions" in warned
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["track"] == "answers"
+    assert manifest["config"]["answers_sha256"] == read_answers(file, "dialogbench").sha256
+    assert manifest["resolved"]["answer systems"] == ["acme-memory"]
+    assert manifest["resolved"]["answer models"] == ["acme/model-1"]
+    counts = json.loads((out / "counts.json").read_text())
+    assert counts["file"]["latency_s"]["n"] == n and counts["file"]["tokens"]["p50"] > 100
+
+
+def test_score_cli_judges_a_file_and_rejudges_its_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    ds = load_dataset("sample")
+    file = tmp_path / "answers.jsonl"
+    our_file(ds, file)
+    cli, run = CliRunner(), tmp_path / "run"
+    with ChatServer(reply=judge_reply) as srv:
+        judge = ["--judge-base-url", srv.base_url]
+        args = [
+            "score",
+            "questions",
+            "--answers",
+            str(file),
+            "--dataset",
+            "sample",
+            "--judge-model",
+            "openai-compatible/j",
+            *judge,
+            "--calibration",
+            "3",
+            "--n-boot",
+            "100",
+            "--out",
+            str(run),
+        ]
+        got = cli.invoke(app, args, terminal_width=200)
+        assert got.exit_code == 0, got.output
+        assert "judge lenient" in got.output and "false-accept" in got.output
+        assert "unmatched 1, ambiguous 1, repeated 1" in got.output
+        srv.reset()
+        again = cli.invoke(
+            app,
+            [
+                "score",
+                str(run),
+                "--judge-model",
+                "openai-compatible/k",
+                *judge,
+                "--out",
+                str(tmp_path / "k"),
+            ],
+        )
+        assert again.exit_code == 0, again.output
+        assert {b["model"] for b in srv.requests} == {"k"}
+        panel = cli.invoke(
+            app, [*args[:-1], str(tmp_path / "panel"), "--judge-model", "openai-compatible/k"]
+        )
+        assert panel.exit_code == 0, panel.output
+    judges = json.loads((tmp_path / "panel" / "judges.json").read_text())
+    assert judges["agreement"]["judges"] == ["openai-compatible_j", "openai-compatible_k"]
+    assert judges["agreement"]["krippendorff_alpha"] == pytest.approx(1.0)  # same rules
+    file.write_text(file.read_text() + "\n")
+    with ChatServer(reply=judge_reply) as srv:
+        changed = cli.invoke(
+            app,
+            [
+                "score",
+                str(run),
+                "--judge-model",
+                "openai-compatible/k",
+                "--judge-base-url",
+                srv.base_url,
+                "--out",
+                str(tmp_path / "k2"),
+            ],
+        )
+    assert changed.exit_code == 2 and "has changed" in changed.output, changed.output
+    helped = cli.invoke(app, ["score", "--help"], terminal_width=200).output
+    assert "questions" in helped and "RUN_DIR" in helped and "Exit status" in helped
+
+
+def test_mem0_shaped_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fixture is written by hand in the shape mem0's search script documents: the
+    conversation's index -> results with question, answer (gold), category, evidence,
+    response, memories and times; its evals script adds llm_score."""
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    ds = load_dataset("sample")
+    file = FIXTURES / "mem0_results_sample.json"
+    read = read_answers(file, "mem0")
+    assert len(read.records) == 6 and read.records[0].where == "conversation '0', item 0"
+    first = read.records[0].record
+    assert first.subject == "0" and first.latency_s == pytest.approx(0.42 + 0.38 + 1.1)
+    assert first.grade == 1
+    with ChatServer(reply=judge_reply) as srv:
+        judge = RoleSpec("openai-compatible/judge", base_url=srv.base_url)
+        config = AnswersConfig(answers=str(file), format="mem0", calibration=2, n_boot=100)
+        result = run_answers(ds, tmp_path / "run", config, judge)
+    m = result.matching
+    assert m["matched"] == 5 and m["matched_by"]["text"] == 5
+    assert len(m["unmatched"]) == 1 and "conversation '1'" in m["unmatched"][0]["where"]
+    assert m["category_map"]["status"] == "ours"
+    assert "mem0's scripts name these numbers" in result.categories.message
+    assert any("categories:" in w for w in result.warnings)
+    reported = result.summary["reported"]["all"]["file_grade"]
+    assert reported.value == pytest.approx(4 / 5) and reported.n == 5  # its own judge: 4 of 5
+    assert result.summary["strict"]["answerable"]["judge"].value < reported.value
+
+
+def test_mem0_file_on_locomo(tmp_path: Path, locomo_dir: Path) -> None:
+    """A mem0-shaped file for two LoCoMo conversations, scored through the CLI."""
+    ds = load_dataset("locomo")
+    data: dict[str, list[dict[str, Any]]] = {}
+    for index in (0, 1):
+        s = ds.subjects[index]
+        data[str(index)] = [
+            {
+                "question": q.text,
+                "answer": q.answer,
+                "category": NUMBERS[q.category],
+                "evidence": q.evidence_ids,
+                "response": answer_for(i, q.answer, q.answerable),
+                "speaker_1_memory_time": 0.2,
+                "speaker_2_memory_time": 0.3,
+                "response_time": 0.9,
+            }
+            for i, q in enumerate(s.questions[:12])
+        ]
+    file = tmp_path / "mem0.json"
+    file.write_text(json.dumps(data, indent=2))
+    with ChatServer(reply=judge_reply) as srv:
+        got = CliRunner().invoke(
+            app,
+            [
+                "score",
+                "questions",
+                "--answers",
+                str(file),
+                "--format",
+                "mem0",
+                "--dataset",
+                "locomo",
+                "--judge-model",
+                "openai-compatible/j",
+                "--judge-base-url",
+                srv.base_url,
+                "--n-boot",
+                "100",
+                "--out",
+                str(tmp_path / "run"),
+            ],
+            env={"DIALOGBENCH_CACHE": str(tmp_path / "c.sqlite")},
+            terminal_width=200,
+        )
+    assert got.exit_code == 0, got.output
+    matching = json.loads((tmp_path / "run" / "matching.json").read_text())
+    assert matching["matched"] == 24 and not matching["unmatched"] and not matching["ambiguous"]
+    assert matching["category_map"]["status"] == "ours"
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert 0 < summary["strict"]["all"]["official_f1"]["value"] < 1
+
+
+# -- category maps ----------------------------------------------------------------------------
+
+
+def test_category_maps_are_detected() -> None:
+    ours = [(1, "multi-hop"), (2, "temporal"), (3, "open-domain"), (4, "single-hop")]
+    assert detect_category_map(ours).status == "ours"
+    named = [("multi-hop", "multi-hop"), ("Single hop", "single-hop")]
+    assert detect_category_map(named).status == "ours"
+    mem0 = [
+        ("single-hop", "multi-hop"),
+        ("multi-hop", "open-domain"),
+        ("temporal", "temporal"),
+        ("open-domain", "single-hop"),
+    ]
+    got = detect_category_map(mem0)
+    assert got.status == "mem0-names" and got.mapping["single-hop"] == "multi-hop"
+    assert "as mem0 does" in got.message
+    renumbered = [(4, "multi-hop"), (1, "single-hop"), (2, "temporal"), (1, "single-hop")]
+    other = detect_category_map(renumbered)
+    assert other.status == "another" and other.mapping == {
+        "1": "single-hop",
+        "2": "temporal",
+        "4": "multi-hop",
+    }
+    mixed = [(1, "multi-hop"), (1, "temporal"), (1, "multi-hop"), (2, "temporal")]
+    bad = detect_category_map(mixed)
+    assert bad.status == "inconsistent" and (bad.agree, bad.compared) == (3, 4)
+    assert "1 of 4" in bad.message
+    assert detect_category_map([(None, "temporal")]).status == "none"
+
+
+def test_a_renumbered_file_is_named_in_the_warnings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    ds = load_dataset("sample")
+    swap = {1: 4, 4: 1, 2: 2, 3: 3, 5: 5}  # multi-hop and single-hop swapped
+    s = ds.subjects[0]
+    lines = [
+        {
+            "subject": s.id,
+            "question_id": q.id,
+            "answer": q.answer or qp.NOT_AVAILABLE,
+            "category": swap[NUMBERS[q.category]],
+        }
+        for q in s.questions
+    ]
+    file = tmp_path / "a.jsonl"
+    file.write_text("\n".join(json.dumps(x) for x in lines))
+    with ChatServer(reply=judge_reply) as srv:
+        judge = RoleSpec("openai-compatible/judge", base_url=srv.base_url)
+        result = run_answers(
+            ds, tmp_path / "run", AnswersConfig(answers=str(file), calibration=0, n_boot=50), judge
+        )
+    assert result.categories.status == "another"
+    assert result.categories.mapping["4"] == "multi-hop"
+    assert any("another category map" in w for w in result.warnings)
+    assert "calibration" not in result.summary  # none asked for
+
+
+# -- matching and bad input -------------------------------------------------------------------
+
+
+def test_identical_questions_are_given_out_in_order() -> None:
+    ds = load_dataset("sample")
+    q = ds.subjects[0].questions[0]
+    twin = q.model_copy(update={"id": "twin"})
+    ds.subjects[0].questions.append(twin)
+    recs = [Given(f"line {i}", AnswerRecord(question=q.text, answer="a")) for i in (1, 2, 3)]
+    got = match_answers(ds, recs)
+    assert [m.question.id for m in got.matched] == [q.id, "twin"] and got.in_order == 2
+    assert got.repeated == [{"where": "line 3", "first": "line 1"}]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text", "where", "field", "fix"),
+    [
+        (
+            "dialogbench",
+            '{"question_id": "q01", "anser": "x", "answer": "y"}',
+            "line 1",
+            "anser",
+            "move it under meta",
+        ),
+        ("dialogbench", '{"question_id": "q01"}', "line 1", "answer", "null, with `error`"),
+        ("dialogbench", '\n{"answer": "y"}', "line 2", "question_id", "question (its text)"),
+        (
+            "dialogbench",
+            '{"question": "q", "answer": "y", "latency_s": -1}',
+            "line 1",
+            "latency_s",
+            "at least 0",
+        ),
+        (
+            "dialogbench",
+            '{"question": "q", "answer": "y"}\nnot json',
+            "line 2",
+            None,
+            "one JSON object per line",
+        ),
+        (
+            "mem0",
+            '{"0": [{"question": "q"}]}',
+            "conversation '0', item 0",
+            "response",
+            "the system's response",
+        ),
+        ("mem0", '[{"question": "q"}]', None, None, "mem0's search or evals script"),
+        ("mem0", '{"0": {"question": "q"}}', "conversation '0'", None, "one per question"),
+    ],
+)
+def test_bad_input_names_file_record_field_and_fix(
+    tmp_path: Path, fmt: str, text: str, where: str | None, field: str | None, fix: str
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(text)
+    with pytest.raises(DataError) as raised:
+        read_answers(path, fmt)
+    e = raised.value
+    assert e.path == str(path) and e.record == where and e.field == field
+    assert e.fix is not None and fix in e.fix
+
+
+def test_bad_input_on_the_cli(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"question_id": "q01", "answer": 3}\n')
+    got = CliRunner().invoke(
+        app,
+        [
+            "score",
+            "questions",
+            "--answers",
+            str(path),
+            "--dataset",
+            "sample",
+            "--judge-model",
+            "embedded",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+        terminal_width=200,
+    )
+    assert got.exit_code == 2 and "line 1" in got.output and "'answer'" in got.output
+    assert "Traceback" not in got.output
+    none = CliRunner().invoke(
+        app, ["score", "questions", "--dataset", "sample", "--judge-model", "embedded"]
+    )
+    assert none.exit_code == 2 and "--answers" in none.output
+    nothing = tmp_path / "other.jsonl"
+    nothing.write_text('{"question": "Who won the 1930 world cup?", "answer": "Uruguay"}\n')
+    got = CliRunner().invoke(
+        app,
+        [
+            "score",
+            "questions",
+            "--answers",
+            str(nothing),
+            "--dataset",
+            "sample",
+            "--judge-model",
+            "embedded",
+            "--out",
+            str(tmp_path / "r2"),
+        ],
+        terminal_width=200,
+    )
+    assert got.exit_code == 2 and "no answer matches" in got.output
