@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 import dialogbench.tracks  # noqa: F401  (registers every track)
+from dialogbench.cli.agreement import agreement_cmd
 from dialogbench.cli.export import export_app
 from dialogbench.cli.run import register_commands, score, show
 from dialogbench.cli.ui import console, csv, err, friendly_errors, table_of, with_progress
@@ -57,6 +58,7 @@ app.add_typer(data_app, name="data")
 register_commands(run_app, TRACKS)
 app.command("score", epilog=EXIT_STATUS_HELP)(score)
 app.add_typer(export_app, name="export")
+app.command("agreement")(agreement_cmd)
 ModelOpt = Annotated[str, typer.Option("--model", help="provider/model, or 'embedded'")]
 BaseUrlOpt = Annotated[str | None, typer.Option(help="server URL, e.g. http://host:8000/v1")]
 KeyEnvOpt = Annotated[str | None, typer.Option(help="environment variable holding the API key")]
