@@ -17,7 +17,9 @@ from rich.table import Table
 from rich.text import Text
 
 import dialogbench.tracks  # noqa: F401  (registers every track)
+from dialogbench.cli.agreement import agreement_cmd
 from dialogbench.cli.answers import score_app
+from dialogbench.cli.export import export_app
 from dialogbench.cli.run import register_commands, show
 from dialogbench.cli.ui import console, csv, err, friendly_errors, table_of, with_progress
 from dialogbench.data.demo.model import TASKS
@@ -56,6 +58,8 @@ app.add_typer(run_app, name="run")
 app.add_typer(data_app, name="data")
 register_commands(run_app, TRACKS)
 app.add_typer(score_app, name="score")
+app.add_typer(export_app, name="export")
+app.command("agreement")(agreement_cmd)
 ModelOpt = Annotated[str, typer.Option("--model", help="provider/model, or 'embedded'")]
 BaseUrlOpt = Annotated[str | None, typer.Option(help="server URL, e.g. http://host:8000/v1")]
 KeyEnvOpt = Annotated[str | None, typer.Option(help="environment variable holding the API key")]

@@ -1,0 +1,228 @@
+"""Agreement between raters (people, judges) on the same items, per dimension.
+
+For every pair of raters, on the items both scored: Cohen's kappa (scores as categories),
+Pearson's r and Spearman's rho with their two-sided p-values, each with a 95% bootstrap
+interval that resamples items (`stats.kappa`, `stats.correlation`). For all the raters of a
+dimension together: Fleiss' kappa on the items every one of them scored, and Krippendorff's
+alpha (interval and nominal) on every item at least two scored, missing ratings allowed
+(`stats.agreement`), also with intervals from resampling items.
+
+A pair is "between humans", "between judges" or "judge and human" by the raters' kinds
+(`judging.ratings`). `paper_tables` gives the paper's two shapes against one reference
+rater (the judge): Table 2, Cohen's kappa of each other rater per dimension and over all
+dimensions pooled, and Table 6, Pearson's r with its p-value per dimension.
+
+Table 2's "Avg." column is not the mean of its dimension columns (Rater1: 0.80, 0.87, 0.71,
+0.74 average 0.78, printed 0.82), so the paper pooled the items of every dimension into
+one kappa; `all` here is that pooled kappa, computed over every (dimension, item) pair.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel
+
+from dialogbench.stats.agreement import krippendorff_alpha
+from dialogbench.stats.bootstrap import Estimate, nan_estimate, percentile_estimate, resample_counts
+from dialogbench.stats.correlation import p_value, pearson, spearman
+from dialogbench.stats.kappa import cohen_kappa, fleiss_kappa
+
+if TYPE_CHECKING:
+    from dialogbench.judging.ratings import Ratings
+
+ALL = "all"
+"""The pseudo-dimension pooling every dimension's items (the paper's Table 2 "Avg.")."""
+
+
+class PairAgreement(BaseModel):
+    """Two raters on one dimension, over the items both scored."""
+
+    dimension: str
+    a: str
+    b: str
+    between: str
+    n: int
+    cohen_kappa: Estimate
+    pearson: Estimate
+    pearson_p: float
+    spearman: Estimate
+    spearman_p: float
+
+
+class GroupAgreement(BaseModel):
+    """Every rater of one dimension together."""
+
+    dimension: str
+    raters: list[str]
+    fleiss_kappa: Estimate
+    """Over the items every rater scored (n: how many)."""
+    alpha_interval: Estimate
+    alpha_nominal: Estimate
+    """Over the items at least two raters scored (n: how many)."""
+
+
+class AgreementReport(BaseModel):
+    """Everything `dialogbench agreement` prints."""
+
+    path: str
+    raters: dict[str, str]
+    dimensions: list[str]
+    blank: int
+    pairs: list[PairAgreement]
+    groups: list[GroupAgreement]
+
+
+def between(kind_a: str, kind_b: str) -> str:
+    """Which comparison a pair of raters makes, by their kinds."""
+    kinds = {kind_a, kind_b}
+    if kinds == {"human"}:
+        return "between humans"
+    if kinds == {"judge"}:
+        return "between judges"
+    if kinds == {"human", "judge"}:
+        return "judge and human"
+    return "kinds not given"
+
+
+def _estimate(point: float, replicates: npt.NDArray[np.float64], n: int) -> Estimate:
+    if math.isnan(point):
+        return nan_estimate(n)
+    return percentile_estimate(point, replicates, n)
+
+
+def pair_agreement(
+    x: Sequence[float], y: Sequence[float], *, n_boot: int = 2000, seed: int = 0
+) -> tuple[int, Estimate, Estimate, float, Estimate, float]:
+    """(n, kappa, pearson, its p, spearman, its p) of two paired score lists."""
+    n = len(x)
+    if n == 0:
+        return 0, nan_estimate(), nan_estimate(), math.nan, nan_estimate(), math.nan
+    w = resample_counts(n, n_boot, np.random.default_rng(seed))
+    kappa = _estimate(float(cohen_kappa(x, y)[0]), cohen_kappa(x, y, w), n)
+    r = float(pearson(x, y)[0])
+    rho = float(spearman(x, y)[0])
+    return (
+        n,
+        kappa,
+        _estimate(r, pearson(x, y, w), n),
+        p_value(r, n),
+        _estimate(rho, spearman(x, y, w), n),
+        p_value(rho, n),
+    )
+
+
+def group_agreement(
+    table: Mapping[str, Mapping[str, float]], *, n_boot: int = 2000, seed: int = 0
+) -> tuple[Estimate, Estimate, Estimate]:
+    """(Fleiss' kappa, alpha interval, alpha nominal) of rater -> {item: score}."""
+    raters = list(table)
+    items = sorted({i for scores in table.values() for i in scores})
+    matrix = np.full((len(raters), len(items)), np.nan)
+    for c, rater in enumerate(raters):
+        for u, item in enumerate(items):
+            if item in table[rater]:
+                matrix[c, u] = table[rater][item]
+    rng = np.random.default_rng(seed)
+    complete = matrix[:, ~np.isnan(matrix).any(axis=0)]
+    fleiss = nan_estimate(complete.shape[1])
+    if len(raters) >= 2 and complete.shape[1] > 0:
+        w = resample_counts(complete.shape[1], n_boot, rng)
+        fleiss = _estimate(
+            float(fleiss_kappa(complete)[0]), fleiss_kappa(complete, w), complete.shape[1]
+        )
+    pairable = matrix[:, (~np.isnan(matrix)).sum(axis=0) >= 2]
+    m = pairable.shape[1]
+    alphas: list[Estimate] = []
+    for level in ("interval", "nominal"):
+        if m == 0:
+            alphas.append(nan_estimate())
+            continue
+        point = krippendorff_alpha(pairable, level)
+        draws = rng.integers(0, m, size=(n_boot, m))
+        reps = np.array([krippendorff_alpha(pairable[:, d], level) for d in draws])
+        alphas.append(_estimate(point, reps, m))
+    return fleiss, alphas[0], alphas[1]
+
+
+def agreement_report(ratings: Ratings, *, n_boot: int = 2000, seed: int = 0) -> AgreementReport:
+    """Pairwise and group agreement on each dimension, and on all of them pooled."""
+    kinds = ratings.raters()
+    dimensions = ratings.dimensions()
+    pairs: list[PairAgreement] = []
+    groups: list[GroupAgreement] = []
+    for dimension in [*dimensions, ALL] if len(dimensions) > 1 else dimensions:
+        table = ratings.table(None if dimension == ALL else dimension)
+        raters = [r for r in kinds if r in table]
+        for a, b in itertools.combinations(raters, 2):
+            shared = sorted(set(table[a]) & set(table[b]))
+            x = [table[a][i] for i in shared]
+            y = [table[b][i] for i in shared]
+            n, kappa, r, r_p, rho, rho_p = pair_agreement(x, y, n_boot=n_boot, seed=seed)
+            pairs.append(
+                PairAgreement(
+                    dimension=dimension,
+                    a=a,
+                    b=b,
+                    between=between(kinds[a], kinds[b]),
+                    n=n,
+                    cohen_kappa=kappa,
+                    pearson=r,
+                    pearson_p=r_p,
+                    spearman=rho,
+                    spearman_p=rho_p,
+                )
+            )
+        if len(raters) >= 2:
+            fleiss, alpha_i, alpha_n = group_agreement(
+                {r: table[r] for r in raters}, n_boot=n_boot, seed=seed
+            )
+            groups.append(
+                GroupAgreement(
+                    dimension=dimension,
+                    raters=raters,
+                    fleiss_kappa=fleiss,
+                    alpha_interval=alpha_i,
+                    alpha_nominal=alpha_n,
+                )
+            )
+    return AgreementReport(
+        path=ratings.path,
+        raters=dict(kinds),
+        dimensions=dimensions,
+        blank=ratings.blank,
+        pairs=pairs,
+        groups=groups,
+    )
+
+
+def default_reference(raters: Mapping[str, str]) -> str | None:
+    """The rater the paper's tables compare against: the only judge, if there is one."""
+    judges = [r for r, kind in raters.items() if kind == "judge"]
+    return judges[0] if len(judges) == 1 else None
+
+
+def paper_tables(
+    report: AgreementReport, reference: str
+) -> tuple[dict[str, dict[str, Estimate]], dict[str, dict[str, tuple[Estimate, float]]]]:
+    """Table 2 (rater -> dimension | all -> Cohen's kappa) and Table 6 (rater -> dimension
+    -> (Pearson's r, p)) of every other rater against `reference`."""
+    if reference not in report.raters:
+        raise ValueError(
+            f"no rater {reference!r} in {report.path}; raters: {', '.join(report.raters)}"
+        )
+    kappas: dict[str, dict[str, Estimate]] = {}
+    pearsons: dict[str, dict[str, tuple[Estimate, float]]] = {}
+    for p in report.pairs:
+        if reference not in (p.a, p.b):
+            continue
+        other = p.b if p.a == reference else p.a
+        kappas.setdefault(other, {})[p.dimension] = p.cohen_kappa
+        if p.dimension != ALL:
+            pearsons.setdefault(other, {})[p.dimension] = (p.pearson, p.pearson_p)
+    return kappas, pearsons
