@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 import dialogbench.tracks  # noqa: F401  (registers every track)
+from dialogbench.cli import build_demo, export_sft
 from dialogbench.cli.agreement import agreement_cmd
 from dialogbench.cli.answers import score_app
 from dialogbench.cli.export import export_app
@@ -56,6 +57,10 @@ run_app = typer.Typer(help="Run a benchmark track.", no_args_is_help=True)
 data_app = typer.Typer(help="List, download, validate and import datasets.", no_args_is_help=True)
 app.add_typer(run_app, name="run")
 app.add_typer(data_app, name="data")
+build_app = typer.Typer(help="Build benchmarks from seed corpora.", no_args_is_help=True)
+app.add_typer(build_app, name="build")
+build_demo.register(build_app)
+export_sft.register(export_app)
 register_commands(run_app, TRACKS)
 app.add_typer(score_app, name="score")
 app.add_typer(export_app, name="export")

@@ -1,0 +1,1 @@
+"""Imitation learning for the DEMO agent: fine-tuning data from runs, and a LoRA recipe."""

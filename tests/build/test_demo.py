@@ -1,0 +1,318 @@
+"""`build demo` driven end to end by a scripted loopback model: the five steps, their
+counts, resume, the majority vote and its audit log, rejected combinations, and output that
+loads into both DEMO tracks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from dialogbench.build.demo import BuildConfig, build_demo, vote
+from dialogbench.build.demo_prompts import GOAL_TYPES
+from dialogbench.cli import app
+from dialogbench.data.demo.release import load_release
+from dialogbench.data.errors import DataError
+from dialogbench.models.model import Model
+from dialogbench.models.spec import ModelSpec
+from dialogbench.runner.roles import RoleSpec
+from dialogbench.testing.chatserver import ChatServer, Fault, status
+from dialogbench.tracks.demo.awareness import AwarenessConfig, run_awareness
+from dialogbench.tracks.demo.interaction import INTERACTION, InteractionConfig
+
+Body = dict[str, Any]
+
+
+def _schema(body: Body) -> tuple[str, dict[str, Any]]:
+    fmt = body["response_format"]["json_schema"]
+    return fmt["name"], fmt["schema"]
+
+
+def _prompt(body: Body) -> str:
+    return "\n".join(str(m["content"]) for m in body["messages"])
+
+
+class Scripted:
+    """Answers each step's schema; counts what it was asked, by schema name."""
+
+    def __init__(self) -> None:
+        self.asked: Counter[str] = Counter()
+        self.distilled = 0
+
+    def __call__(self, body: Body) -> str:
+        name, schema = _schema(body)
+        self.asked[name] += 1
+        prompt = _prompt(body)
+        if name == "Distilled":
+            kind = GOAL_TYPES[self.distilled % 3]
+            self.distilled += 1
+            reject = self.distilled == 2  # one seed's goals make an unreasonable pairing
+            return json.dumps(
+                {
+                    "goal1": "sell the item" + (" (reject me)" if reject else ""),
+                    "goal2": "buy it cheaply",
+                    "goal_type": kind,
+                    "topic": "a second-hand bicycle",
+                    "time": "Saturday morning",
+                    "location": "a market",
+                }
+            )
+        if name == "PersonaDetails":
+            return json.dumps(
+                {
+                    "background": "Grew up by the sea.",
+                    "hobby": "cycling",
+                    "education": "college",
+                    "occupation": "teacher",
+                    "culture": "British",
+                    "speaking_style": "warm and direct",
+                }
+            )
+        if name == "Assessment":
+            bad = "reject me" in prompt
+            return json.dumps(
+                {
+                    "reasonable": not bad,
+                    "reason": "the seller's goal contradicts the persona" if bad else "fits",
+                    "relationship": "strangers",
+                    "familiarity": 1,
+                    "medium": "face-to-face",
+                }
+            )
+        if name == "Script":
+            names = schema["$defs"]["Line"]["properties"]["person"]["enum"]
+            n = schema["properties"]["utterances"]["minItems"]
+            lines = [{"person": names[i % 2], "content": f"line {i + 1}"} for i in range(n)]
+            return json.dumps({"utterances": lines})
+        n = schema["properties"]["utterances"]["minItems"]
+        note = {
+            "intent": "make an offer",
+            "sentiment": "neutral",
+            "emotion": "calm",
+            "stance": [{"aspect": "price", "viewpoint": "too high"}],
+            "strategy": {"description": "anchor low", "type": "bargaining"},
+        }
+        annotation: dict[str, Any] = {
+            "utterances": [dict(note) for _ in range(n)],
+            "epilogue": {
+                "goal_completion": 7,
+                "completion_reason": "they met halfway",
+                "workflow": ["greeting", "offer", "deal"],
+                "summary1": "I sold it.",
+                "summary2": "I bought it.",
+            },
+        }
+        if name == "Annotation":
+            return json.dumps(annotation)
+        # a review: checker-a and checker-b agree on one edit, and differ on another
+        checker = body["model"]
+        annotation["utterances"][0]["emotion"] = "annoyed"
+        annotation["utterances"][1]["emotion"] = "happy" if checker == "checker-a" else "sad"
+        if checker == "checker-a":
+            annotation["utterances"][2]["sentiment"] = "negative"
+        annotation["reasons"] = [{"label": "utterances[0].emotion", "reason": "they complain"}]
+        return json.dumps(annotation)
+
+
+def _models(url: str) -> tuple[Model, tuple[Model, Model]]:
+    def one(name: str) -> Model:
+        return Model.from_spec(ModelSpec.parse(f"openai-compatible/{name}", base_url=url))
+
+    return one("writer"), (one("checker-a"), one("checker-b"))
+
+
+def _build(config: BuildConfig, out: Path, url: str) -> dict[str, Any]:
+    async def go() -> dict[str, Any]:
+        model, checkers = _models(url)
+        try:
+            return await build_demo(config, out, model, checkers)
+        finally:
+            for m in (model, *checkers):
+                await m.aclose()
+
+    return asyncio.run(go())
+
+
+CONFIG = BuildConfig(seed_dataset="sample", limit=4, min_turns=4, max_turns=6, sotopia_pool=False)
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+
+
+def test_five_steps_counts_vote_audit_and_output(tmp_path: Path) -> None:
+    script = Scripted()
+    out = tmp_path / "build"
+    with ChatServer(reply=script) as srv:
+        summary = _build(CONFIG, out, srv.base_url)
+    steps = summary["steps"]
+    assert summary["complete"] and summary["seed"]["dialogues"] == 4
+    assert steps["distill"]["ok"] == 4 and steps["persona"]["ok"] == 8
+    assert steps["conflict"]["units"] == 4
+    rejected = steps["conflict"]["rejected"]
+    assert steps["conflict"]["ok"] + rejected == 4
+    assert len(steps["conflict"]["rejections"]) == rejected
+    kept = steps["conflict"]["ok"]
+    assert steps["generate"]["ok"] == kept == steps["quality"]["ok"]
+    assert summary["output"]["dialogues"] == kept
+    # the vote: utterance 0's emotion (both checkers) adopted; utterance 1's emotion split
+    # three ways (no majority, the writer's stays); utterance 2's sentiment (one checker) not
+    audit = [json.loads(x) for x in (out / "audit.jsonl").read_text().splitlines()]
+    assert len(audit) == 5 * kept and steps["quality"]["edits_proposed"] == 5 * kept
+    adopted = {(a["label"], a["checker"]) for a in audit if a["adopted"]}
+    assert adopted == {("utterances[0].emotion", "checker1"), ("utterances[0].emotion", "checker2")}
+    assert steps["quality"]["no_majority"] == kept and steps["quality"]["edits_adopted"] == 2 * kept
+    first = next(a for a in audit if a["label"] == "utterances[0].emotion")
+    assert first["before"] == "calm" and first["after"] == "annoyed"
+    assert (
+        first["reason"] == "they complain"
+        and first["checker_model"] == "openai-compatible/checker-a"
+    )
+    dialogues = [json.loads(x) for x in (out / "dialogues.jsonl").read_text().splitlines()]
+    labels = [u["labels"] for u in dialogues[0]["utterances"]]
+    assert [x["emotion"] for x in labels[:3]] == ["annoyed", "calm", "calm"]
+    assert labels[2]["sentiment"] == "neutral"
+    # the release loads, and both tracks plan it
+    demo = load_release(out)
+    assert len(demo.items) == 4 * kept and len(demo.episodes) == kept
+    assert {i.task for i in demo.items} == {"goal", "persona", "scene", "utterance"}
+    assert all(i.target is not None for i in demo.items if i.task == "utterance")
+    scene = next(i for i in demo.items if i.task == "scene").gold
+    assert scene["familiarity"] == 1 and scene["talkway"] == "face-to-face"
+    plan = INTERACTION.plan(demo, InteractionConfig())
+    assert len(plan.units) == kept
+    with ChatServer() as srv:  # a schema-following default reply: the run completes
+        result = run_awareness(
+            demo,
+            tmp_path / "aw",
+            AwarenessConfig(n_boot=50),
+            model=RoleSpec("openai-compatible/x", srv.base_url),
+        )
+    got = [c for lang in result.counts.values() for c in lang.values()]
+    assert sum(c["items"] for c in got) == 4 * kept
+    assert sum(c["scored"] for c in got) == 4 * kept
+
+
+def test_balanced_over_goal_types_and_limited(tmp_path: Path) -> None:
+    script = Scripted()
+    with ChatServer(reply=script) as srv:
+        summary = _build(
+            BuildConfig(**{**CONFIG.__dict__, "limit": 6, "dialogues": 3}),
+            tmp_path / "b",
+            srv.base_url,
+        )
+    by_type = summary["steps"]["generate"]["by_goal_type"]
+    assert summary["steps"]["generate"]["units"] == 3 and len(by_type) == 3
+    assert set(by_type.values()) == {1}
+
+
+def test_resume_retries_failed_units_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    script = Scripted()
+    out = tmp_path / "build"
+
+    def persona_fails(n: int, body: Body) -> Fault | None:
+        name = body.get("response_format", {}).get("json_schema", {}).get("name")
+        if name == "PersonaDetails" and n % 5 == 0:
+            return status(400, message="rejected")  # not retried: the unit fails
+        return None
+
+    with ChatServer(reply=script, rules=persona_fails) as srv:
+        first = _build(CONFIG, out, srv.base_url)
+    assert not first["complete"] and first["steps"]["persona"]["failed"] > 0
+    assert first["steps"]["conflict"]["waiting"] + first["steps"]["conflict"]["units"] >= 1
+    with (out / "steps" / "2-persona.jsonl").open("a") as f:
+        f.write('{"key": "en-p0001", "sta')  # a line torn by a kill
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "fresh.sqlite"))
+    with ChatServer(reply=script) as srv:
+        script.asked.clear()
+        second = _build(CONFIG, out, srv.base_url)
+        assert second["complete"]
+        assert script.asked["Distilled"] == 0  # finished in the first run: kept, not asked
+        # only the failed personas are asked again (the torn line is dropped; the unit's
+        # earlier good line still counts)
+        assert script.asked["PersonaDetails"] == first["steps"]["persona"]["failed"]
+        assert second["steps"]["persona"]["torn_lines_dropped"] == 1
+        script.asked.clear()
+        third = _build(CONFIG, out, srv.base_url)  # all done: nothing asked
+        assert sum(script.asked.values()) == 0 and third["output"] == second["output"]
+
+
+def test_other_settings_need_another_folder(tmp_path: Path) -> None:
+    with ChatServer(reply=Scripted()) as srv:
+        _build(CONFIG, tmp_path / "b", srv.base_url)
+        with pytest.raises(DataError, match="other settings"):
+            _build(BuildConfig(**{**CONFIG.__dict__, "max_turns": 8}), tmp_path / "b", srv.base_url)
+
+
+def test_vote_by_hand() -> None:
+    original = {
+        "utterances": [
+            {
+                "intent": "a",
+                "sentiment": "neutral",
+                "emotion": "calm",
+                "stance": [],
+                "strategy": {"description": "d", "type": "t"},
+            }
+        ],
+        "epilogue": {
+            "goal_completion": 5,
+            "completion_reason": "r",
+            "workflow": ["x"],
+            "summary1": "s1",
+            "summary2": "s2",
+        },
+    }
+    one = json.loads(json.dumps(original))
+    two = json.loads(json.dumps(original))
+    one["epilogue"]["goal_completion"] = two["epilogue"]["goal_completion"] = 8  # 2 of 3
+    one["utterances"][0]["emotion"] = "Calm "  # the same label, spaced and cased
+    two["utterances"][0]["intent"] = "b"  # 1 of 3: the original stays
+    one["utterances"][0]["sentiment"], two["utterances"][0]["sentiment"] = "positive", "negative"
+    final, edits, split = vote(original, [one, two])
+    assert final["epilogue"]["goal_completion"] == 8
+    assert final["utterances"][0]["intent"] == "a"
+    assert final["utterances"][0]["sentiment"] == "neutral" and split == 1
+    assert sorted((e["label"], e["checker"], e["adopted"]) for e in edits) == [
+        ("epilogue.goal_completion", "checker1", True),
+        ("epilogue.goal_completion", "checker2", True),
+        ("utterances[0].intent", "checker2", False),
+        ("utterances[0].sentiment", "checker1", False),
+        ("utterances[0].sentiment", "checker2", False),
+    ]
+
+
+def test_cli_build_demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with ChatServer(reply=Scripted()) as srv:
+        args = [
+            "build",
+            "demo",
+            "--seed",
+            "sample",
+            "--out",
+            str(tmp_path / "b"),
+            "--model",
+            "openai-compatible/writer",
+            "--base-url",
+            srv.base_url,
+            "--limit",
+            "2",
+            "--min-turns",
+            "4",
+            "--max-turns",
+            "4",
+            "--no-sotopia-pool",
+        ]
+        got = CliRunner().invoke(app, args)
+        assert got.exit_code == 0, got.output
+        assert "distill" in got.output and "dialogues written" in got.output
+        bad = CliRunner().invoke(app, [*args[:8], "--checker-model", "openai-compatible/a"])
+        assert bad.exit_code == 2 and "give two checkers" in bad.output
+    build = json.loads((tmp_path / "b" / "build.json").read_text())
+    assert build["models"]["checkers"] == [{"same_as": "model"}] * 2

@@ -1,0 +1,189 @@
+"""`export sft`: expert trajectories from real finished runs (played against the golden
+loopback model), checked against the requests the tracks really sent."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from dialogbench.cli import app
+from dialogbench.data.demo.release import load_release
+from dialogbench.data.errors import DataError
+from dialogbench.runner.roles import RoleSpec
+from dialogbench.testing.chatserver import ChatServer
+from dialogbench.tracks.demo.awareness import AwarenessConfig, run_awareness
+from dialogbench.tracks.demo.interaction import InteractionConfig, run_interaction
+from dialogbench.train.sft import export_sft, split
+from golden.cases import golden_reply
+
+PEOPLE = [("Ann", "Ben"), ("Cleo", "Dev"), ("Eli", "Fay"), ("Gus", "Hana")]
+SECRET = "keep the old bike without telling anyone"
+
+
+def write_release(folder: Path) -> Path:
+    """A small DEMO release by hand: four dialogues' items and episodes (English)."""
+    folder.mkdir(parents=True)
+    items, episodes = [], []
+    for n, (a, b) in enumerate(PEOPLE):
+        did = f"d{n}"
+        transcript = f"{a}: Shall we trade?\n{b}: Only if the price is right.\n{a}: Deal."
+        answers = {
+            "goal": {
+                "goal1": "sell the bike",
+                "goal2": "buy cheaply",
+                "goal_completion": 7,
+                "reason": "they agreed",
+            },
+            "persona": {
+                "participant1": {"name": a, "gender": "female"},
+                "participant2": {"name": b, "gender": "male"},
+            },
+            "scene": {"topic": "a bike", "familiarity": 3, "talkway": "face-to-face"},
+            "utterance": {
+                "person": b,
+                "content": "Only if the price is right.",
+                "sentiment": "neutral",
+                "emotion": "calm",
+            },
+        }
+        for task, answer in answers.items():
+            items.append(
+                {
+                    "type": task,
+                    "dialogue_hs": transcript,
+                    "instruction": "x",
+                    "answer": answer,
+                    "dataset_id": did,
+                }
+            )
+        episodes.append(
+            {
+                "uuid": f"e{n}",
+                "topic": "a bike",
+                "goal": ["sell the bike", SECRET],
+                "person1": {"name": a, "background": f"{a} repairs bikes."},
+                "person2": {"name": b, "background": f"{b} is a student."},
+                "combine": {
+                    "time": "noon",
+                    "location": "a market",
+                    "talkway": "face-to-face",
+                    "relationship": "strangers",
+                    "familiarity": "1",
+                },
+            }
+        )
+    (folder / "element_awareness_en.json").write_text(json.dumps(items))
+    (folder / "dialogue_agent_interaction_en.jsonl").write_text(
+        "".join(json.dumps(e) + "\n" for e in episodes)
+    )
+    return folder
+
+
+@pytest.fixture
+def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, list[Any]]:
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    data = load_release(write_release(tmp_path / "demo"))
+    with ChatServer(reply=golden_reply) as srv:
+        spec = RoleSpec("openai-compatible/golden", srv.base_url)
+        run_awareness(data, tmp_path / "aw", AwarenessConfig(n_boot=20), model=spec)
+        run_interaction(
+            data, tmp_path / "int", InteractionConfig(n_boot=20, max_turns=4), model=spec
+        )
+        requests = srv.requests
+    return tmp_path / "aw", tmp_path / "int", requests
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+def test_examples_are_the_prompts_the_tracks_sent(
+    runs: tuple[Path, Path, list[Any]], tmp_path: Path
+) -> None:
+    aw, inter, requests = runs
+    sent = [[{"role": m["role"], "content": m["content"]} for m in r["messages"]] for r in requests]
+    summary = export_sft([aw, inter], tmp_path / "sft", val_fraction=0.25, seed=1)
+    examples = _lines(tmp_path / "sft" / "train.jsonl") + _lines(tmp_path / "sft" / "val.jsonl")
+    assert len(examples) == summary["train"] + summary["val"]
+    aw_rows = _lines(aw / "items.jsonl")
+    usable = [
+        r for r in aw_rows if r["prediction"]["parsed"] is not None and r["score"] is not None
+    ]
+    assert summary["by_kind"]["awareness"] == len(usable) and usable
+    episodes = [r for r in _lines(inter / "items.jsonl") if r["average"] is not None]
+    # the model plays both sides: one example per side that spoke
+    spoke = sum(len({t["person"] for t in r["turns"]}) for r in episodes)
+    assert summary["by_kind"]["interaction"] == spoke and spoke
+    for ex in examples:
+        msgs = ex["messages"]
+        assert msgs[-1]["role"] == "assistant"
+        if msgs[1]["content"].count("<dialogue>"):  # awareness: prompt + answer
+            assert len(msgs) == 3 and msgs[:2] in sent
+            json.loads(msgs[2]["content"])
+            continue
+        assert [m["role"] for m in msgs[1:]] == ["user", "assistant"] * ((len(msgs) - 1) // 2)
+        assert msgs[:2] in sent  # the prompt before this side's first turn, as sent
+        turn = json.loads(msgs[2]["content"])
+        assert set(turn) <= {"person", "content", "end"}
+        me = turn["person"]
+        if me in {b for _, b in PEOPLE}:  # participant 2 holds the secret goal
+            assert SECRET in msgs[1]["content"]
+        else:
+            assert all(SECRET not in m["content"] for m in msgs)  # never the partner's goal
+    counts = {r["track"]: r for r in summary["runs"]}
+    assert counts["demo-awareness"]["rows"] == len(aw_rows)
+
+
+def test_filter_split_and_sharegpt(runs: tuple[Path, Path, list[Any]], tmp_path: Path) -> None:
+    aw, inter, _ = runs
+    rows = _lines(aw / "items.jsonl")
+    scores = sorted(r["score"] for r in rows if r["score"] is not None)
+    cut = scores[len(scores) // 2]
+    summary = export_sft([aw], tmp_path / "s", min_score=cut, val_fraction=0.5, fmt="sharegpt")
+    kept = sum(1 for s in scores if s >= cut)
+    assert summary["train"] + summary["val"] == kept
+    left = summary["runs"][0]["left_out"]
+    assert left.get(f"score below {cut:g}", 0) == sum(1 for s in scores if s < cut)
+    line = _lines(tmp_path / "s" / "train.jsonl")[0]
+    assert [t["from"] for t in line["conversations"]] == ["system", "human", "gpt"]
+    # the split is by dialogue: every task of a dialogue lies on one side
+    got = export_sft([aw, inter], tmp_path / "t", val_fraction=0.5, seed=3)
+    assert got["val"] > 0 and got["train"] > 0
+    train = {json.dumps(x) for x in _lines(tmp_path / "t" / "train.jsonl")}
+    val = {json.dumps(x) for x in _lines(tmp_path / "t" / "val.jsonl")}
+    assert not train & val
+
+
+def test_split_groups_by_hand() -> None:
+    from dialogbench.train.sft import Example
+
+    exs = [Example([], f"g{i % 4}", "awareness", "r", 5.0) for i in range(12)]
+    train, val = split(exs, 0.25, seed=0)
+    assert len(val) == 3 and len({e.group for e in val}) == 1
+    assert not {e.group for e in val} & {e.group for e in train}
+    with pytest.raises(ValueError, match="val-fraction"):
+        split(exs, 1.0, 0)
+
+
+def test_errors_name_the_file(runs: tuple[Path, Path, list[Any]], tmp_path: Path) -> None:
+    aw, _, _ = runs
+    with pytest.raises(DataError, match=r"manifest\.json"):
+        export_sft([tmp_path], tmp_path / "x")
+    with pytest.raises(DataError, match="pass --dataset"):
+        export_sft([aw], tmp_path / "x", dataset=str(tmp_path / "nowhere"))
+
+
+def test_cli_export_sft(runs: tuple[Path, Path, list[Any]], tmp_path: Path) -> None:
+    aw, inter, _ = runs
+    got = CliRunner().invoke(
+        app,
+        ["export", "sft", str(aw), str(inter), "--out", str(tmp_path / "c"), "--min-score", "3"],
+    )
+    assert got.exit_code == 0, got.output
+    assert "train and" in got.output and (tmp_path / "c" / "export.json").exists()
+    bad = CliRunner().invoke(app, ["export", "sft", str(aw), "--out", "x", "--format", "csv"])
+    assert bad.exit_code == 2 and "--format" in bad.output
