@@ -65,7 +65,7 @@ CASES = [
 
 
 def test_nineteen_numbered_rules() -> None:
-    assert RULE_IDS == tuple(f"R{i:02d}" for i in range(1, 20))
+    assert tuple(f"R{i:02d}" for i in range(1, 20)) == RULE_IDS
     assert [c[0] for c in CASES] == list(RULE_IDS)
     assert len({r.name for r in RULES}) == 19
 
@@ -95,9 +95,7 @@ def test_locus_follows_the_recent_window_and_sessions() -> None:
         Case(False, False, "none", 1, (3,), (), ())
 
 
-refs = st.lists(
-    st.tuples(st.integers(1, 40), st.booleans(), st.booleans()), min_size=0, max_size=4
-)
+refs = st.lists(st.tuples(st.integers(1, 40), st.booleans(), st.booleans()), min_size=0, max_size=4)
 
 
 @given(

@@ -484,7 +484,7 @@ async def build_persona(subject: Subject, models: Models, c: BuildConfig) -> dic
     )
     errors = [f"part {i + 1}: {g.error}" for i, g in enumerate(got) if g.value is None]
     pos = subject.position_of()
-    entries: list[dict[str, Any]] = []
+    merged: dict[tuple[str, str, str | None], PersonaEntry] = {}
     proposed = 0
     for g in got:
         if g.value is None:
@@ -494,18 +494,20 @@ async def build_persona(subject: Subject, models: Models, c: BuildConfig) -> dic
         ] + [("working hypothesis", h.statement, h.grounds, h.name) for h in g.value.hypotheses]
         for dimension, statement, grounds, name in found:
             proposed += 1
-            ok = sorted((i for i in dict.fromkeys(grounds) if i in pos), key=pos.__getitem__)
+            ok = [i for i in dict.fromkeys(grounds) if i in pos]
             if not ok:
                 continue
-            entries.append(
-                PersonaEntry(
-                    dimension=dimension.strip().lower()[:256],
-                    statement=statement.strip(),
-                    grounds=ok,
-                    hypothesis=name is not None,
-                    name=name.strip() if name else None,
-                ).model_dump(mode="json")
+            key = (dimension.strip().lower()[:256], statement.strip(), name and name.strip())
+            if key in merged:  # the same entry from another part: one entry, both grounds
+                ok = list(dict.fromkeys([*merged[key].grounds, *ok]))
+            merged[key] = PersonaEntry(
+                dimension=key[0],
+                statement=key[1],
+                grounds=sorted(ok, key=pos.__getitem__),
+                hypothesis=name is not None,
+                name=key[2],
             )
+    entries = [e.model_dump(mode="json") for e in merged.values()]
     return {
         "kind": "persona",
         "subject": subject.id,

@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 import dialogbench.tracks  # noqa: F401  (registers every track)
+from dialogbench.cli.build import build_app, data_show
 from dialogbench.cli.run import register_commands, score, show
 from dialogbench.cli.ui import console, csv, err, friendly_errors, table_of, with_progress
 from dialogbench.data.demo.model import TASKS
@@ -54,6 +55,8 @@ data_app = typer.Typer(help="List, download, validate and import datasets.", no_
 app.add_typer(run_app, name="run")
 app.add_typer(data_app, name="data")
 register_commands(run_app, TRACKS)
+app.add_typer(build_app, name="build")
+data_app.command("show")(data_show)
 app.command("score", epilog=EXIT_STATUS_HELP)(score)
 ModelOpt = Annotated[str, typer.Option("--model", help="provider/model, or 'embedded'")]
 BaseUrlOpt = Annotated[str | None, typer.Option(help="server URL, e.g. http://host:8000/v1")]
