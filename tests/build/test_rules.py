@@ -3,6 +3,8 @@ decides, and every decision keeps the readings consistent (strict implies record
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -118,3 +120,9 @@ def test_every_case_gets_one_consistent_decision(
         assert d.needs_memory == (c.locus in ("session", "distant"))
     if d.needs_memory_strict:
         assert c.needs_far
+
+
+def test_docs_table_lists_the_rules_as_written() -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "build.md").read_text(encoding="utf-8")
+    for r in RULES:
+        assert f"| {r.id} | {r.name} | {r.when} | {r.decides} |" in doc
