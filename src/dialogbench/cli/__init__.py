@@ -20,6 +20,7 @@ import dialogbench.tracks  # noqa: F401  (registers every track)
 from dialogbench.cli import build_demo, export_sft
 from dialogbench.cli.agreement import agreement_cmd
 from dialogbench.cli.answers import score_app
+from dialogbench.cli.build import build_app, data_show
 from dialogbench.cli.export import export_app
 from dialogbench.cli.run import register_commands, show
 from dialogbench.cli.ui import console, csv, err, friendly_errors, table_of, with_progress
@@ -57,9 +58,9 @@ run_app = typer.Typer(help="Run a benchmark track.", no_args_is_help=True)
 data_app = typer.Typer(help="List, download, validate and import datasets.", no_args_is_help=True)
 app.add_typer(run_app, name="run")
 app.add_typer(data_app, name="data")
-build_app = typer.Typer(help="Build benchmarks from seed corpora.", no_args_is_help=True)
 app.add_typer(build_app, name="build")
 build_demo.register(build_app)
+data_app.command("show")(data_show)
 export_sft.register(export_app)
 register_commands(run_app, TRACKS)
 app.add_typer(score_app, name="score")

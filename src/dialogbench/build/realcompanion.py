@@ -1,0 +1,825 @@
+"""The RealCompanion ground-truth builder: probes sampled in three strata, five staged model
+calls per probe, and the profile and persona passes, written as a release folder.
+
+    dialogbench build realcompanion --from DATASET --out FOLDER --model SPEC [--judge-model SPEC]
+
+Per probe (one unit, `subject/probe_id`), each stage reads only what earlier ones wrote:
+
+    A resolve   the model proposes what the probe points at: ids anywhere before it (it is
+                shown the recent thread and the earlier messages that share the most words
+                with it, or the whole history when it is short); ids that are not messages
+                before the probe are dropped in code and counted
+    B verify    the judge (or the model) checks each proposed message, quoted from the
+                source conversation; its output is, in code, A's ids that it kept: B can only
+                remove (`verified = proposed ∩ kept`)
+    C classify  the model says which verified messages a reply needs (again intersected);
+                the numbered rules of `rules.py` decide tier, locus and both readings
+    D reply     the model writes the reference reply from the probe and the verified
+                messages alone
+    E validate  the judge (or the model) checks the reply against that context; an
+                unsupported reply is kept and marked `supported = false`
+
+Per subject, two more units: the profile (claims with confidence, validity window and
+evidence ids, proposed part by part, then a final pass in which the judge checks each claim
+whose evidence names real messages, keeping the supported ones: "P matched, K kept") and the
+persona (entries and named working hypotheses with their grounds; ungrounded ones dropped).
+
+The builder is a `Track` run by `run_track` (not registered as a `run` command): the run
+record lives in `FOLDER/.build/` (manifest, parts, items.jsonl, usage, warnings), so a killed
+build resumes with every finished probe, and the stages of an unfinished one that were
+answered come from the response cache (each stage's prompt depends only on the earlier
+stages, so exactly the missing calls are sent). A probe with a failed call is redone on the
+next run; an unusable reply (after `max_fixes` corrections) is counted and its probe left
+out. Failures of either kind make the exit status 3.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ClassVar, Literal, TypeVar
+
+import numpy as np
+from pydantic import BaseModel
+
+from dialogbench import __version__
+from dialogbench.build import realcompanion_prompts as bp
+from dialogbench.build.rules import BY_ID, RULE_IDS, Case, classify, explain
+from dialogbench.build.sampling import STRATA, Pick, Sizes, sample_strata
+from dialogbench.data.errors import DataError
+from dialogbench.data.model import (
+    RECENT_WINDOW,
+    ChatItem,
+    Dataset,
+    Message,
+    PersonaEntry,
+    ProfileClaim,
+    Subject,
+    TraceStage,
+)
+from dialogbench.data.release import CONVERSATION, SUBJECT_FILES, is_release, write_release
+from dialogbench.models.model import Call, Model
+from dialogbench.models.structured import Structured
+from dialogbench.models.types import ChatMessage, GenerateConfig
+from dialogbench.retrieval.bm25 import BM25Index
+from dialogbench.runner import Finished, Outcome, Plan, Progress, Role, TrackBase, option, run_track
+from dialogbench.runner.record import write_json
+from dialogbench.runner.roles import Given
+from dialogbench.runner.track import Models, Rows
+
+T = TypeVar("T", bound=BaseModel)
+STAGES = ("resolve", "verify", "classify", "reply", "validate")
+"""The trace's stage names, A to E."""
+LETTER = dict(zip(STAGES, "ABCDE", strict=True))
+WORK_DIR = ".build"
+"""The run record's folder inside the release folder."""
+REPORT = "build.json"
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """Strata sizes, the seed, what stage A is shown, the passes and the call settings."""
+
+    proportional: int = option(40, help="probes of the proportional stratum (all subjects)", min=0)
+    enriched: int = option(20, help="probes of the enriched stratum (all subjects)", min=0)
+    abstention: int = option(10, help="session openers of the abstention control", min=0)
+    seed: int = option(0, help="seed of the strata draws and of the calls", min=0)
+    subjects: tuple[str, ...] = option(
+        (), help="only these subject ids (comma-separated; default: every subject)", nonempty=False
+    )
+    candidates: int = option(
+        12, help="earlier messages stage A sees beyond the recent thread (BM25's best)", min=0
+    )
+    show_all: int = option(
+        24, help="stage A sees the whole earlier history when it holds at most this many", min=0
+    )
+    profile: bool = option(
+        True, help="derive the profile and persona (else keep the source's as they are)"
+    )
+    profile_window: int = option(40, help="messages per part of the profile pass", min=2)
+    profile_parts: int = option(
+        4, help="at most this many parts per subject (evenly spread when there are more)", min=1
+    )
+    claims_per_part: int = option(8, help="at most this many claims asked per part", min=1)
+    temperature: float = option(0.0, help="sampling temperature of every call", min=0, max=2)
+    max_tokens: int = option(512, help="reply budget of each call (tokens)", min=16)
+    max_fixes: int = option(2, help="corrective retries of an unusable reply", min=0, max=10)
+
+    def sizes(self) -> Sizes:
+        return Sizes(self.proportional, self.enriched, self.abstention)
+
+    def call_config(self) -> GenerateConfig:
+        return GenerateConfig(
+            temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed
+        )
+
+
+@dataclass(frozen=True)
+class ProbeUnit:
+    """One sampled probe."""
+
+    pick: Pick
+
+
+@dataclass(frozen=True)
+class SubjectUnit:
+    """The profile or persona pass of one subject."""
+
+    subject_id: str
+    part: Literal["profile", "persona"]
+
+
+Unit = ProbeUnit | SubjectUnit
+
+
+@dataclass
+class Context:
+    """What every unit reads: the source subjects and one BM25 index each."""
+
+    subjects: dict[str, Subject]
+    indexes: dict[str, BM25Index]
+    data: Dataset
+    picks: list[Pick]
+
+
+class Failed(Exception):
+    """A stage whose reply could not be used (the call failed, or the reply did not parse)."""
+
+    def __init__(self, stage: str, got: Structured[Any]) -> None:
+        super().__init__(f"stage {LETTER.get(stage, '')} ({stage}): {got.error}")
+        self.stage, self.got = stage, got
+
+
+async def _ask(
+    model: Model, stage: str, messages: list[ChatMessage], schema: type[T], c: BuildConfig
+) -> T:
+    got = await model.generate_structured(
+        messages, schema, c.call_config(), max_fixes=c.max_fixes, tag=f"build:{stage}"
+    )
+    if got.value is None:
+        raise Failed(stage, got)
+    return got.value
+
+
+def person_of(subject: Subject, fallback: str = "the person") -> str:
+    """The name the prompts use for the person under study."""
+    if subject.speakers:
+        return " and ".join(subject.speakers[:2])
+    users = Counter(m.speaker for m in subject.messages if m.role == "user")
+    return users.most_common(1)[0][0] if users else fallback
+
+
+# -- one probe: stages A to E ------------------------------------------------------------------
+
+
+def shown_history(ctx: Context, subject: Subject, p: int, c: BuildConfig) -> list[Message]:
+    """What stage A sees before the recent thread: all of it when short, else BM25's best
+    `candidates` (in conversation order)."""
+    end = max(0, p - RECENT_WINDOW)
+    if end <= c.show_all:
+        return list(subject.messages[:end])
+    if c.candidates == 0:
+        return []
+    index = ctx.indexes[subject.id]
+    row = index.score(index.text_queries([subject.messages[p].text]), np.array([end])).tocsr()
+    cols, vals = row.indices, row.data
+    best = cols[np.lexsort((-cols, -vals))][: c.candidates]
+    return [subject.messages[int(i)] for i in sorted(best)]
+
+
+def _ids(messages: Sequence[Message]) -> str:
+    return ", ".join(m.id for m in messages) or "nothing"
+
+
+async def build_probe(ctx: Context, pick: Pick, models: Models, c: BuildConfig) -> dict[str, Any]:
+    """Stages A to E for one probe: the row with its chat item, or where it failed."""
+    subject = ctx.subjects[pick.subject_id]
+    msgs, p = subject.messages, pick.position
+    probe = msgs[p]
+    person = probe.speaker
+    pos = subject.position_of()
+    row: dict[str, Any] = {
+        "kind": "probe",
+        "subject": subject.id,
+        "probe": probe.id,
+        "position": p,
+        "stratum": pick.stratum,
+        "surface_tier": pick.surface_tier,
+        "surface_score": pick.surface_score,
+        "opener": pick.opener,
+        "status": "failed",
+        "failed_stage": None,
+        "error": None,
+        "stages": {},
+    }
+    try:
+        row.update(await _stages(ctx, pick, models, c, subject, person, pos, row))
+    except Failed as e:
+        row.update(failed_stage=e.stage, error=str(e), call_failed=e.got.call_failed)
+        row["raw"] = e.got.raw
+    return row
+
+
+async def _stages(
+    ctx: Context,
+    pick: Pick,
+    models: Models,
+    c: BuildConfig,
+    subject: Subject,
+    person: str,
+    pos: dict[str, int],
+    row: dict[str, Any],
+) -> dict[str, Any]:
+    msgs, p = subject.messages, pick.position
+    probe = msgs[p]
+    model, judge = models["model"], models["judge"]
+    recent = list(msgs[max(0, p - RECENT_WINDOW) : p])
+    earlier = shown_history(ctx, subject, p, c)
+    trace: list[TraceStage] = []
+
+    # A: resolve
+    a = await _ask(
+        model, "resolve", bp.resolve_messages(person, probe, recent, earlier), bp.ResolveReply, c
+    )
+    row["stages"]["resolve"] = a.model_dump()
+    proposed_ids = list(dict.fromkeys(i for i in a.referent_ids if pos.get(i, p) < p))
+    dropped = [i for i in dict.fromkeys(a.referent_ids) if i not in proposed_ids]
+    proposed = sorted((msgs[pos[i]] for i in proposed_ids), key=lambda m: m.position)
+    note = f"; dropped {', '.join(dropped)} (not a message before the probe)" if dropped else ""
+    trace.append(
+        TraceStage(
+            stage="resolve",
+            output=f"{a.reasoning}\nDecision: kind {a.kind}; reading: {a.reading}; "
+            f"proposed {_ids(proposed)}{note}",
+        )
+    )
+
+    # B: verify (only removes)
+    if proposed:
+        b = await _ask(
+            judge,
+            "verify",
+            bp.verify_messages(person, probe, a.reading, a.kind, proposed),
+            bp.VerifyReply,
+            c,
+        )
+        row["stages"]["verify"] = b.model_dump()
+        kept = set(b.kept_ids)
+        verified = [m for m in proposed if m.id in kept]
+        added = sorted(kept - {m.id for m in proposed})
+        removed = [m for m in proposed if m.id not in kept]
+        extra = f"; ignored {', '.join(added)} (B cannot add)" if added else ""
+        out_b = f"{b.reasoning}\nDecision: kept {_ids(verified)}; removed {_ids(removed)}{extra}"
+    else:
+        verified, added = [], []
+        out_b = "No referent proposed (no call); the reference set stays empty."
+    trace.append(TraceStage(stage="verify", output=out_b, reads=["resolve"]))
+
+    # C: classify (the model names what a reply needs; the rules decide)
+    if verified:
+        cr = await _ask(
+            model,
+            "classify",
+            bp.classify_messages(person, probe, a.reading, a.kind, verified),
+            bp.ClassifyReply,
+            c,
+        )
+        row["stages"]["classify"] = cr.model_dump()
+        needed_ids, reasoning_c = set(cr.needed_ids), cr.reasoning + "\n"
+    else:
+        needed_ids, reasoning_c = set(), "Nothing verified (no call).\n"
+    case = Case(
+        first=p == 0,
+        opener=pick.opener,
+        kind=a.kind,
+        proposed=len(proposed),
+        distances=tuple(p - m.position for m in verified),
+        earlier_session=tuple(
+            m.session is not None and probe.session is not None and m.session != probe.session
+            for m in verified
+        ),
+        needed=tuple(m.id in needed_ids for m in verified),
+    )
+    rule, d = classify(case)
+    needed = [m for m in verified if m.id in needed_ids]
+    trace.append(
+        TraceStage(
+            stage="classify",
+            output=f"{reasoning_c}Decision: needed {_ids(needed)}; {explain(rule, case)}. "
+            f"tier {d.tier}, locus {d.locus}, recorded {d.needs_memory}, "
+            f"strict {d.needs_memory_strict}, dependent {d.dependent}",
+            reads=["resolve", "verify"],
+        )
+    )
+
+    # D: reply, from the recorded context alone
+    r = await _ask(model, "reply", bp.reply_messages(person, probe, verified), bp.ReplyReply, c)
+    row["stages"]["reply"] = r.model_dump()
+    trace.append(TraceStage(stage="reply", output=r.reasoning, reads=["verify", "classify"]))
+
+    # E: validate (marks, never drops)
+    e = await _ask(
+        judge,
+        "validate",
+        bp.validate_messages(person, probe, verified, r.reply),
+        bp.ValidateReply,
+        c,
+    )
+    row["stages"]["validate"] = e.model_dump()
+    verdict = "supported" if e.supported else "NOT supported: marked supported=false"
+    trace.append(
+        TraceStage(
+            stage="validate",
+            output=f"{e.reasoning}\nDecision: {verdict}",
+            reads=["verify", "reply"],
+        )
+    )
+    far = [m for m in proposed if p - m.position > RECENT_WINDOW]
+    item = ChatItem(
+        probe_id=probe.id,
+        stratum=pick.stratum,
+        tier=d.tier,
+        reference_ids=[m.id for m in verified],
+        reference_reply=r.reply,
+        trace=trace,
+        rule=rule.id,
+        locus=d.locus,
+        needs_memory=d.needs_memory,
+        needs_memory_strict=d.needs_memory_strict,
+        dependent=d.dependent,
+        surface_tier=pick.surface_tier,
+        supported=e.supported,
+    )
+    return {
+        "status": "ok",
+        "proposed": len(proposed),
+        "proposed_dropped": len(dropped),
+        "proposed_far": bool(far),
+        "verified": len(verified),
+        "verified_far": any(p - m.position > RECENT_WINDOW for m in verified),
+        "verify_additions_ignored": len(added),
+        "item": item.model_dump(mode="json"),
+    }
+
+
+# -- profile and persona ---------------------------------------------------------------------
+
+
+def parts_of(subject: Subject, c: BuildConfig) -> list[list[Message]]:
+    """The conversation cut into windows of `profile_window`; at most `profile_parts` of
+    them, evenly spread."""
+    msgs = subject.messages
+    windows = [msgs[i : i + c.profile_window] for i in range(0, len(msgs), c.profile_window)]
+    if len(windows) > c.profile_parts:
+        at = np.linspace(0, len(windows) - 1, c.profile_parts).round().astype(int)
+        windows = [windows[i] for i in dict.fromkeys(at.tolist())]
+    return [list(w) for w in windows]
+
+
+def _date(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
+
+
+async def build_profile(subject: Subject, models: Models, c: BuildConfig) -> dict[str, Any]:
+    """Claims part by part, then the judge's check of each claim against the messages it
+    cites: proposed, matched (its evidence names messages of the conversation), kept."""
+    person, parts = person_of(subject), parts_of(subject, c)
+    calls = [
+        Call(bp.profile_messages(person, w, i + 1, len(parts), c.claims_per_part), c.call_config())
+        for i, w in enumerate(parts)
+    ]
+    got = await models["model"].generate_structured_many(
+        calls, bp.ProfileReply, max_fixes=c.max_fixes, tag="build:profile"
+    )
+    errors = [f"part {i + 1}: {g.error}" for i, g in enumerate(got) if g.value is None]
+    pos = subject.position_of()
+    merged: dict[tuple[str, str], bp.ClaimProposal] = {}
+    proposed = 0
+    for g in got:
+        for claim in g.value.claims if g.value else []:
+            proposed += 1
+            key = (claim.field.strip().lower(), " ".join(claim.statement.lower().split()))
+            if key in merged:
+                ev = list(dict.fromkeys([*merged[key].evidence_ids, *claim.evidence_ids]))
+                merged[key] = merged[key].model_copy(update={"evidence_ids": ev})
+            else:
+                merged[key] = claim
+    matched = []
+    for claim in merged.values():
+        ev = [i for i in dict.fromkeys(claim.evidence_ids) if i in pos]
+        if ev:
+            matched.append((claim, sorted(ev, key=pos.__getitem__)))
+    checks = await models["judge"].generate_structured_many(
+        [
+            Call(
+                bp.match_messages(
+                    person, cl.field, cl.statement, [subject.messages[pos[i]] for i in ev]
+                ),
+                c.call_config(),
+            )
+            for cl, ev in matched
+        ],
+        bp.MatchReply,
+        max_fixes=c.max_fixes,
+        tag="build:profile-match",
+    )
+    errors += [f"claim check {i + 1}: {g.error}" for i, g in enumerate(checks) if g.value is None]
+    claims = []
+    for (cl, ev), check in zip(matched, checks, strict=True):
+        if check.value is None or not check.value.supported:
+            continue
+        start = _date(cl.valid_from) or subject.messages[pos[ev[0]]].timestamp
+        end = _date(cl.valid_to)
+        if start is not None and end is not None and _after(start, end):
+            end = None
+        claims.append(
+            ProfileClaim(
+                field=cl.field.strip().lower()[:256],
+                statement=cl.statement.strip(),
+                confidence=cl.confidence,
+                valid_from=start,
+                valid_to=end,
+                evidence_ids=ev,
+            ).model_dump(mode="json")
+        )
+    return {
+        "kind": "profile",
+        "subject": subject.id,
+        "status": "failed" if errors else "ok",
+        "errors": errors,
+        "parts": len(parts),
+        "proposed": proposed,
+        "distinct": len(merged),
+        "matched": len(matched),
+        "kept": len(claims),
+        "claims": claims,
+    }
+
+
+def _after(a: datetime, b: datetime) -> bool:
+    if (a.tzinfo is None) != (b.tzinfo is None):
+        a, b = a.replace(tzinfo=None), b.replace(tzinfo=None)
+    return a > b
+
+
+async def build_persona(subject: Subject, models: Models, c: BuildConfig) -> dict[str, Any]:
+    """Entries and named working hypotheses part by part; those without a ground that is a
+    message of the conversation are dropped."""
+    person, parts = person_of(subject), parts_of(subject, c)
+    calls = [
+        Call(bp.persona_messages(person, w, i + 1, len(parts), c.claims_per_part), c.call_config())
+        for i, w in enumerate(parts)
+    ]
+    got = await models["model"].generate_structured_many(
+        calls, bp.PersonaReply, max_fixes=c.max_fixes, tag="build:persona"
+    )
+    errors = [f"part {i + 1}: {g.error}" for i, g in enumerate(got) if g.value is None]
+    pos = subject.position_of()
+    merged: dict[tuple[str, str, str | None], PersonaEntry] = {}
+    proposed = 0
+    for g in got:
+        if g.value is None:
+            continue
+        found: list[tuple[str, str, list[str], str | None]] = [
+            (e.dimension, e.statement, e.grounds, None) for e in g.value.entries
+        ] + [("working hypothesis", h.statement, h.grounds, h.name) for h in g.value.hypotheses]
+        for dimension, statement, grounds, name in found:
+            proposed += 1
+            ok = [i for i in dict.fromkeys(grounds) if i in pos]
+            if not ok:
+                continue
+            key = (dimension.strip().lower()[:256], statement.strip(), name and name.strip())
+            if key in merged:  # the same entry from another part: one entry, both grounds
+                ok = list(dict.fromkeys([*merged[key].grounds, *ok]))
+            merged[key] = PersonaEntry(
+                dimension=key[0],
+                statement=key[1],
+                grounds=sorted(ok, key=pos.__getitem__),
+                hypothesis=name is not None,
+                name=key[2],
+            )
+    entries = [e.model_dump(mode="json") for e in merged.values()]
+    return {
+        "kind": "persona",
+        "subject": subject.id,
+        "status": "failed" if errors else "ok",
+        "errors": errors,
+        "parts": len(parts),
+        "proposed": proposed,
+        "kept": len(entries),
+        "hypotheses": sum(bool(e["hypothesis"]) for e in entries),
+        "entries": entries,
+    }
+
+
+# -- the track ------------------------------------------------------------------------------
+
+
+class BuildTrack(TrackBase[BuildConfig, Unit]):
+    """The builder as a `Track`: one unit per probe, and the profile and persona of each
+    subject; `aggregate` assembles the release."""
+
+    name: ClassVar[str] = "build-realcompanion"
+    summary: ClassVar[str] = "Derive chat ground truth, profile and persona in traced stages."
+    config_type = BuildConfig
+    roles: ClassVar[tuple[Role, ...]] = (
+        Role("model", "solve", "the model that resolves, classifies and writes (stages A, C, D)"),
+        Role(
+            "judge",
+            "solve",
+            "the checker of stages B and E and of profile claims",
+            fallback="model",
+        ),
+    )
+
+    def plan(self, data: Dataset, config: BuildConfig) -> Plan[Unit]:
+        picks, warnings = sample_strata(data, config.sizes(), config.seed, config.subjects)
+        chosen = [s for s in data.subjects if not config.subjects or s.id in config.subjects]
+        ctx = Context(
+            subjects={s.id: s for s in chosen},
+            indexes={s.id: BM25Index.from_texts([m.text for m in s.messages]) for s in chosen},
+            data=data,
+            picks=picks,
+        )
+        units: dict[str, Unit] = {}
+        for pick in picks:
+            probe = ctx.subjects[pick.subject_id].messages[pick.position]
+            units[f"{pick.subject_id}/{probe.id}"] = ProbeUnit(pick)
+        if config.profile:
+            for s in chosen:
+                units[f"{s.id}/:profile"] = SubjectUnit(s.id, "profile")
+                units[f"{s.id}/:persona"] = SubjectUnit(s.id, "persona")
+        if not units:
+            raise ValueError(
+                f"nothing to build from {data.name!r}: the strata drew no probe (sizes "
+                f"{config.sizes()}) and the profile pass is off"
+            )
+        return Plan(
+            units,
+            warnings=list(data.warnings) + warnings,
+            resolved={"prompt_sha256": bp.PROMPT_SHA256, "rules": list(RULE_IDS)},
+            context=ctx,
+        )
+
+    async def solve(
+        self, unit: Unit, models: Models, config: BuildConfig, plan: Plan[Unit]
+    ) -> Rows:
+        ctx: Context = plan.context
+        if isinstance(unit, ProbeUnit):
+            return [await build_probe(ctx, unit.pick, models, config)]
+        subject = ctx.subjects[unit.subject_id]
+        if unit.part == "profile":
+            return [await build_profile(subject, models, config)]
+        return [await build_persona(subject, models, config)]
+
+    def aggregate(self, plan: Plan[Unit], rows: Rows, config: BuildConfig) -> Outcome:
+        ctx: Context = plan.context
+        built = assemble(ctx, rows, config)
+        report = summarise(ctx, rows, config)
+        failures = {
+            "probes not built (a stage reply was unusable)": sum(
+                r["kind"] == "probe" and r["status"] != "ok" and not r.get("call_failed")
+                for r in rows
+            ),
+            "profile or persona passes with an unusable reply": sum(
+                r["kind"] != "probe" and r["status"] != "ok" for r in rows
+            ),
+        }
+        return Outcome(
+            summary=report,
+            result=BuildResult(built, report),
+            failures={k: v for k, v in failures.items() if v},
+        )
+
+
+BUILD = BuildTrack()
+
+
+@dataclass
+class BuildResult:
+    """A finished build: the release's dataset and the build's report (build.json)."""
+
+    dataset: Dataset
+    report: dict[str, Any]
+    path: Path | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def assemble(ctx: Context, rows: Rows, config: BuildConfig) -> Dataset:
+    """The built dataset: each chosen subject's conversation and questions, its built chat
+    items (in conversation order) and its derived profile and persona."""
+    by_subject: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for r in rows:
+        by_subject.setdefault(r["subject"], {}).setdefault(r["kind"], []).append(r)
+    subjects = []
+    for sid, s in ctx.subjects.items():
+        mine = by_subject.get(sid, {})
+        items = [
+            ChatItem.model_validate(r["item"])
+            for r in sorted(mine.get("probe", []), key=lambda r: r["position"])
+            if r["status"] == "ok"
+        ]
+        profile, persona = s.profile, s.persona
+        if config.profile:
+            profile = [
+                ProfileClaim.model_validate(c) for r in mine.get("profile", []) for c in r["claims"]
+            ]
+            found = [x for r in mine.get("persona", []) for x in r["entries"]]
+            persona = [PersonaEntry.model_validate(x) for x in found]
+        subjects.append(
+            s.model_copy(update={"chat_items": items, "profile": profile, "persona": persona})
+        )
+    data = ctx.data
+    return Dataset(
+        name=f"{data.name}-built",
+        subjects=subjects,
+        sha256=data.sha256,
+        source=str(data.source),
+        licence=data.licence,
+    )
+
+
+def summarise(ctx: Context, rows: Rows, config: BuildConfig) -> dict[str, Any]:
+    """build.json's counts: per stratum, per stage (in the paper's phrasing), per rule, the
+    surface-signal agreement, both readings, profile and persona."""
+    probes = [r for r in rows if r["kind"] == "probe"]
+    ok = [r for r in probes if r["status"] == "ok"]
+    items = [r["item"] for r in ok]
+    strata = {
+        s: {
+            "sampled": sum(p.stratum == s for p in ctx.picks),
+            "built": sum(r["stratum"] == s for r in ok),
+            "failed": sum(r["stratum"] == s and r["status"] != "ok" for r in probes),
+        }
+        for s in STRATA
+    }
+    failed_at = Counter(r["failed_stage"] for r in probes if r["status"] != "ok")
+    prop_far = sum(r["proposed_far"] for r in ok)
+    ver_far = sum(r["proposed_far"] and r["verified_far"] for r in ok)
+    proposed = sum(r["proposed"] > 0 for r in ok)
+    verified = sum(r["verified"] > 0 for r in ok)
+    differs = sum(i["tier"] != i["surface_tier"] for i in items)
+    pairs = Counter(f"{i['surface_tier']} -> {i['tier']}" for i in items)
+    readings = {
+        s: {
+            "items": sum(i["stratum"] == s for i in items),
+            "recorded": sum(i["stratum"] == s and i["needs_memory"] for i in items),
+            "strict": sum(i["stratum"] == s and i["needs_memory_strict"] for i in items),
+        }
+        for s in STRATA
+    }
+    prof = [r for r in rows if r["kind"] == "profile"]
+    pers = [r for r in rows if r["kind"] == "persona"]
+    p_prop, p_match, p_kept = (sum(r[k] for r in prof) for k in ("proposed", "matched", "kept"))
+    s_prop, s_kept, s_hyp = (sum(r[k] for r in pers) for k in ("proposed", "kept", "hypotheses"))
+    unsupported = sum(i["supported"] is False for i in items)
+    sentences = [
+        f"Stage A proposed a distant referent (more than {RECENT_WINDOW} messages back) for "
+        f"{prop_far} messages and Stage B verified {ver_far}.",
+        f"Stage A proposed any referent for {proposed} messages and Stage B verified one for "
+        f"{verified}.",
+        f"The tier differs from the surface signal on {differs} of {len(items)} items.",
+        f"Stage E marked {unsupported} of {len(items)} reference replies unsupported.",
+    ]
+    if config.profile:
+        sentences += [
+            f"Profile: {p_prop} claims proposed; a final pass matched {p_match} to referents "
+            f"and kept {p_kept}.",
+            f"Persona: {s_prop} entries proposed, {s_kept} kept with grounds, {s_hyp} of them "
+            "named working hypotheses.",
+        ]
+    return {
+        "sentences": sentences,
+        "strata": strata,
+        "stages": {
+            "resolve": {
+                "probes": len(probes) - failed_at.get("resolve", 0),
+                "proposed_any": proposed,
+                "proposed_distant": prop_far,
+                "ids_dropped_not_before_probe": sum(r["proposed_dropped"] for r in ok),
+            },
+            "verify": {
+                "verified_any": verified,
+                "verified_distant": ver_far,
+                "ids_proposed": sum(r["proposed"] for r in ok),
+                "ids_kept": sum(r["verified"] for r in ok),
+                "additions_ignored": sum(r["verify_additions_ignored"] for r in ok),
+            },
+            "classify": {"dependent": sum(bool(i["dependent"]) for i in items)},
+            "validate": {"supported": len(items) - unsupported, "unsupported": unsupported},
+            "failed": {s: failed_at.get(s, 0) for s in STAGES},
+        },
+        "rules": {rid: sum(i["rule"] == rid for i in items) for rid in RULE_IDS},
+        "tiers": dict(Counter(i["tier"] for i in items)),
+        "surface": {"items": len(items), "differs": differs, "pairs": dict(sorted(pairs.items()))},
+        "readings": readings,
+        "profile": {"proposed": p_prop, "matched": p_match, "kept": p_kept},
+        "persona": {"proposed": s_prop, "kept": s_kept, "hypotheses": s_hyp},
+    }
+
+
+# -- writing the release ----------------------------------------------------------------------
+
+
+def check_out(out: Path, source: str) -> None:
+    """Refuse an --out that is a file, the source itself, or a release not written by the
+    builder (its files would be mixed with ours)."""
+    if out.exists() and not out.is_dir():
+        raise DataError(out, "is a file, not a folder", fix="give --out a folder to write")
+    src = Path(source)
+    if src.exists() and out.exists() and src.resolve() == out.resolve():
+        raise DataError(out, "is the source dataset itself", fix="give --out another folder")
+    if out.is_dir() and is_release(out) and not (out / REPORT).exists():
+        raise DataError(
+            out,
+            f"holds a release that no build wrote (no {REPORT})",
+            fix="give --out an empty or new folder",
+        )
+
+
+def write_built(result: BuildResult, out: Path, finished: Finished) -> None:
+    """The release folder and its build.json (with the provenance), replacing the subject
+    folders an earlier build wrote there that this one no longer has."""
+    old = out / REPORT
+    if old.exists():
+        before = json.loads(old.read_text(encoding="utf-8")).get("output", {}).get("subjects", [])
+        now = {s.id for s in result.dataset.subjects}
+        for sid in before:
+            d = out / str(sid)
+            if sid not in now and d.is_dir() and (d / CONVERSATION).exists():
+                for f in SUBJECT_FILES:
+                    (d / f).unlink(missing_ok=True)
+                if not any(d.iterdir()):
+                    d.rmdir()
+    for s in result.dataset.subjects:  # a file this build leaves empty must not linger
+        for f in SUBJECT_FILES[1:]:
+            (out / s.id / f).unlink(missing_ok=True)
+    write_release(result.dataset, out)
+    m = finished.manifest
+    report = {
+        **result.report,
+        "output": {
+            "name": result.dataset.name,
+            "subjects": [s.id for s in result.dataset.subjects],
+        },
+        "provenance": {
+            "dataset": m.dataset.model_dump(mode="json"),
+            "prompts_sha256": bp.PROMPT_SHA256,
+            "models": m.roles,
+            "seed": m.seed,
+            "config": m.config,
+            "package_version": __version__,
+            "run_record": WORK_DIR,
+        },
+        "failures": finished.failures,
+    }
+    write_json(out / REPORT, report)
+    result.report = report
+    result.path = out
+
+
+def build_realcompanion(
+    data: Dataset,
+    out: Path,
+    config: BuildConfig = BuildConfig(),
+    model: Given | None = None,
+    judge_model: Given | None = None,
+    progress: Progress | None = None,
+) -> tuple[BuildResult, Finished]:
+    """Build `data`'s chat ground truth (and profile and persona) into the release folder
+    `out`; a rerun into the same folder resumes. Returns the result and the finished run
+    (its `exit_code` is 3 when any stage failed)."""
+    check_out(out, str(data.source))
+    roles = {k: v for k, v in (("model", model), ("judge", judge_model)) if v is not None}
+    finished = run_track(BUILD, data, out / WORK_DIR, config, roles=roles, progress=progress)
+    result: BuildResult = finished.outcome.result
+    write_built(result, out, finished)
+    result.warnings = finished.warnings
+    return result, finished
+
+
+def rule_text(rule_id: str | None) -> str:
+    """`R12 (opener resumes a thread): when ...` for `data show`."""
+    if rule_id is None or rule_id not in BY_ID:
+        return str(rule_id)
+    r = BY_ID[rule_id]
+    return f"{r.id} ({r.name}): {r.when}; decides {r.decides}"
+
+
+__all__ = [
+    "BUILD",
+    "BuildConfig",
+    "BuildResult",
+    "BuildTrack",
+    "build_realcompanion",
+    "rule_text",
+]

@@ -1,0 +1,326 @@
+"""Wording (our own) of the builder's stages, their reply schemas and the prompts built
+from them. Each stage is one structured call whose reply holds its `reasoning` (the trace,
+written before the decision, in the same call) and its decision fields.
+
+    A resolve   probe + the history shown  -> kind, reading, referent_ids
+    B verify    probe + A's reading + the proposed messages quoted from the conversation
+                -> kept_ids (code keeps only ids A proposed)
+    C classify  probe + A's reading + the verified messages -> needed_ids (code keeps only
+                verified ids; the rules in `rules.py` then decide)
+    D reply     probe + the verified messages alone -> reply
+    E validate  probe + the verified messages + D's reply -> supported
+    profile     a part of the conversation -> claims (field, statement, confidence, window,
+                evidence_ids); then one check per claim against the messages it cites
+    persona     a part of the conversation -> entries and named working hypotheses, with
+                grounds
+
+Messages are shown one a line as `[id] date speaker: text`. `PROMPT_SHA256` digests every
+constant here, so a change of wording starts a build afresh (saved calls stay cached).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from dialogbench.build.rules import KINDS, Kind
+from dialogbench.data.model import RECENT_WINDOW, Message
+from dialogbench.models.types import ChatMessage
+from dialogbench.runner.record import digest
+from dialogbench.tracks.common import render_message
+
+MESSAGE_CHARS = 400
+"""Longest message text shown; longer ones are cut with " [...]"."""
+
+SYSTEM = (
+    "You help build ground truth for a benchmark of AI companions from a real conversation "
+    "between a person and a companion. You work on one step at a time, say briefly why, and "
+    "answer with one JSON object and nothing else."
+)
+
+KIND_HELP = (
+    "kind, how the new message points back: none (complete on its own), answer (answers or "
+    "reacts to the companion's last turn), continuation (carries on a topic already under "
+    "way), back-reference (recalls a particular earlier event, statement or plan), update "
+    "(changes or follows up on something stated earlier), correction (corrects something "
+    "said earlier), absent (points at something that was never said in this conversation)"
+)
+
+RESOLVE_TASK = (
+    "Read the new message {person} sent and the earlier messages shown. Work out what the "
+    "new message points at in the earlier conversation, if anything.\n"
+    "- reasoning: one or two sentences on what it refers to and why.\n"
+    "- {kind_help}.\n"
+    "- reading: one sentence saying what the message is about, as a reply would have to "
+    "understand it.\n"
+    "- referent_ids: the [id]s of the earlier messages it points at (any shown, however far "
+    "back); an empty list when it points at none."
+)
+
+VERIFY_TASK = (
+    "A first reading of {person}'s new message said: {reading} (kind: {kind}). It proposed "
+    "the earlier messages below as what the message points at; they are quoted from the "
+    "conversation. Check each one: keep it only if the new message really points at it and "
+    "it supports that reading. You can only remove messages, never add any.\n"
+    "- reasoning: one or two sentences per removal or for keeping all.\n"
+    "- kept_ids: the [id]s you keep (an empty list keeps none)."
+)
+
+CLASSIFY_TASK = (
+    "{person}'s new message was read as: {reading} (kind: {kind}). These earlier messages "
+    "are verified to be what it points at. Which of them must a good reply draw on, so that "
+    "a reply written without it would be wrong or miss the point?\n"
+    "- reasoning: one or two sentences.\n"
+    "- needed_ids: the [id]s a good reply needs (an empty list when it can be written "
+    "from the new message alone)."
+)
+
+REPLY_TASK = (
+    "Write the reply a caring, attentive companion would send to {person}'s new message. "
+    "Use only the new message and the recorded earlier messages below: do not state "
+    "anything about {person} or the past that they do not show.\n"
+    "- reasoning: one sentence on what the reply draws on.\n"
+    "- reply: the reply itself, at most three sentences."
+)
+
+VALIDATE_TASK = (
+    "Check this reply to {person}'s new message against the recorded earlier messages "
+    "below. Is everything the reply says or assumes about {person} or the past supported by "
+    "the new message or those messages?\n"
+    "- reasoning: one or two sentences.\n"
+    "- supported: true when it is, false when it asserts something they do not show."
+)
+
+PROFILE_TASK = (
+    "Below is {scope} between {person} and a companion. List facts {person} stated about "
+    "their own life (at most {most}), one claim each:\n"
+    "- field: a short lower-case subject such as occupation, family, pets, hobbies, health, "
+    "home, friends, education, plans.\n"
+    "- statement: one plain sentence about {person}.\n"
+    "- confidence: from 0 to 1, how clearly the messages establish it.\n"
+    "- valid_from / valid_to: dates (YYYY-MM-DD) when it held only for a while, else null.\n"
+    "- evidence_ids: the [id]s of the messages that establish it.\n"
+    "Give reasoning first: one sentence on what the part is about."
+)
+
+MATCH_TASK = (
+    "A claim about {person} cites the messages below as its evidence. Do they support the "
+    "claim as stated?\n"
+    "Claim ({field}): {statement}\n"
+    "- reasoning: one sentence.\n"
+    "- supported: true when the messages establish the claim, false otherwise."
+)
+
+PERSONA_TASK = (
+    "Below is {scope} between {person} and a companion. Describe how {person} thinks, feels "
+    "and decides.\n"
+    "- entries (at most {most}): dimension (values, coping style, anxieties, humour, "
+    "speaking style, decision making, ...), statement (one sentence), grounds (the [id]s of "
+    "the messages that show it).\n"
+    "- hypotheses (at most 3): working guesses that are not shown outright, each with a "
+    "short name (e.g. 'avoids conflict at work'), a statement and its grounds.\n"
+    "Give reasoning first: one sentence."
+)
+
+WHOLE_SCOPE = "the whole conversation"
+PART_SCOPE = "part {part} of {parts} of a conversation"
+RECENT_HEADING = "The recent thread (the last {n} messages before the new one):"
+EARLIER_HEADING = "Earlier messages (from further back, the ones sharing the most words):"
+PROPOSED_HEADING = "The proposed messages:"
+VERIFIED_HEADING = "The verified earlier messages:"
+RECORDED_HEADING = "The recorded earlier messages (the only context you may use):"
+CITED_HEADING = "The cited messages:"
+NOTHING = "(none)"
+NEW_HEADING = "{person}'s new message:"
+REPLY_HEADING = "The reply:"
+
+
+class ResolveReply(BaseModel):
+    """Stage A's reply."""
+
+    reasoning: str
+    kind: Kind = Field(description=" | ".join(KINDS))
+    reading: str
+    referent_ids: list[str] = Field(default_factory=list)
+
+
+class VerifyReply(BaseModel):
+    """Stage B's reply."""
+
+    reasoning: str
+    kept_ids: list[str] = Field(default_factory=list)
+
+
+class ClassifyReply(BaseModel):
+    """Stage C's reply."""
+
+    reasoning: str
+    needed_ids: list[str] = Field(default_factory=list)
+
+
+class ReplyReply(BaseModel):
+    """Stage D's reply."""
+
+    reasoning: str
+    reply: str = Field(min_length=1)
+
+
+class ValidateReply(BaseModel):
+    """Stage E's reply."""
+
+    reasoning: str
+    supported: bool
+
+
+class ClaimProposal(BaseModel):
+    """One proposed profile claim."""
+
+    field: str = Field(min_length=1)
+    statement: str = Field(min_length=1)
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    valid_from: str | None = None
+    valid_to: str | None = None
+    evidence_ids: list[str] = Field(default_factory=list)
+
+
+class ProfileReply(BaseModel):
+    """The profile pass's reply for one part of the conversation."""
+
+    reasoning: str
+    claims: list[ClaimProposal] = Field(default_factory=list)
+
+
+class MatchReply(BaseModel):
+    """The final pass's verdict on one claim."""
+
+    reasoning: str
+    supported: bool
+
+
+class PersonaProposal(BaseModel):
+    """One persona entry."""
+
+    dimension: str = Field(min_length=1)
+    statement: str = Field(min_length=1)
+    grounds: list[str] = Field(default_factory=list)
+
+
+class HypothesisProposal(BaseModel):
+    """One named working hypothesis."""
+
+    name: str = Field(min_length=1)
+    statement: str = Field(min_length=1)
+    grounds: list[str] = Field(default_factory=list)
+
+
+class PersonaReply(BaseModel):
+    """The persona pass's reply for one part of the conversation."""
+
+    reasoning: str
+    entries: list[PersonaProposal] = Field(default_factory=list)
+    hypotheses: list[HypothesisProposal] = Field(default_factory=list)
+
+
+def render(message: Message) -> str:
+    """`[id] date speaker: text`, the text cut to MESSAGE_CHARS."""
+    return render_message(message, MESSAGE_CHARS, with_id=True)
+
+
+def block(heading: str, messages: Sequence[Message]) -> str:
+    lines = [render(m) for m in messages] or [NOTHING]
+    return "\n".join([heading, *lines])
+
+
+def _call(task: str, *parts: str) -> list[ChatMessage]:
+    return [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "\n\n".join([task, *parts])},
+    ]
+
+
+def resolve_messages(
+    person: str, probe: Message, recent: Sequence[Message], earlier: Sequence[Message]
+) -> list[ChatMessage]:
+    return _call(
+        RESOLVE_TASK.format(person=person, kind_help=KIND_HELP),
+        block(EARLIER_HEADING, earlier),
+        block(RECENT_HEADING.format(n=RECENT_WINDOW), recent),
+        block(NEW_HEADING.format(person=person), [probe]),
+    )
+
+
+def verify_messages(
+    person: str, probe: Message, reading: str, kind: str, proposed: Sequence[Message]
+) -> list[ChatMessage]:
+    return _call(
+        VERIFY_TASK.format(person=person, reading=reading, kind=kind),
+        block(PROPOSED_HEADING, proposed),
+        block(NEW_HEADING.format(person=person), [probe]),
+    )
+
+
+def classify_messages(
+    person: str, probe: Message, reading: str, kind: str, verified: Sequence[Message]
+) -> list[ChatMessage]:
+    return _call(
+        CLASSIFY_TASK.format(person=person, reading=reading, kind=kind),
+        block(VERIFIED_HEADING, verified),
+        block(NEW_HEADING.format(person=person), [probe]),
+    )
+
+
+def reply_messages(person: str, probe: Message, recorded: Sequence[Message]) -> list[ChatMessage]:
+    return _call(
+        REPLY_TASK.format(person=person),
+        block(RECORDED_HEADING, recorded),
+        block(NEW_HEADING.format(person=person), [probe]),
+    )
+
+
+def validate_messages(
+    person: str, probe: Message, recorded: Sequence[Message], reply: str
+) -> list[ChatMessage]:
+    return _call(
+        VALIDATE_TASK.format(person=person),
+        block(RECORDED_HEADING, recorded),
+        block(NEW_HEADING.format(person=person), [probe]),
+        f"{REPLY_HEADING}\n{reply}",
+    )
+
+
+def _scope(part: int, parts: int) -> str:
+    return WHOLE_SCOPE if parts == 1 else PART_SCOPE.format(part=part, parts=parts)
+
+
+def profile_messages(
+    person: str, messages: Sequence[Message], part: int, parts: int, most: int
+) -> list[ChatMessage]:
+    task = PROFILE_TASK.format(scope=_scope(part, parts), person=person, most=most)
+    return _call(task, "\n".join(render(m) for m in messages))
+
+
+def match_messages(
+    person: str, field: str, statement: str, cited: Sequence[Message]
+) -> list[ChatMessage]:
+    task = MATCH_TASK.format(person=person, field=field, statement=statement)
+    return _call(task, block(CITED_HEADING, cited))
+
+
+def persona_messages(
+    person: str, messages: Sequence[Message], part: int, parts: int, most: int
+) -> list[ChatMessage]:
+    task = PERSONA_TASK.format(scope=_scope(part, parts), person=person, most=most)
+    return _call(task, "\n".join(render(m) for m in messages))
+
+
+def _constants() -> dict[str, object]:
+    return {
+        name: value
+        for name, value in globals().items()
+        if name.isupper() and isinstance(value, str | int)
+    }
+
+
+PROMPT_SHA256 = digest(_constants())
+"""Digest of every wording constant above (and MESSAGE_CHARS)."""

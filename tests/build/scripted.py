@@ -1,0 +1,96 @@
+"""A scripted builder model for the loopback server: it reads which stage a request is (the
+schema's name) and which probe it is about (the `[id]` under the new-message heading), and
+answers from a per-probe `Script`."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+ID = re.compile(r"^\[([^\]]+)\]", re.MULTILINE)
+
+
+@dataclass
+class Script:
+    """What the scripted model answers for one probe (ids are message ids)."""
+
+    kind: str = "none"
+    referents: list[str] = field(default_factory=list)
+    keep: list[str] | None = None
+    """Stage B keeps these (None: every proposed one)."""
+    needed: list[str] | None = None
+    """Stage C: the ids a reply needs (None: every verified one)."""
+    supported: bool = True
+    reply: str = "That sounds like a lot; tell me more?"
+
+
+@dataclass
+class Scripted:
+    """The reply function: `ChatServer(reply=Scripted({...}))`."""
+
+    scripts: dict[str, Script] = field(default_factory=dict)
+    claims: list[dict[str, Any]] = field(default_factory=list)
+    """Profile claims every part proposes."""
+    unsupported_claims: set[str] = field(default_factory=set)
+    """Statements the final pass finds unsupported."""
+    persona: dict[str, Any] = field(
+        default_factory=lambda: {"reasoning": "r", "entries": [], "hypotheses": []}
+    )
+    default: Script = field(default_factory=Script)
+    """The script of a probe not in `scripts`; referents `["@previous"]` name the message
+    shown just before the probe, `["@first"]` the first message shown."""
+    calls: list[tuple[str, str]] = field(default_factory=list)
+    """(stage, probe id) of every request."""
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        stage = body["response_format"]["json_schema"]["name"]
+        user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        probe = _probe(user)
+        self.calls.append((stage, probe))
+        s = self.scripts.get(probe, self.default)
+        shown = ID.findall(user)
+        if stage == "ResolveReply":
+            before = [i for i in shown if i != probe]
+            marks = {"@previous": before[-1:], "@first": before[:1]}
+            refs = [x for r in s.referents for x in marks.get(r, [r])]
+            out: dict[str, Any] = {
+                "reasoning": f"scripted reading of {probe}",
+                "kind": s.kind,
+                "reading": f"the message {probe}",
+                "referent_ids": refs,
+            }
+        elif stage == "VerifyReply":
+            keep = shown if s.keep is None else s.keep
+            out = {"reasoning": "scripted check", "kept_ids": [i for i in keep if i != probe]}
+        elif stage == "ClassifyReply":
+            need = [i for i in shown if i != probe] if s.needed is None else s.needed
+            out = {"reasoning": "scripted need", "needed_ids": need}
+        elif stage == "ReplyReply":
+            out = {"reasoning": "scripted reply", "reply": s.reply}
+        elif stage == "ValidateReply":
+            out = {"reasoning": "scripted validation", "supported": s.supported}
+        elif stage == "ProfileReply":
+            ids = set(shown)
+            claims = [
+                c for c in self.claims if not c["evidence_ids"] or set(c["evidence_ids"]) & ids
+            ]
+            out = {"reasoning": "scripted profile", "claims": claims}
+        elif stage == "MatchReply":
+            bad = any(st in user for st in self.unsupported_claims)
+            out = {"reasoning": "scripted match", "supported": not bad}
+        elif stage == "PersonaReply":
+            out = self.persona
+        else:  # pragma: no cover
+            raise AssertionError(stage)
+        return json.dumps(out)
+
+
+def _probe(user: str) -> str:
+    """The id under the "new message" heading ("" for the profile and persona passes)."""
+    _, sep, after = user.partition("new message:\n")
+    if not sep:
+        return ""
+    got = ID.search(after)
+    return got.group(1) if got else ""
