@@ -249,6 +249,9 @@ def test_scripted_server_perfect_and_unscored(
         assert strict.usage["total"]["cached_calls"] == 0 and srv.request_count == asked
         assert (out / "parts" / "solved.jsonl").stat().st_mtime_ns == solved
         assert json.loads((out / "manifest.json").read_text())["config"]["threshold"] == 1.0
+        lexical = run_reconstruction(ds, out, replace(config, matcher="lexical"), model)
+        assert srv.request_count == asked and lexical.summary["all"]["f1"].value == 1.0
+        assert json.loads((out / "manifest.json").read_text())["config"]["matcher"] == "lexical"
         run_reconstruction(ds, out, config, model)
         # a fresh folder is answered from the cache
         run_reconstruction(ds, tmp_path / "again", config, model)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import math
 from datetime import datetime
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -161,6 +162,15 @@ def test_merge_keeps_a_replys_near_duplicates_and_drops_restatements() -> None:
 
 
 # -- the meaning matcher --------------------------------------------------------------------
+
+
+def test_field_groups_are_all_in_the_docs() -> None:
+    docs = (Path(__file__).parents[2] / "docs" / "tracks.md").read_text()
+    table = docs[docs.index("| group | fields read as it |") :]
+    for group, names in rm.FIELD_GROUPS.items():
+        assert group in table, group
+        for name in names:
+            assert name in table, (group, name)
 
 
 def test_field_groups() -> None:
