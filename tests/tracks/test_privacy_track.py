@@ -142,6 +142,10 @@ def test_cli_options(tmp_path: Path) -> None:
         assert name in shown.output
     for name in ("--control", "--no-control", "--strip", "--seed", "--n-boot", "--cluster"):
         assert name in shown.output
+    for name in ("--model", "--references", "--model-repeats", "--language-model", "--max-fixes"):
+        assert name in shown.output
+    got = runner.invoke(app, ["run", "privacy", "--out", str(tmp_path), "--language-model"])
+    assert got.exit_code == 2 and "needs a model" in got.output, got.output
 
 
 def test_locomo(locomo_dir: Path, tmp_path: Path) -> None:
