@@ -142,6 +142,10 @@ def test_cli_options(tmp_path: Path) -> None:
         assert name in shown.output
     for name in ("--control", "--no-control", "--strip", "--seed", "--n-boot", "--cluster"):
         assert name in shown.output
+    for name in ("--model", "--references", "--model-repeats", "--language-model", "--max-fixes"):
+        assert name in shown.output
+    got = runner.invoke(app, ["run", "privacy", "--out", str(tmp_path), "--language-model"])
+    assert got.exit_code == 2 and "needs a model" in got.output, got.output
 
 
 def test_locomo(locomo_dir: Path, tmp_path: Path) -> None:
@@ -227,6 +231,7 @@ def test_model_oracle_finds_authors_and_its_control_sits_at_chance(
         "language model",
         "shuffled authors",
         "language model, shuffled authors",
+        "language model - style",
     ]
     lm, control = result.summary["language model"], result.summary[MODEL_SYSTEMS[1]]
     assert lm["accuracy"].value == 1.0 and lm["accuracy"].n == 48
@@ -244,6 +249,13 @@ def test_model_oracle_finds_authors_and_its_control_sits_at_chance(
     style = {(r["repeat"], r["speaker"]): r["sample"] for r in rows if r["system"] == "style"}
     for r in (r for r in rows if r["system"] == "language model"):
         assert sorted(r["sample"]) == sorted(style[(r["repeat"], r["speaker"])])
+    # the paired difference, by hand: the oracle is always right, style on the same samples
+    style_right = {
+        (r["repeat"], r["speaker"]): r["rank"] == 1 for r in rows if r["system"] == "style"
+    }
+    lm_rows = [r for r in rows if r["system"] == "language model"]
+    diff = sum(1 - style_right[(r["repeat"], r["speaker"])] for r in lm_rows) / len(lm_rows)
+    assert result.summary["language model - style"]["accuracy"].value == pytest.approx(diff)
     # shown order is shuffled per trial: the true writer is not always the same number
     assert len({r["true writer"] for r in rows if r["system"] == "language model"}) > 1
     manifest = json.loads((out / "manifest.json").read_text())

@@ -57,7 +57,7 @@ def test_fields_and_statements_normalise() -> None:
     assert rm.similarity("", "anything") == 0.0
 
 
-def test_matching_is_one_to_one_greedy_with_exact_counts() -> None:
+def test_lexical_matching_is_one_to_one_with_exact_counts() -> None:
     gold = [
         ("occupation", "graphic designer at a studio"),
         ("hobbies", "bouldering with Leah"),
@@ -71,7 +71,7 @@ def test_matching_is_one_to_one_greedy_with_exact_counts() -> None:
         ("family", "greyhound called Biscuit"),  # wrong field: no match
         ("pets", "a cat"),  # same field, nothing shared: below threshold
     ]
-    pairs = rm.match(pred, gold, threshold=0.25)
+    pairs = rm.match(pred, gold, 0.25)
     assert [(i, j) for i, j, _ in pairs] == [(0, 0), (2, 2)]
     assert pairs[0][2] == pytest.approx(0.8)
     c = rm.count(pred, gold, 0.25)
@@ -249,6 +249,9 @@ def test_scripted_server_perfect_and_unscored(
         assert strict.usage["total"]["cached_calls"] == 0 and srv.request_count == asked
         assert (out / "parts" / "solved.jsonl").stat().st_mtime_ns == solved
         assert json.loads((out / "manifest.json").read_text())["config"]["threshold"] == 1.0
+        lexical = run_reconstruction(ds, out, replace(config, matcher="lexical"), model)
+        assert srv.request_count == asked and lexical.summary["all"]["f1"].value == 1.0
+        assert json.loads((out / "manifest.json").read_text())["config"]["matcher"] == "lexical"
         run_reconstruction(ds, out, config, model)
         # a fresh folder is answered from the cache
         run_reconstruction(ds, tmp_path / "again", config, model)

@@ -35,7 +35,8 @@ per trial, each through `references` messages drawn from the rest of their histo
 sample, and names the writer (`privacy_prompts.py`). One trial is one unit and one call. Its
 control `language model, shuffled authors` does the same on the style control's shuffled
 deal, so it must sit at chance too. Figures: `accuracy` over the trials with a usable
-answer, `answered` (the share with one), `wrong, same subject`, against `chance`. A reply
+answer, `answered` (the share with one), `wrong, same subject`, against `chance`; and
+`language model - style`, the mean paired difference of the two on the same samples. A reply
 that is still unusable after `max_fixes` corrections is kept with its raw text, counted
 (`failures`, exit status 3), never scored as wrong, and its trial is done again by a rerun
 of the same command, with the next sample index so the response cache does not hand back
@@ -549,6 +550,9 @@ def summarise(
                 )
         if system == "shuffled authors":
             warnings += _control_warning(system, table["accuracy"], n_speakers)
+    paired = _paired_difference(rows, config)
+    if paired is not None:
+        summary[PAIRED] = {"accuracy": paired}
     return PrivacyResult(
         summary=summary, breakdown=breakdown, speakers={}, warnings=warnings, failures=failures
     )
@@ -615,6 +619,32 @@ def _model_summary(
     if system == MODEL_SYSTEMS[1]:
         warnings += _control_warning(system, table["accuracy"], n_speakers)
     return table
+
+
+PAIRED = "language model - style"
+"""summary.json row: the model's accuracy minus the style system's on the same samples."""
+
+
+def _paired_difference(rows: Sequence[dict[str, Any]], config: PrivacyConfig) -> Estimate | None:
+    """Mean of (model correct - style correct) over the trials both made on the same
+    held-out sample (same repeat and speaker; unanswered model trials left out), with its
+    interval; None without model trials."""
+    style = {(r["repeat"], r["speaker"]): r["rank"] == 1 for r in rows if r["system"] == "style"}
+    pairs = [
+        (r["speaker"], float(r["correct"]) - float(style[(r["repeat"], r["speaker"])]))
+        for r in rows
+        if r["system"] == MODEL_SYSTEMS[0]
+        and r["answered"]
+        and (r["repeat"], r["speaker"]) in style
+    ]
+    if not any(r["system"] == MODEL_SYSTEMS[0] for r in rows):
+        return None
+    clusters = [sp for sp, _ in pairs] if config.cluster == "speaker" else None
+    values = np.array([d for _, d in pairs], dtype=np.float64)
+    (est,) = bootstrap_means(
+        values.reshape(-1, 1), clusters, n_boot=config.n_boot, seed=config.seed
+    )
+    return est
 
 
 METRICS = ("accuracy", "top-3 accuracy", "mrr", "wrong, same subject")

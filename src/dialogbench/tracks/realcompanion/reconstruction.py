@@ -13,13 +13,16 @@ a model-free estimate of one token per 4 characters (rounded up) plus 4 per mess
 whole messages (each line costs its tokens plus one for
 the line break); a message too long for a chunk on its own is cut to fit and counted. Each
 chunk is sent with the same task (naming the part), then the parts are merged
-deterministically: records are concatenated in chunk order and a record is dropped when an
-earlier kept one of the same kind has the same normalised field and statement similarity
->= `DEDUPE_THRESHOLD` (the same dedupe is applied to a single reply). A subject is
+deterministically (`merge`): records are concatenated in chunk order, and a later chunk's
+records that restate records kept from earlier chunks are dropped (matched one-to-one by
+the lexical rule at `DEDUPE_THRESHOLD`); the records of one reply are all kept, so the gold
+replayed as one reply keeps its near-duplicate claims. A subject is
 *unscored* in a run when any chunk's reply could not be used after corrections: counted,
 shown, and left out of the figures, never scored 0.
 
-Figures (see `reconstruction_match` for the matching rule):
+Figures (see `reconstruction_match` for the two matching rules, `--matcher meaning`, the
+default: field synonyms and MiniLM sentence embeddings, cosine >= 0.6; or `lexical`: equal
+normalised fields and content-word F1 >= 0.25; either pairs records one-to-one, optimally):
 
     precision, recall, F1   per (subject, run), for profile, persona and both pooled
                             ("all"); the headline is their mean with a 95% bootstrap
@@ -30,17 +33,25 @@ Figures (see `reconstruction_match` for the matching rule):
     tokens processed        prompt + completion tokens of the model role (usage.json)
     agreement between       `compare_runs(run_a, run_b)`: the mean pooled F1 between every
     systems                 run of system A and every run of system B, per shared subject
+    matched profile claims  over every matched pair (subjects resampled): confidence error
+                            (|written - gold|), window agreement (overlap of the validity
+                            windows, open ends at the history's edges) and evidence
+                            agreement (Jaccard of the evidence ids; pairs where neither
+                            cites any are left out)
+    matched persona entries evidence agreement (of the grounds) and hypothesis agreement
 
 Stages. A unit is one subject in one run (its chunks sent as one batch, then the
 corrections). Solving writes the profile and persona; scoring matches them against the
-released ones (deterministic, no judge: `threshold` is a score-stage option, so a new
-threshold re-matches saved outputs without calling the model); aggregating draws the
+released ones (deterministic, no judge: `matcher` and `threshold` are score-stage options,
+so another rule re-matches saved outputs without calling the model); aggregating draws the
 figures (`n_boot`).
 
 RUN_DIR/manifest.json   dataset, config, model settings, prompt and matcher digests, counter
 RUN_DIR/items.jsonl     one record per run x subject: the written profile and persona,
-                        matched pairs, counts, P/R/F1, raw + error of unusable replies
-RUN_DIR/summary.json    kind -> {precision, recall, f1}; "run agreement" -> {f1}
+                        matched pairs, their agreement, counts, P/R/F1, raw + error of
+                        unusable replies
+RUN_DIR/summary.json    kind -> {precision, recall, f1}; "run agreement" -> {f1}; "matched
+                        profile claims", "matched persona entries" -> agreement figures
 RUN_DIR/subjects.json   per subject: mean P/R/F1 over runs, run agreement, unscored runs
 RUN_DIR/unscored.json   unscored (run, subject) pairs, in all and per subject
 RUN_DIR/written/run-R/SUBJECT/   each scored output in the release format
@@ -51,6 +62,7 @@ RUN_DIR/parts/solved.jsonl, scored.jsonl   finished units; a rerun of the same r
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Sequence
@@ -60,10 +72,12 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
+import numpy.typing as npt
 from rich.table import Table
 
 from dialogbench.data.model import Dataset, PersonaEntry, ProfileClaim, Role, Subject
 from dialogbench.data.release import PERSONA, PROFILE
+from dialogbench.models.embedding import load_embedder
 from dialogbench.models.model import Call, Model
 from dialogbench.models.structured import CORRECTION, Structured
 from dialogbench.models.tokenizer import IntArray, TokenCounter
@@ -88,9 +102,13 @@ from dialogbench.tracks.realcompanion.reconstruction_prompts import (
 
 TRACK = "reconstruction"
 DEDUPE_THRESHOLD = 0.6
+EMBEDDER = "minilm"
+"""The sentence embedder of the meaning matcher (`dialogbench.models.embedding`)."""
 ERROR_ROOM = 400
 METRICS = ("precision", "recall", "f1")
 SUMMARY_KINDS = (*rm.KINDS, "all")
+AGREEMENT_ROWS = {"profile": "matched profile claims", "persona": "matched persona entries"}
+"""summary.json rows of how far matched pairs agree beyond their statements."""
 TOKENIZERS = ("auto", "gguf", "chars")
 
 
@@ -106,14 +124,23 @@ class ReconstructionConfig:
     tokenizer: Literal["auto", "gguf", "chars"] = option(
         "auto", help="how prompt tokens are counted (see the track's docstring)"
     )
-    threshold: float = option(
-        0.25,
-        help="statement similarity for a field match (0: field only)",
+    matcher: Literal["meaning", "lexical"] = option(
+        "meaning",
+        help="how written records are matched to gold: meaning (field synonyms, sentence "
+        "embeddings) or lexical (same field, shared words)",
+        stage="score",
+    )
+    """The matching rule (`reconstruction_match`): `meaning` needs the packaged MiniLM."""
+    threshold: float | None = option(
+        None,
+        help=f"statement similarity for a match (default: {rm.MEANING_THRESHOLD} meaning, "
+        f"{rm.LEXICAL_THRESHOLD} lexical; lexical 0: field only)",
         min=0,
         max=1,
         stage="score",
     )
-    """Statement similarity (content-word F1) at or above which two records agree."""
+    """Statement similarity at or above which two records agree: embedding cosine
+    (meaning) or content-word F1 (lexical)."""
     limit: int | None = option(
         None, help="at most this many subjects (the first with a profile or persona)", min=1
     )
@@ -133,6 +160,13 @@ class ReconstructionConfig:
 
     def reply_model(self) -> type[Reconstruction]:
         return reply_model(self.max_claims, self.max_persona)
+
+    def matching(self) -> rm.Matcher:
+        """The matcher the config names, at its threshold."""
+        if self.matcher == "lexical":
+            return rm.lexical(rm.LEXICAL_THRESHOLD if self.threshold is None else self.threshold)
+        threshold = rm.MEANING_THRESHOLD if self.threshold is None else self.threshold
+        return rm.meaning(embedding_similarity(), threshold)
 
     def generate_config(self) -> GenerateConfig:
         schema = self.reply_model()
@@ -327,48 +361,90 @@ def to_release(
 
 
 def merge(parts: Sequence[Reconstruction]) -> Reconstruction:
-    """The chunks' replies concatenated, near-duplicates (same normalised field, statement
-    similarity >= DEDUPE_THRESHOLD with an earlier kept record) dropped."""
-
-    def fresh(kept: list[rm.Record], rec: rm.Record) -> bool:
-        key = rm.norm_field(rec[0])
-        return not any(
-            rm.norm_field(f) == key and rm.similarity(s, rec[1]) >= DEDUPE_THRESHOLD
-            for f, s in kept
-        )
-
-    profile, persona = [], []
-    seen_p: list[rm.Record] = []
-    seen_q: list[rm.Record] = []
+    """The chunks' replies concatenated; a record of a later chunk that restates one kept
+    from an earlier chunk is dropped: the later chunk's records are matched one-to-one to
+    the kept ones (the lexical rule at DEDUPE_THRESHOLD), and the matched ones go. Records
+    of one reply are all kept, so two near-duplicates a reply states stay two records."""
+    dedupe = rm.lexical(DEDUPE_THRESHOLD)
+    profile: list[ClaimReply] = []
+    persona: list[PersonaReply] = []
     for part in parts:
-        for c in part.profile:
-            if fresh(seen_p, (c.field, c.statement)):
-                seen_p.append((c.field, c.statement))
-                profile.append(c)
-        for e in part.persona:
-            if fresh(seen_q, (e.dimension, e.statement)):
-                seen_q.append((e.dimension, e.statement))
-                persona.append(e)
+        kept_p = [(c.field, c.statement) for c in profile]
+        new_p = [(c.field, c.statement) for c in part.profile]
+        restated = {i for i, _, _ in dedupe.match(new_p, kept_p)}
+        profile += [c for i, c in enumerate(part.profile) if i not in restated]
+        kept_q = [(e.dimension, e.statement) for e in persona]
+        new_q = [(e.dimension, e.statement) for e in part.persona]
+        restated = {i for i, _, _ in dedupe.match(new_q, kept_q)}
+        persona += [e for i, e in enumerate(part.persona) if i not in restated]
     return Reconstruction(profile=profile, persona=persona)
+
+
+@functools.cache
+def embedding_similarity() -> rm.StatementSimilarity:
+    """The meaning matcher's statement similarity: cosines of MiniLM sentence embeddings
+    (`dialogbench.models.embedding`, offline), each statement embedded once per process.
+    A `ValueError` saying how to install it when it is missing."""
+    try:
+        embedder = load_embedder(EMBEDDER)
+    except ValueError as e:
+        raise ValueError(f"--matcher meaning: {e} (or pass --matcher lexical)") from None
+    vectors: dict[str, npt.NDArray[np.float64]] = {}
+
+    def embed(texts: Sequence[str]) -> npt.NDArray[np.float64]:
+        new = [t for t in dict.fromkeys(texts) if t not in vectors]
+        if new:
+            for t, v in zip(new, embedder.encode(new), strict=True):
+                vectors[t] = np.asarray(v, dtype=np.float64)
+        return np.array([vectors[t] for t in texts]).reshape(len(texts), -1)
+
+    def similar(a: Sequence[str], b: Sequence[str]) -> npt.NDArray[np.float64]:
+        sims: npt.NDArray[np.float64] = embed(a) @ embed(b).T
+        return sims
+
+    return similar
 
 
 def _num(x: float) -> float | None:
     return None if math.isnan(x) else x
 
 
+def history_span(subject: Subject) -> tuple[datetime, datetime] | None:
+    """The first and last timestamps of the history (time zones dropped), if it has any."""
+    times = [m.timestamp.replace(tzinfo=None) for m in subject.messages if m.timestamp]
+    return (min(times), max(times)) if times else None
+
+
 def score_row(
-    run: int, subject: Subject, written: Reconstruction, threshold: float
+    run: int, subject: Subject, written: Reconstruction, matcher: rm.MatcherLike
 ) -> dict[str, Any]:
-    """One scored (run, subject) record: what was written, matched pairs and figures."""
+    """One scored (run, subject) record: what was written, matched pairs, figures, and how
+    far each matched pair agrees beyond its statement (`rm.claim_agreement`)."""
     pred, gold = records(written), gold_records(subject)
-    counts = rm.count_all(pred, gold, threshold)
+    matched = {k: rm.match(pred[k], gold[k], matcher) for k in rm.KINDS}
+    counts = {k: rm.Counts(len(matched[k]), len(pred[k]), len(gold[k])) for k in rm.KINDS}
+    counts["all"] = counts["profile"] + counts["persona"]
+    profile, persona, _ = to_release(subject, written)
+    span = history_span(subject)
+    agreement = {
+        "profile": [
+            rm.claim_agreement(profile[i], subject.profile[j], span)
+            for i, j, _ in matched["profile"]
+        ],
+        "persona": [
+            rm.persona_agreement(persona[i], subject.persona[j]) for i, j, _ in matched["persona"]
+        ],
+    }
     return {
         "run": run,
         "subject": subject.id,
         "scored": True,
         "profile": [c.model_dump() for c in written.profile],
         "persona": [e.model_dump() for e in written.persona],
-        "matched": {k: rm.match(pred[k], gold[k], threshold) for k in rm.KINDS},
+        "matched": matched,
+        "agreement": {
+            k: [{m: _num(v) for m, v in a.items()} for a in agreement[k]] for k in agreement
+        },
         "counts": {k: asdict(c) for k, c in counts.items()},
         **{m: {k: _num(getattr(c, m)) for k, c in counts.items()} for m in METRICS},
     }
@@ -413,6 +489,8 @@ class ReconstructionTrack(TrackBase[ReconstructionConfig, Unit]):
     roles: ClassVar[tuple[ModelRole, ...]] = (
         ModelRole("model", "solve", "the model that writes the profiles and personas"),
     )
+    version: ClassVar[int] = 2
+    """2: chunk replies merged with one-to-one dedupe (a reply's own records all kept)."""
     judged: ClassVar[bool] = True
     """Scoring is the deterministic matching (no judge role), kept apart from solving so a
     new `threshold` re-matches saved outputs without calling the model."""
@@ -425,6 +503,7 @@ class ReconstructionTrack(TrackBase[ReconstructionConfig, Unit]):
         subjects, warnings = select_subjects(data, config.limit)
         if not subjects:
             raise ValueError(f"no subject of {data.name} has a profile or persona to score")
+        config.matching()  # a missing embedder is named before any model call
         counter = self.counter or make_counter(config.tokenizer)
         histories = {
             s.id: fit_history(s, counter, history_budget(counter, person_of(s), config))
@@ -440,6 +519,8 @@ class ReconstructionTrack(TrackBase[ReconstructionConfig, Unit]):
             resolved={
                 "prompt_sha256": PROMPT_SHA256,
                 "matcher_sha256": rm.MATCHER_SHA256,
+                "meaning_sha256": rm.MEANING_SHA256,
+                "embedder": EMBEDDER,
                 "dedupe_threshold": DEDUPE_THRESHOLD,
                 "counter": counter.name,
             },
@@ -492,7 +573,7 @@ class ReconstructionTrack(TrackBase[ReconstructionConfig, Unit]):
         row: dict[str, Any]
         if solved["written"] is not None:
             written = _reconstruction(solved["written"])
-            row = score_row(r, s, written, config.threshold)
+            row = score_row(r, s, written, config.matching())
             row["dropped_ids"] = to_release(s, written)[2]
         else:
             row = {"run": r, "subject": s.id, "scored": False}
@@ -521,10 +602,14 @@ class ReconstructionTrack(TrackBase[ReconstructionConfig, Unit]):
 
     def show(self, outcome: Outcome, config: ReconstructionConfig) -> list[Table | str]:
         result: ReconstructionResult = outcome.result
-        title = "Reconstruction (95% bootstrap intervals, subjects resampled)"
-        columns = list(dict.fromkeys(c for row in result.summary.values() for c in row))
+        title = f"Reconstruction, {config.matcher} matching (95% intervals, subjects resampled)"
+        main = {k: v for k, v in result.summary.items() if k not in AGREEMENT_ROWS.values()}
+        extra = {k: v for k, v in result.summary.items() if k in AGREEMENT_ROWS.values()}
+        columns = list(dict.fromkeys(c for row in main.values() for c in row))
+        more = list(dict.fromkeys(c for row in extra.values() for c in row))
         return [
-            summary_table(title, result.summary, columns, row_label="file"),
+            summary_table(title, main, columns, row_label="file"),
+            summary_table("Matched pairs beyond the statement", extra, more, row_label="pairs"),
             f"unscored: {result.unscored}",
         ]
 
@@ -601,6 +686,7 @@ def summarise(
     rows: Rows, subjects: Sequence[Subject], config: ReconstructionConfig
 ) -> ReconstructionResult:
     """Figures from the scored rows (one per run and subject)."""
+    matcher = config.matching()
     scored = [r for r in rows if r["scored"]]
     clusters = [r["subject"] for r in scored]
     summary: dict[str, dict[str, Estimate]] = {}
@@ -618,7 +704,7 @@ def summarise(
     for s in subjects:
         mine = [r for r in scored if r["subject"] == s.id]
         outputs = [_written(r) for r in mine]
-        pairs = rm.pairwise_f1(outputs, config.threshold)
+        pairs = rm.pairwise_f1(outputs, matcher)
         agree_vals += pairs
         agree_clusters += [s.id] * len(pairs)
         per_subject[s.id] = {
@@ -633,6 +719,16 @@ def summarise(
         np.array(agree_vals, dtype=float), agree_clusters, n_boot=config.n_boot, seed=config.seed
     )
     summary["run agreement"] = {"f1": agreement}
+    for kind, metrics in (("profile", rm.CLAIM_METRICS), ("persona", rm.PERSONA_METRICS)):
+        pairs_of = [(r["subject"], a) for r in scored for a in r["agreement"][kind]]
+        values = [[_nan(a[m]) for m in metrics] for _, a in pairs_of]
+        est = bootstrap_means(
+            np.array(values, dtype=float).reshape(-1, len(metrics)),
+            [sid for sid, _ in pairs_of],
+            n_boot=config.n_boot,
+            seed=config.seed,
+        )
+        summary[AGREEMENT_ROWS[kind]] = dict(zip(metrics, est, strict=True))
     unscored = [r for r in rows if not r["scored"]]
     warnings = []
     if unscored:
@@ -671,18 +767,26 @@ def _written(row: dict[str, Any]) -> dict[str, list[rm.Record]]:
 
 
 def compare_runs(
-    a: Path, b: Path, threshold: float | None = None, n_boot: int = 2000, seed: int = 0
+    a: Path,
+    b: Path,
+    threshold: float | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+    matcher: Literal["meaning", "lexical"] | None = None,
 ) -> Estimate:
     """Agreement between two systems: per subject both scored, the mean pooled F1 between
     every run of folder `a` and every run of folder `b`; then the mean over subjects with
-    a 95% interval resampling subjects. `threshold` defaults to `a`'s."""
-    if threshold is None:
-        manifest = json.loads((Path(a) / "manifest.json").read_text())
-        threshold = float(manifest["config"]["threshold"])
+    a 95% interval resampling subjects. `matcher` and `threshold` default to `a`'s."""
+    recorded = json.loads((Path(a) / "manifest.json").read_text())["config"]
+    config = ReconstructionConfig(
+        matcher=matcher or recorded.get("matcher", "lexical"),
+        threshold=threshold if threshold is not None else recorded.get("threshold"),
+    )
+    rule = config.matching()
     runs_a, runs_b = _outputs(Path(a)), _outputs(Path(b))
     values, clusters = [], []
     for sid in sorted(set(runs_a) & set(runs_b)):
-        pairs = [rm.count_all(x, y, threshold)["all"].f1 for x in runs_a[sid] for y in runs_b[sid]]
+        pairs = [rm.count_all(x, y, rule)["all"].f1 for x in runs_a[sid] for y in runs_b[sid]]
         kept = [p for p in pairs if not math.isnan(p)]
         if kept:
             values.append(sum(kept) / len(kept))

@@ -1,0 +1,271 @@
+"""Reconstruction matching: the lexical and meaning matchers, optimal one-to-one pairing
+(checked against brute force), the one-letter and near-duplicate cases, the gold replayed
+verbatim, and the agreement of matched claims beyond their statements."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from dialogbench.data.model import Message, PersonaEntry, ProfileClaim, Subject
+from dialogbench.tracks.realcompanion import reconstruction_match as rm
+from dialogbench.tracks.realcompanion.reconstruction import (
+    embedding_similarity,
+    merge,
+    score_row,
+)
+from dialogbench.tracks.realcompanion.reconstruction_prompts import (
+    ClaimReply,
+    PersonaReply,
+    Reconstruction,
+)
+
+
+def _embedder_missing() -> str | None:
+    try:
+        embedding_similarity()
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+needs_embedder = pytest.mark.skipif(
+    _embedder_missing() is not None, reason=_embedder_missing() or ""
+)
+
+
+def _meaning() -> rm.Matcher:
+    return rm.meaning(embedding_similarity())
+
+
+# -- optimal one-to-one pairing ---------------------------------------------------------------
+
+
+def brute_force(
+    weights: npt.NDArray[np.float64], agree: npt.NDArray[np.bool_]
+) -> tuple[int, float]:
+    """The best (pairs, total weight) over every one-to-one set of agreeing pairs."""
+    n, m = agree.shape
+    best = (0, 0.0)
+    cells = [(i, j) for i in range(n) for j in range(m) if agree[i, j]]
+    for k in range(1, min(n, m) + 1):
+        for chosen in itertools.combinations(cells, k):
+            rows, cols = {i for i, _ in chosen}, {j for _, j in chosen}
+            if len(rows) == k and len(cols) == k:
+                total = sum(weights[i, j] for i, j in chosen)
+                if (k, total) > (best[0], best[1] + 1e-12):
+                    best = (k, total)
+    return best
+
+
+def test_assignment_matches_brute_force() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        n, m = rng.integers(1, 5, size=2)
+        weights = rng.random((n, m)).round(2)
+        agree = rng.random((n, m)) < 0.5
+        pairs = rm.assign(weights, agree)
+        assert len({i for i, _ in pairs}) == len({j for _, j in pairs}) == len(pairs)
+        assert all(agree[i, j] for i, j in pairs)
+        k, total = brute_force(weights, agree)
+        assert len(pairs) == k
+        assert sum(weights[i, j] for i, j in pairs) == pytest.approx(total)
+
+
+def test_optimal_pairing_beats_greedy() -> None:
+    # greedy takes (p0, g1) first (the most similar pair) and leaves p1 and g0 unmatched
+    weights = np.array([[0.9, 0.95], [0.0, 0.5]])
+    assert rm.assign(weights, weights >= 0.4) == [(0, 0), (1, 1)]
+
+
+# -- the lexical matcher's fixed cases --------------------------------------------------------
+
+
+def test_one_letter_value_matches_itself_lexically() -> None:
+    assert rm.similarity("F", "F") == 1.0
+    assert rm.similarity("F", "M") == 0.0
+    gold = [("gender", "F"), ("age", "42")]
+    assert rm.count(gold, gold, rm.lexical()).recall == 1.0
+    assert rm.count([("gender", "M"), ("age", "43")], gold, rm.lexical()).matched == 0
+
+
+NEAR_DUPLICATES = [
+    ("hobbies", "Bakes sourdough bread"),
+    ("hobbies", "Bakes sourdough bread at weekends"),
+    ("relationships", "Has a sister, Ana"),
+    ("gender", "F"),
+    ("pets", "A greyhound called Biscuit"),
+]
+
+
+def _subject(profile: list[tuple[str, str]], persona: list[tuple[str, str]]) -> Subject:
+    return Subject(
+        id="s",
+        speakers=["Ana"],
+        messages=[Message(id="m1", position=0, speaker="Ana", text="hello")],
+        profile=[ProfileClaim(field=f, statement=s) for f, s in profile],
+        persona=[PersonaEntry(dimension=d, statement=s) for d, s in persona],
+    )
+
+
+def _replayed(subject: Subject) -> Reconstruction:
+    """The gold as one reply, through the track's merge as solving does it."""
+    reply = Reconstruction(
+        profile=[ClaimReply(field=c.field, statement=c.statement) for c in subject.profile],
+        persona=[
+            PersonaReply(dimension=e.dimension, statement=e.statement) for e in subject.persona
+        ],
+    )
+    return merge([reply])
+
+
+PERSONA = [("humour", "Dry, self-deprecating humour"), ("humour", "Dry humour about work")]
+
+
+def test_gold_replayed_verbatim_scores_one_lexically() -> None:
+    subject = _subject(NEAR_DUPLICATES, PERSONA)
+    row = score_row(0, subject, _replayed(subject), rm.lexical())
+    assert row["counts"]["all"] == {"matched": 7, "predicted": 7, "reference": 7}
+    assert row["precision"]["all"] == row["recall"]["all"] == 1.0
+
+
+@needs_embedder
+def test_gold_replayed_verbatim_scores_one_on_meaning() -> None:
+    subject = _subject(NEAR_DUPLICATES, PERSONA)
+    for threshold in (0.0, rm.MEANING_THRESHOLD, 1.0):
+        row = score_row(
+            0, subject, _replayed(subject), rm.meaning(embedding_similarity(), threshold)
+        )
+        assert row["precision"]["all"] == row["recall"]["all"] == 1.0, threshold
+
+
+def test_merge_keeps_a_replys_near_duplicates_and_drops_restatements() -> None:
+    first = Reconstruction(profile=[ClaimReply(field=f, statement=s) for f, s in NEAR_DUPLICATES])
+    again = Reconstruction(
+        profile=[
+            ClaimReply(field="Hobbies", statement="bakes sourdough bread."),
+            ClaimReply(field="hobbies", statement="Bakes sourdough bread at weekends"),
+            ClaimReply(field="hobbies", statement="Bakes sourdough bread every day"),  # a third
+        ]
+    )
+    merged = merge([first, again])
+    assert [c.statement for c in merged.profile] == [
+        *(s for _, s in NEAR_DUPLICATES),
+        "Bakes sourdough bread every day",
+    ]
+
+
+# -- the meaning matcher --------------------------------------------------------------------
+
+
+def test_field_groups_are_all_in_the_docs() -> None:
+    docs = (Path(__file__).parents[2] / "docs" / "tracks.md").read_text()
+    table = docs[docs.index("| group | fields read as it |") :]
+    for group, names in rm.FIELD_GROUPS.items():
+        assert group in table, group
+        for name in names:
+            assert name in table, (group, name)
+
+
+def test_field_groups() -> None:
+    assert rm.field_group("Relationships") == rm.field_group("family") == "relationships"
+    assert rm.field_group("pets") == rm.field_group("Animals") == "pets"
+    assert rm.field_group("hobbies") == rm.field_group("interests") == rm.field_group("reading")
+    assert rm.field_group("job") == rm.field_group("Occupation") == "occupation"
+    assert rm.field_group("favourite colour") == "favourite colour"  # its own group
+    assert rm.short_value("F") == rm.short_value("female") == rm.short_value("Woman") == "female"
+    assert rm.short_value("she is a woman") is None
+
+
+@needs_embedder
+def test_meaning_matches_synonyms_that_lexical_misses() -> None:
+    gold = [
+        ("relationships", "Has a younger sister called Ana"),
+        ("pets", "Owns a greyhound named Biscuit"),
+        ("hobbies", "reading"),
+        ("gender", "F"),
+        ("occupation", "Works as a nurse at the city hospital"),
+    ]
+    pred = [
+        ("family", "Her younger sister is Ana"),
+        ("animals", "Has a greyhound called Biscuit"),
+        ("hobbies", "likes to read"),
+        ("gender", "female"),
+        ("occupation", "Graphic designer"),  # a different job: no match
+    ]
+    assert rm.count(pred, gold, rm.lexical()).matched == 0
+    pairs = _meaning().match(pred, gold)
+    assert [(i, j) for i, j, _ in pairs] == [(0, 0), (1, 1), (2, 2), (3, 3)]
+    assert all(rm.MEANING_THRESHOLD <= s <= 1.0 for _, _, s in pairs)
+    assert _meaning().match([("gender", "M")], [("gender", "F")]) == []
+    assert _meaning().match([("gender", "F")], [("gender", "F")]) == [(0, 0, 1.0)]
+
+
+@needs_embedder
+def test_meaning_is_symmetric() -> None:
+    a = [("family", "Her younger sister is Ana"), ("hobbies", "likes to read")]
+    b = [("relationships", "Has a younger sister called Ana"), ("interests", "reading")]
+    m = _meaning()
+    assert rm.count(a, b, m).matched == rm.count(b, a, m).matched == 2
+    assert rm.pairwise_f1([{"profile": a}, {"profile": b}], m) == [1.0]
+
+
+# -- agreement beyond the statement ----------------------------------------------------------
+
+
+def test_claim_agreement_hand_computed() -> None:
+    day = datetime.fromisoformat
+    span = (day("2024-01-01"), day("2024-01-31"))
+    pred = ProfileClaim(
+        field="job",
+        statement="x",
+        confidence=0.7,
+        valid_from=day("2024-01-11"),
+        evidence_ids=["m1", "m2"],
+    )
+    gold = ProfileClaim(
+        field="job",
+        statement="x",
+        confidence=0.9,
+        valid_from=day("2024-01-01"),
+        valid_to=day("2024-01-21"),
+        evidence_ids=["m2", "m3", "m4"],
+    )
+    got = rm.claim_agreement(pred, gold, span)
+    assert got["confidence error"] == pytest.approx(0.2)
+    # [11, 31] against [1, 21]: 10 days in common of 30
+    assert got["window agreement"] == pytest.approx(10 / 30)
+    assert got["evidence agreement"] == pytest.approx(1 / 4)
+    both_open = ProfileClaim(field="job", statement="x")
+    assert rm.claim_agreement(both_open, both_open, None)["window agreement"] == 1.0
+    assert math.isnan(rm.claim_agreement(both_open, both_open, None)["evidence agreement"])
+    assert rm.window_agreement((None, day("2024-01-05")), (None, None), None) == 0.0
+    entry = PersonaEntry(dimension="humour", statement="x", grounds=["m1"], hypothesis=True)
+    other = PersonaEntry(dimension="humour", statement="x", grounds=["m1"])
+    assert rm.persona_agreement(entry, other) == {
+        "evidence agreement": 1.0,
+        "hypothesis agreement": 0.0,
+    }
+
+
+def test_score_row_carries_agreement_of_matched_pairs() -> None:
+    subject = _subject([("gender", "F"), ("pets", "A greyhound called Biscuit")], [])
+    subject.profile[1].evidence_ids.append("m1")
+    written = Reconstruction(
+        profile=[
+            ClaimReply(field="pets", statement="a greyhound called Biscuit", confidence=0.5),
+            ClaimReply(field="gender", statement="F", evidence_ids=["m1", "m404"]),
+        ]
+    )
+    row = score_row(0, subject, written, rm.lexical())
+    assert [(i, j) for i, j, _ in row["matched"]["profile"]] == [(0, 1), (1, 0)]
+    first, second = row["agreement"]["profile"]
+    assert first == {"confidence error": 0.5, "window agreement": 1.0, "evidence agreement": 0.0}
+    # unknown ids are dropped (as the release files do) before comparing
+    assert second["evidence agreement"] == 0.0 and second["confidence error"] == 0.0
