@@ -495,7 +495,7 @@ def test_run_reconstruction_against_a_loopback_server(tmp_path: Path) -> None:
             ],
         )
     assert result.exit_code == 0, result.output
-    assert "Reconstruction (95% bootstrap intervals" in result.output
+    assert "Reconstruction, meaning matching (95% intervals" in result.output
     assert (tmp_path / "summary.json").exists()
     same = runner.invoke(
         app, ["compare", "reconstruction", str(tmp_path), str(tmp_path), "--n-boot", "100"]
