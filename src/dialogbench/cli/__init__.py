@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 import dialogbench.tracks  # noqa: F401  (registers every track)
+from dialogbench.cli.report import register as register_report
 from dialogbench.cli.run import register_commands, score, show
 from dialogbench.cli.ui import console, csv, err, friendly_errors, table_of, with_progress
 from dialogbench.data.demo.model import TASKS
@@ -62,6 +63,7 @@ KeyEnvOpt = Annotated[str | None, typer.Option(help="environment variable holdin
 
 report_app = typer.Typer(help="Tables across finished runs.", no_args_is_help=True)
 app.add_typer(report_app, name="report")
+register_report(app, report_app)  # `report RUN_DIR...` (HTML) and `view`
 
 
 @report_app.command("demo")
