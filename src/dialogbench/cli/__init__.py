@@ -40,6 +40,7 @@ from dialogbench.models import (
 )
 from dialogbench.models.check import CheckReport, check_model
 from dialogbench.models.spec import DEFAULT_TIMEOUT_S
+from dialogbench.report.html import write_report
 from dialogbench.runner import REGISTRY as TRACKS
 from dialogbench.runner import Finished, run_track
 from dialogbench.runner.record import Progress as TrackProgress
@@ -164,6 +165,8 @@ def quickstart(
 
             finished = with_progress(f"retrieval on {ds.name}", work)
             show(RETRIEVAL, finished, RetrievalConfig(), {}, ds)
+        page = write_report([out / name for name in names], out / "report.html")
+        console.print(f"report of these runs: {page} (open it in a browser, or `dialogbench view`)")
         if len(names) == 1:
             console.print(
                 "LoCoMo is not on this machine: set DIALOGBENCH_DATA or run "
