@@ -47,14 +47,20 @@ class Batch:
 
 
 class UnitWorker:
-    """A Ray actor: one plan of the run, then batches of its units."""
+    """A Ray actor: one plan of the run and one set of open models (an embedded or GGUF
+    model is loaded once per worker), then batches of its units on one event loop."""
 
     def __init__(
         self, track: Track[Any, Any], data: Any, config: Any, given: Mapping[str, Given]
     ) -> None:
-        self.track, self.config, self.given = track, config, dict(given)
-        self.data = data
+        self.track, self.config, self.data = track, config, data
         self.plan = track.plan(data, config)
+        self.loop = asyncio.new_event_loop()
+
+        async def open_all() -> dict[str, Given]:  # opened inside the loop they will run on
+            return {role: g if isinstance(g, Model) else g.open() for role, g in given.items()}
+
+        self.given = self.loop.run_until_complete(open_all())
 
     def do(self, keys: list[str], solved: dict[str, UnitRecord]) -> Batch:
         """Solve (and score) `keys`; `solved` holds those already solved (to score only)."""
@@ -74,7 +80,7 @@ class UnitWorker:
             lost=batch.lost,
             watch=Reachability(),
         )
-        asyncio.run(work_units(work))
+        self.loop.run_until_complete(work_units(work))
         batch.stopped = work.watch.stopped
         batch.where, batch.failed = work.watch.where, work.watch.failed
         return batch
