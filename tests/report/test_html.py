@@ -94,6 +94,8 @@ def test_detection_and_chat_plots(make_run: MakeRun) -> None:
     assert "judge scores: content_match" in page
     assert "paired gains per condition" in page
     assert "judge_reason" in page
+    assert '<mark class="id hit"' in page  # the chat items' references, from the dataset
+    assert "evidence:<ul>" in page
 
 
 def test_text_from_a_run_is_escaped(hostile_run: Path) -> None:

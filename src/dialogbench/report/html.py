@@ -124,6 +124,8 @@ class Run:
     """items.jsonl lines that could not be read."""
     texts: dict[tuple[str, str], str] = field(default_factory=dict)
     """(subject, message id) -> text, from the run's dataset when it is on this machine."""
+    evidence: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    """(subject, probe or question id) -> its evidence message ids, from the dataset."""
 
     @property
     def track(self) -> str:
@@ -166,19 +168,28 @@ def _items(folder: Path) -> tuple[list[dict[str, Any]], int]:
     return [], 0
 
 
-def message_texts(manifest: Mapping[str, Any]) -> dict[tuple[str, str], str]:
-    """(subject, message id) -> text from the run's dataset, when its source is on this
-    machine and loads (the drill-down then shows what each id says); {} otherwise."""
+Keyed = dict[tuple[str, str], Any]
+
+
+def dataset_context(manifest: Mapping[str, Any]) -> tuple[Keyed, Keyed]:
+    """From the run's dataset, when its source is on this machine and loads: (subject,
+    message id) -> text, and (subject, probe or question id) -> its evidence ids (the
+    drill-down then shows what each id says and marks the evidence); ({}, {}) otherwise."""
     source = str((manifest.get("dataset") or {}).get("source", ""))
     if not source or not Path(source).exists():
-        return {}
+        return {}, {}
     try:
         from dialogbench.data.registry import load_dataset
 
         ds = load_dataset(source)
     except Exception:  # a DEMO corpus, a moved file: ids are shown without their text
-        return {}
-    return {(s.id, m.id): m.text for s in ds.subjects for m in s.messages}
+        return {}, {}
+    texts: Keyed = {(s.id, m.id): m.text for s in ds.subjects for m in s.messages}
+    evidence: Keyed = {}
+    for s in ds.subjects:
+        evidence.update({(s.id, c.probe_id): list(c.reference_ids) for c in s.chat_items})
+        evidence.update({(s.id, q.id): list(q.evidence_ids) for q in s.questions})
+    return texts, evidence
 
 
 def read_run(path: Path, label: str | None = None, *, texts: bool = True) -> Run:
@@ -204,7 +215,7 @@ def read_run(path: Path, label: str | None = None, *, texts: bool = True) -> Run
         torn=torn,
     )
     if texts:
-        run.texts = message_texts(run.manifest)
+        run.texts, run.evidence = dataset_context(run.manifest)
     return run
 
 
@@ -559,16 +570,30 @@ def _ids_cell(values: Sequence[Any], marked: set[str], texts: Mapping[str, str])
     for v in values:
         s = str(v)
         tip = texts.get(s)
-        title = f' title="{escape(tip[:300])}"' if tip else ""
+        title = f' title="{escape(tip[:160])}"' if tip else ""
         cls = "id hit" if s in marked else "id"
         tag = "mark" if s in marked else "span"
         parts.append(f'<{tag} class="{cls}"{title}>{escape(s)}</{tag}>')
     return " ".join(parts)
 
 
+def _scalar(v: Any) -> bool:
+    return v is None or isinstance(v, str | int | float | bool)
+
+
 def _value_cell(value: Any, marked: set[str], texts: Mapping[str, str]) -> str:
-    if isinstance(value, list) and value and all(isinstance(v, str | int) for v in value):
-        return _ids_cell(value, marked, texts)
+    if isinstance(value, list) and value and all(_scalar(v) for v in value):
+        return _ids_cell(["null" if v is None else v for v in value], marked, texts)
+    if (
+        isinstance(value, dict)
+        and value
+        and len(value) <= 12
+        and all(_scalar(v) for v in value.values())
+    ):
+        return "".join(
+            f'<div class="kv">{escape(str(k))}: <b>{escape(_text(v))}</b></div>'
+            for k, v in value.items()
+        )
     if (
         isinstance(value, list)
         and value
@@ -608,6 +633,7 @@ def drilldown_html(run: Run, view: TrackView) -> str:
         subject = str(members[0].get("subject", ""))
         texts = {mid: t for (s, mid), t in run.texts.items() if s == subject}
         marked = {str(v) for r in members for f in EVIDENCE_FIELDS for v in (r.get(f) or []) if v}
+        marked |= set(run.evidence.get((subject, str(members[0].get(key or "", ""))), []))
         probe_text = texts.get(str(members[0].get(key or "", ""))) or members[0].get("text")
         head = f'<span class="gkey">{escape(gkey)}</span>'
         if isinstance(probe_text, str):
