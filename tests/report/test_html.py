@@ -29,6 +29,7 @@ from dialogbench.report.html import (
     render,
     roc_points,
 )
+from golden.cases import FIXTURES
 from report.conftest import HOSTILE, MakeRun
 
 
@@ -185,3 +186,29 @@ def test_quickstart_writes_and_names_the_report(
     page = tmp_path / "report.html"
     assert "report of these runs:" in result.output and page.name in result.output
     assert "hit@k per system" in page.read_text()
+
+
+def _from_fixture(case: str, into: Path) -> Path:
+    """A run folder from a golden fixture's result files (with a minimal manifest)."""
+    import gzip
+
+    into.mkdir()
+    for f in (FIXTURES / case).iterdir():
+        if f.is_file():
+            data = gzip.decompress(f.read_bytes()) if f.suffix == ".gz" else f.read_bytes()
+            (into / f.name.removesuffix(".gz")).write_bytes(data)
+    track = case.split("-")[0] if not case.startswith("demo-") else "-".join(case.split("-")[:2])
+    (into / "manifest.json").write_text(json.dumps({"track": track, "dataset": {}}))
+    return into
+
+
+@pytest.mark.parametrize("case", sorted(p.name for p in FIXTURES.iterdir() if p.is_dir()))
+def test_every_tracks_outputs_render(case: str, tmp_path: Path) -> None:
+    run = _from_fixture(case, tmp_path / case)
+    page = render(read_runs([run], texts=False))
+    summary = json.loads((run / "summary.json").read_text())
+    first = next(f.value for _, f in figures(summary) if f.value is not None)
+    assert f"<b>{first:.3f}</b>" in page
+    assert '<svg class="plot"' in page
+    if case.startswith("coverage"):
+        assert "coverage against token budget" in page
