@@ -111,12 +111,17 @@ class RayExecutor:
                     "Model object: give a RoleSpec"
                 )
         to_solve, to_score = work.to_do()
-        keys = [k for k in work.plan.units if k in set(to_solve) | set(to_score)]
+        wanted = set(to_solve) | set(to_score)
+        keys = [k for k in work.plan.units if k in wanted]
         if not keys:
             return 0, 0
         started = not ray.is_initialized()
-        if started:
-            ray.init(address=self.address, include_dashboard=False, log_to_driver=False)
+        if started:  # a Ray Client address (ray://) takes no local-instance settings
+            client = (self.address or "").startswith("ray://")
+            quiet: dict[str, Any] = {}
+            if not client:
+                quiet = {"include_dashboard": False, "log_to_driver": False}
+            ray.init(address=self.address, **quiet)
         try:
             self._spread(ray, work, keys, len(to_solve) + len(to_score))
         finally:
