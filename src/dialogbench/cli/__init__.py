@@ -22,6 +22,7 @@ from dialogbench.cli.agreement import agreement_cmd
 from dialogbench.cli.answers import score_app
 from dialogbench.cli.build import build_app, data_show
 from dialogbench.cli.export import export_app
+from dialogbench.cli.report import register as register_report
 from dialogbench.cli.run import register_commands, show
 from dialogbench.cli.ui import console, csv, err, friendly_errors, table_of, with_progress
 from dialogbench.data.demo.model import TASKS
@@ -44,6 +45,7 @@ from dialogbench.models import (
 )
 from dialogbench.models.check import CheckReport, check_model
 from dialogbench.models.spec import DEFAULT_TIMEOUT_S
+from dialogbench.report.html import write_report
 from dialogbench.runner import REGISTRY as TRACKS
 from dialogbench.runner import Finished, run_track
 from dialogbench.runner.record import Progress as TrackProgress
@@ -73,6 +75,7 @@ KeyEnvOpt = Annotated[str | None, typer.Option(help="environment variable holdin
 
 report_app = typer.Typer(help="Tables across finished runs.", no_args_is_help=True)
 app.add_typer(report_app, name="report")
+register_report(app, report_app)  # `report RUN_DIR...` (HTML) and `view`
 
 
 @report_app.command("demo")
@@ -173,6 +176,8 @@ def quickstart(
 
             finished = with_progress(f"retrieval on {ds.name}", work)
             show(RETRIEVAL, finished, RetrievalConfig(), {}, ds)
+        page = write_report([out / name for name in names], out / "report.html")
+        console.print(f"report of these runs: {page} (open it in a browser, or `dialogbench view`)")
         if len(names) == 1:
             console.print(
                 "LoCoMo is not on this machine: set DIALOGBENCH_DATA or run "

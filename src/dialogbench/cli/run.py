@@ -19,6 +19,7 @@ from dialogbench.cli.ui import EXIT_USAGE, console, csv, err, friendly_errors, w
 from dialogbench.data.demo.registry import load_demo
 from dialogbench.data.registry import load_dataset
 from dialogbench.models.spec import DEFAULT_DEADLINE_S, DEFAULT_RETRY_AFTER_MAX_S, DEFAULT_TIMEOUT_S
+from dialogbench.runner.executor import make_executor
 from dialogbench.runner.options import OptionError, check, describe, flag, kind_of, metavar
 from dialogbench.runner.record import RunFolder
 from dialogbench.runner.rescore import finished_manifest, rescore
@@ -263,6 +264,37 @@ def build_config(track: Track[Any, Any], options: dict[str, Any]) -> Any:
     return config
 
 
+def executor_params() -> list[inspect.Parameter]:
+    """--executor and --ray-address: where the units run (`runner.executor`)."""
+    return [
+        inspect.Parameter(
+            "executor",
+            inspect.Parameter.KEYWORD_ONLY,
+            default="local",
+            annotation=Annotated[
+                str,
+                typer.Option(
+                    help="where the units run: local (this process) or ray (a Ray cluster)",
+                    rich_help_panel="Execution",
+                ),
+            ],
+        ),
+        inspect.Parameter(
+            "ray_address",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=None,
+            annotation=Annotated[
+                str | None,
+                typer.Option(
+                    help="the Ray cluster (auto, ray://host:10001; default: a local Ray)",
+                    metavar="ADDRESS",
+                    rich_help_panel="Execution",
+                ),
+            ],
+        ),
+    ]
+
+
 def run_command(track: Track[Any, Any]) -> Callable[..., None]:
     """The `dialogbench run NAME` command of one track."""
     default_data = "sample" if track.corpus == "realcompanion" else None
@@ -290,10 +322,12 @@ def run_command(track: Track[Any, Any]) -> Callable[..., None]:
     for role in track.roles:
         params += role_params(role)
     params += field_params(track.config_type)
+    params += executor_params()
 
     def command(**options: Any) -> None:
         with friendly_errors():
             dataset, out = options.pop("dataset"), options.pop("out")
+            executor = make_executor(options.pop("executor"), options.pop("ray_address"))
             given = given_roles(track, options)
             config = build_config(track, options)
             RunFolder(out)  # a file named by --out is an error before the data loads
@@ -302,7 +336,9 @@ def run_command(track: Track[Any, Any]) -> Callable[..., None]:
             data = load_data(track, dataset, getattr(config, "seed", 0))
             finished = with_progress(
                 f"{track.name} on {data.name}",
-                lambda progress: run_track(track, data, out, config, given, progress),
+                lambda progress: run_track(
+                    track, data, out, config, given, progress, executor=executor
+                ),
             )
             show(track, finished, config, given, data)
         raise typer.Exit(finished.exit_code)

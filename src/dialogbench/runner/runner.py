@@ -22,6 +22,7 @@ from dialogbench import __version__
 from dialogbench.models.model import Model
 from dialogbench.models.types import ModelError, Usage
 from dialogbench.models.usage import Scope, UsageTotals, failure_kind, usage_scope, watch_calls
+from dialogbench.runner.executor import Executor, LocalExecutor, Work
 from dialogbench.runner.options import by_stage, check
 from dialogbench.runner.record import (
     Manifest,
@@ -136,13 +137,15 @@ def run_track(
     *,
     reuse: Path | None = None,
     solve: bool = True,
+    executor: Executor | None = None,
 ) -> Finished:
     """Run `track` on loaded `data` into the folder `out` and return what it found.
 
     `roles` gives each model role a `RoleSpec` or a `Model`. A rerun into the same folder
     keeps what still matches; `reuse` names another finished run whose solved units are
     taken as they are (how `dialogbench score` re-judges without the model under test);
-    `solve=False` refuses to call the solving roles at all.
+    `solve=False` refuses to call the solving roles at all. `executor` does the units
+    (`runner.executor`: in this process by default, or over a Ray cluster).
     """
     config = track.config_type() if config is None else config
     given = dict(roles or {})
@@ -151,7 +154,9 @@ def run_track(
     check(config)
     folder = RunFolder(out)
     with RunLock(folder.path):
-        return _locked(track, data, folder, config, given, recorded_roles, progress, reuse, solve)
+        return _locked(
+            track, data, folder, config, given, recorded_roles, progress, reuse, solve, executor
+        )
 
 
 def _locked(
@@ -164,6 +169,7 @@ def _locked(
     progress: Progress | None,
     reuse: Path | None,
     solve: bool,
+    executor: Executor | None,
 ) -> Finished:
     plan = track.plan(data, config)
     info = plan.dataset or describe(data)
@@ -209,10 +215,11 @@ def _locked(
         more = f" (and {solved} more solved, not yet judged)" if track.judged and solved else ""
         return f"{n} of {len(plan.units)} units{more} saved in {folder.path}"
 
+    work = Work(
+        track, data, plan, config, given, kept, folder.save, progress, (lost, lost_usage), watch
+    )
     try:
-        counts = asyncio.run(
-            _work(track, plan, config, given, folder, kept, progress, (lost, lost_usage), watch)
-        )
+        counts = (executor or LocalExecutor()).run(work)
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted: {saved()}; rerun the same command to resume") from None
     if watch.stopped is not None:
@@ -364,22 +371,14 @@ def _score_roles(
     return {k: v for k, v in roles.items() if k in scoring}
 
 
-async def _work(
-    track: Track[Any, Any],
-    plan: Plan[Any],
-    config: Any,
-    given: Mapping[str, Given],
-    folder: RunFolder,
-    kept: dict[StoredStage, dict[str, UnitRecord]],
-    progress: Progress | None,
-    lost: tuple[dict[str, str], dict[str, dict[str, dict[str, Any]]]],
-    watch: Reachability,
-) -> tuple[int, int]:
-    """Solve and score every unit not kept, each unit flowing on as soon as it is ready;
-    stop early when `watch` finds a role's server unreachable. A unit whose failed call
-    comes through is `lost`: why, and what it spent."""
-    to_solve = [k for k in plan.units if k not in kept["solved"]]
-    to_score = [k for k in plan.units if track.judged and k not in kept["scored"]]
+async def work_units(work: Work) -> tuple[int, int]:
+    """Solve and score every unit not kept, each unit flowing on as soon as it is ready
+    (the local executor; a Ray worker runs it on its batch); stop early when `watch` finds
+    a role's server unreachable. A unit whose failed call comes through is `lost`: why,
+    and what it spent."""
+    track, plan, config, given = work.track, work.plan, work.config, work.given
+    kept, progress, lost, watch = work.kept, work.progress, work.lost, work.watch
+    to_solve, to_score = work.to_do()
     if not to_solve and not to_score:
         return 0, 0
     wanted = {r.name for r in track.roles if r.stage == "score"}
@@ -407,7 +406,7 @@ async def _work(
                         with usage_scope() as spent:
                             rows = await track.solve(unit, models, config, plan)
                         kept["solved"][key] = UnitRecord(key, rows, _usage(spent))
-                        folder.save("solved", kept["solved"][key])
+                        work.save("solved", kept["solved"][key])
                         tick("solve")
                     if track.judged and key not in kept["scored"]:
                         with usage_scope() as spent:
@@ -415,7 +414,7 @@ async def _work(
                                 unit, kept["solved"][key].rows, models, config, plan
                             )
                         kept["scored"][key] = UnitRecord(key, rows, _usage(spent))
-                        folder.save("scored", kept["scored"][key])
+                        work.save("scored", kept["scored"][key])
                         tick("score")
                 except ModelError as e:  # a track that lets a failed call through
                     lost[0][key] = f"{e} ({failure_kind(e)})"

@@ -1,0 +1,175 @@
+"""The HTML report in a real headless Chromium (Debian's, driven by Playwright): the page
+loads with no console errors, its first table shows the run's figures, a drill-down opens,
+a run's text never runs as script, and a screenshot of each page is written to
+tests/artifacts/report-<case>.png (git-ignored).
+
+The session fixture installs Debian's chromium with apt-get when /usr/bin/chromium is
+missing and this process may (root, apt-get present); otherwise the tests skip saying why.
+Playwright's own browser download is not used (it fails on a closed network)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dialogbench.report.html import figures, write_report
+from report.conftest import HOSTILE, MakeRun
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+CASES = ("retrieval-sample", "detection-sample-model", "chat-sample", "demo-awareness-casino")
+"""A retrieval, a detection, a chat and a DEMO run (the DEMO one needs CaSiNo)."""
+
+
+def _install_chromium() -> str | None:
+    """Install Debian's chromium when it is missing; why not, or None when it is there."""
+    if CHROMIUM.exists():
+        return None
+    if shutil.which("apt-get") is None or os.geteuid() != 0:
+        return f"{CHROMIUM} is missing and apt-get cannot install it here (needs root)"
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    cmd = ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]
+    got = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if got.returncode != 0:  # a machine whose package lists are stale
+        subprocess.run(["apt-get", "update"], env=env, capture_output=True, check=False)
+        got = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if got.returncode != 0 or not CHROMIUM.exists():
+        return f"apt-get install chromium failed: {got.stderr.strip()[-300:]}"
+    return None
+
+
+@pytest.fixture(scope="session")
+def pages(
+    make_run: MakeRun, hostile_run: Path, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Path | str]:
+    """case -> (run folder, its report page), or why it cannot run: made before the browser
+    starts (Playwright's sync API holds an event loop, and a run starts its own)."""
+    root = tmp_path_factory.mktemp("pages")
+    out: dict[str, Path | str] = {}
+    for case in CASES:
+        try:
+            run = make_run(case)
+        except pytest.skip.Exception as e:
+            out[case] = str(e)
+            continue
+        out[case] = run
+        write_report([run], root / f"{case}.html")
+    out["hostile"] = hostile_run
+    write_report([hostile_run], root / "hostile.html")
+    return {**out, "root": root}
+
+
+def _page_of(pages: dict[str, Path | str], case: str) -> tuple[Path, Path]:
+    got = pages[case]
+    if isinstance(got, str):
+        pytest.skip(got)
+    root = pages["root"]
+    assert isinstance(root, Path)
+    return got, root / f"{case}.html"
+
+
+@pytest.fixture(scope="module")
+def browser(
+    pages: dict[str, Path | str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Any]:
+    """A headless Debian Chromium under Playwright, with an empty profile. Module-scoped:
+    while Playwright's sync API is open, this thread holds a running event loop, so no
+    other test's run (`asyncio.run`) may happen then."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    why = _install_chromium()
+    if why is not None:
+        pytest.skip(why)
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with sync_api.sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(profile),
+            executable_path=str(CHROMIUM),
+            args=FLAGS,
+            headless=True,
+            viewport={"width": 1280, "height": 900},
+        )
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+def _open(browser: Any, page_file: Path) -> tuple[Any, list[str]]:
+    """Load a page; return it and the console errors and uncaught exceptions it raised."""
+    errors: list[str] = []
+    page = browser.new_page()
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
+    page.goto(page_file.as_uri())
+    page.wait_for_load_state("load")
+    return page, errors
+
+
+def _first_figure(run: Path) -> float:
+    summary = json.loads((run / "summary.json").read_text())
+    return next(f.value for _, f in figures(summary) if f.value is not None)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_report_renders_in_chromium(case: str, pages: dict[str, Path | str], browser: Any) -> None:
+    run, page_file = _page_of(pages, case)
+    page, errors = _open(browser, page_file)
+    try:
+        assert errors == []
+        headline = page.locator("table.figures").first
+        assert headline.is_visible()
+        assert f"{_first_figure(run):.3f}" in headline.inner_text()
+        item = page.locator("details.item").first
+        assert not item.locator("table.drill").is_visible()
+        item.locator("summary").click()
+        assert item.locator("table.drill").is_visible()
+        assert page.locator("svg.plot").count() >= 1
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.evaluate("window.scrollTo(0, 0)")
+        page.screenshot(path=str(ARTIFACTS / f"report-{case}.png"), full_page=False)
+        assert errors == []
+    finally:
+        page.close()
+
+
+def test_filter_hides_items_that_do_not_match(pages: dict[str, Path | str], browser: Any) -> None:
+    _, page_file = _page_of(pages, "retrieval-sample")
+    page, errors = _open(browser, page_file)
+    try:
+        total = page.locator("details.item").count()
+        page.fill("#filter", "m0025")
+        shown = page.locator("details.item:not(.hidden)").count()
+        assert 0 < shown < total
+        assert errors == []
+    finally:
+        page.close()
+
+
+def test_a_script_in_a_reply_does_not_run(pages: dict[str, Path | str], browser: Any) -> None:
+    _, page_file = _page_of(pages, "hostile")
+    page, errors = _open(browser, page_file)
+    try:
+        item = page.locator("details.item").first
+        item.locator("summary").click()
+        assert page.evaluate("window.__pwned === undefined")
+        assert HOSTILE in item.inner_text()  # shown as the text it is
+        assert errors == []
+    finally:
+        page.close()
