@@ -79,7 +79,8 @@ STEPS = ("distill", "persona", "conflict", "generate", "quality")
 VERSION = 1
 """Bumped when a step's logic changes what it produces (part of the identity)."""
 
-NonBlank = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+NonBlank = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=600)]
+"""A label or text: not blank, at most 600 characters (which also bounds a grammar)."""
 
 
 # -- settings and seeds ---------------------------------------------------------------------
