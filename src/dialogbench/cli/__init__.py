@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 import dialogbench.tracks  # noqa: F401  (registers every track)
-from dialogbench.cli import build_demo, export_sft
+from dialogbench.cli import build_demo, export_sft, train_lora
 from dialogbench.cli.run import register_commands, score, show
 from dialogbench.cli.ui import console, csv, err, friendly_errors, table_of, with_progress
 from dialogbench.data.demo.model import TASKS
@@ -60,6 +60,9 @@ build_demo.register(build_app)
 export_app = typer.Typer(help="Export run results for other tools.", no_args_is_help=True)
 app.add_typer(export_app, name="export")
 export_sft.register(export_app)
+train_app = typer.Typer(help="Fine-tune models on exported trajectories.", no_args_is_help=True)
+app.add_typer(train_app, name="train")
+train_lora.register(train_app)
 register_commands(run_app, TRACKS)
 app.command("score", epilog=EXIT_STATUS_HELP)(score)
 ModelOpt = Annotated[str, typer.Option("--model", help="provider/model, or 'embedded'")]
