@@ -76,7 +76,7 @@ from dialogbench.models.types import ChatMessage, GenerateConfig
 
 T = TypeVar("T", bound=BaseModel)
 STEPS = ("distill", "persona", "conflict", "generate", "quality")
-VERSION = 1
+VERSION = 2
 """Bumped when a step's logic changes what it produces (part of the identity)."""
 
 NonBlank = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=600)]
@@ -342,8 +342,9 @@ class PersonaDetails(_Reply):
 
 
 class Assessment(_Reply):
-    reasonable: bool
     reason: NonBlank
+    """Asked before the verdict, so the verdict follows from it."""
+    reasonable: bool
     relationship: NonBlank
     familiarity: int = Field(ge=0, le=10)
     medium: NonBlank
