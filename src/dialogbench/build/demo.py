@@ -409,6 +409,19 @@ def annotation_schema(n: int, review: bool = False) -> type[BaseModel]:
     return create_model("Review" if review else "Annotation", __base__=_Reply, **fields)
 
 
+def _schemas_digest() -> str:
+    shapes = [
+        m.model_json_schema()
+        for m in (Distilled, PersonaDetails, Assessment, UtteranceNote, EpilogueNote, Reason)
+    ]
+    shapes.append(script_schema(("a", "b"), 2, 3).model_json_schema())
+    return hashlib.sha256(json.dumps(shapes, sort_keys=True).encode()).hexdigest()
+
+
+SCHEMAS_SHA256 = _schemas_digest()
+"""One digest over the reply schemas (field order and limits change replies too)."""
+
+
 # -- the step logs --------------------------------------------------------------------------
 
 FINISHED = ("ok", "rejected")
@@ -544,6 +557,7 @@ class Builder:
             "config": asdict(self.config),
             "seed_sha256": self.seeds.sha256,
             "prompts_sha256": bp.PROMPT_SHA256,
+            "schemas_sha256": SCHEMAS_SHA256,
             "model": self.model.name,
             "checkers": [c.name for c in self.checkers],
         }
