@@ -76,10 +76,11 @@ from dialogbench.models.types import ChatMessage, GenerateConfig
 
 T = TypeVar("T", bound=BaseModel)
 STEPS = ("distill", "persona", "conflict", "generate", "quality")
-VERSION = 1
+VERSION = 2
 """Bumped when a step's logic changes what it produces (part of the identity)."""
 
-NonBlank = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+NonBlank = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=600)]
+"""A label or text: not blank, at most 600 characters (which also bounds a grammar)."""
 
 
 # -- settings and seeds ---------------------------------------------------------------------
@@ -341,8 +342,9 @@ class PersonaDetails(_Reply):
 
 
 class Assessment(_Reply):
-    reasonable: bool
     reason: NonBlank
+    """Asked before the verdict, so the verdict follows from it."""
+    reasonable: bool
     relationship: NonBlank
     familiarity: int = Field(ge=0, le=10)
     medium: NonBlank
@@ -405,6 +407,19 @@ def annotation_schema(n: int, review: bool = False) -> type[BaseModel]:
     if review:
         fields["reasons"] = (list[Reason], Field(default_factory=list))
     return create_model("Review" if review else "Annotation", __base__=_Reply, **fields)
+
+
+def _schemas_digest() -> str:
+    shapes = [
+        m.model_json_schema()
+        for m in (Distilled, PersonaDetails, Assessment, UtteranceNote, EpilogueNote, Reason)
+    ]
+    shapes.append(script_schema(("a", "b"), 2, 3).model_json_schema())
+    return hashlib.sha256(json.dumps(shapes, sort_keys=True).encode()).hexdigest()
+
+
+SCHEMAS_SHA256 = _schemas_digest()
+"""One digest over the reply schemas (field order and limits change replies too)."""
 
 
 # -- the step logs --------------------------------------------------------------------------
@@ -542,6 +557,7 @@ class Builder:
             "config": asdict(self.config),
             "seed_sha256": self.seeds.sha256,
             "prompts_sha256": bp.PROMPT_SHA256,
+            "schemas_sha256": SCHEMAS_SHA256,
             "model": self.model.name,
             "checkers": [c.name for c in self.checkers],
         }

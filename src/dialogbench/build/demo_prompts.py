@@ -82,15 +82,17 @@ _CONFLICT: dict[Lang, str] = {
     "sense.\n\nScene: {scene}\n\nParticipant 1:\n{p1}\nGoal of participant 1: {g1}\n\n"
     "Participant 2:\n{p2}\nGoal of participant 2: {g2}\n\nLook for contradictions in a "
     "person's identity, a goal that does not suit the person who holds it, and a pair "
-    "that would not plausibly talk about this. Give reasonable (true or false) and reason "
-    "(one sentence). If it is reasonable, also give relationship (how the two are "
+    "that would not plausibly talk about this. Give reason (one sentence: what you found) "
+    "and then reasonable (true or false). If it is reasonable, also give relationship "
+    "(how the two are "
     "related), familiarity (0 = strangers ... 10 = very close for many years) and medium "
     "(how they talk: face-to-face, phone call, online chat, ...); if not, give your best "
     "guess for them anyway.",
     "zh": "两个人将进行一次对话。请检查这个组合是否合理。\n\n场景：{scene}\n\n参与者1：\n"
     "{p1}\n参与者1的目标：{g1}\n\n参与者2：\n{p2}\n参与者2的目标：{g2}\n\n检查人物身份是否"
-    "自相矛盾、目标是否与其持有者不符、这两个人是否不太可能谈论此事。给出 reasonable"
-    "（true 或 false）和 reason（一句话）。如果合理，再给出 relationship（两人的关系）、"
+    "自相矛盾、目标是否与其持有者不符、这两个人是否不太可能谈论此事。先给出 reason"
+    "（一句话：你的发现），再给出 reasonable（true 或 false）。"
+    "如果合理，再给出 relationship（两人的关系）、"
     "familiarity（0 = 陌生人 …… 10 = 多年的亲密关系）和 medium（交流方式：面对面、电话、"
     "网上聊天……）；若不合理，也请尽量给出。",
 }

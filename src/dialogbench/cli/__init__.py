@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 import dialogbench.tracks  # noqa: F401  (registers every track)
-from dialogbench.cli import build_demo, export_sft
+from dialogbench.cli import build_demo, export_sft, train_lora
 from dialogbench.cli.agreement import agreement_cmd
 from dialogbench.cli.answers import score_app
 from dialogbench.cli.build import build_app, data_show
@@ -64,6 +64,9 @@ app.add_typer(build_app, name="build")
 build_demo.register(build_app)
 data_app.command("show")(data_show)
 export_sft.register(export_app)
+train_app = typer.Typer(help="Fine-tune models on exported trajectories.", no_args_is_help=True)
+app.add_typer(train_app, name="train")
+train_lora.register(train_app)
 register_commands(run_app, TRACKS)
 app.add_typer(score_app, name="score")
 app.add_typer(export_app, name="export")

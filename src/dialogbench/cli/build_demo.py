@@ -15,6 +15,7 @@ from rich.table import Table
 
 from dialogbench.cli.ui import console, friendly_errors
 from dialogbench.models.model import Model
+from dialogbench.models.spec import DEFAULT_DEADLINE_S, DEFAULT_TIMEOUT_S
 from dialogbench.runner.roles import RoleSpec
 from dialogbench.runner.status import ExitCode
 
@@ -56,6 +57,12 @@ def build_demo_cmd(
     checker_api_key_env: Annotated[
         list[str] | None, typer.Option(help="checker key variable (once, or per checker)")
     ] = None,
+    timeout: Annotated[
+        float, typer.Option(help="seconds one request may take (every model)", min=0.001)
+    ] = DEFAULT_TIMEOUT_S,
+    deadline: Annotated[
+        float, typer.Option(help="seconds one call may take with its retries", min=0.001)
+    ] = DEFAULT_DEADLINE_S,
     limit: Annotated[int, typer.Option(help="at most N seed dialogues", min=1)] = 20,
     personas: Annotated[
         int | None, typer.Option(help="personas to design (default: 2 per seed)", min=2)
@@ -94,7 +101,13 @@ def build_demo_cmd(
             seed=random_seed,
             sotopia_pool=sotopia_pool,
         )
-        main = RoleSpec(model, base_url=base_url, api_key_env=api_key_env)
+        main = RoleSpec(
+            model,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            timeout_s=timeout,
+            deadline_s=deadline,
+        )
         checkers = checker_model or []
         if len(checkers) not in (0, 2):
             raise ValueError(f"--checker-model: give two checkers (or none), not {len(checkers)}")
@@ -103,6 +116,8 @@ def build_demo_cmd(
                 m,
                 base_url=_pick(checker_base_url, i, 2, "--checker-base-url"),
                 api_key_env=_pick(checker_api_key_env, i, 2, "--checker-api-key-env"),
+                timeout_s=timeout,
+                deadline_s=deadline,
             )
             for i, m in enumerate(checkers)
         ]
