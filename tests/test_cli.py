@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dialogbench.cli import app
+from dialogbench.models.embedded import unavailable as embedded_unavailable
 from dialogbench.tracks.demo import interaction_prompts as ip
 
 runner = CliRunner()
@@ -45,7 +46,17 @@ def test_quickstart_without_locomo(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     result = runner.invoke(app, ["quickstart", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "LoCoMo is not on this machine" in result.output
-    assert (tmp_path / "sample" / "summary.json").exists()
+    for track in ("retrieval", "coverage", "privacy"):
+        assert (tmp_path / "sample" / track / "summary.json").exists()
+    page = tmp_path / "report.html"
+    assert f"report of these runs: {page}" in result.output
+    assert "hit@k per system" in page.read_text()
+    if embedded_unavailable() is None:  # the model-backed track, on three probes
+        items = (tmp_path / "sample" / "detection-model" / "items.jsonl").read_text()
+        assert len({json.loads(x)["probe"] for x in items.splitlines()}) == 3
+        assert "for smoke tests" in result.output and "--base-url" in result.output
+    else:
+        assert "skipped the model-backed track" in result.output
 
 
 def test_data_list_shows_where(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

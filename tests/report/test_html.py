@@ -176,18 +176,6 @@ def test_view_serves_the_report(make_run: MakeRun) -> None:
         server.server_close()
 
 
-def test_quickstart_writes_and_names_the_report(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv("DIALOGBENCH_DATA", raising=False)
-    monkeypatch.setenv("DIALOGBENCH_HOME", str(tmp_path / "empty"))
-    result = CliRunner().invoke(app, ["quickstart", "--out", str(tmp_path)])
-    assert result.exit_code == 0, result.output
-    page = tmp_path / "report.html"
-    assert "report of these runs:" in result.output and page.name in result.output
-    assert "hit@k per system" in page.read_text()
-
-
 def _from_fixture(case: str, into: Path) -> Path:
     """A run folder from a golden fixture's result files (with a minimal manifest)."""
     import gzip

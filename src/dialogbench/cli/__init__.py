@@ -22,15 +22,15 @@ from dialogbench.cli.agreement import agreement_cmd
 from dialogbench.cli.answers import score_app
 from dialogbench.cli.build import build_app, data_show
 from dialogbench.cli.export import export_app
+from dialogbench.cli.quickstart import quickstart
 from dialogbench.cli.report import register as register_report
-from dialogbench.cli.run import register_commands, show
-from dialogbench.cli.ui import console, csv, err, friendly_errors, table_of, with_progress
+from dialogbench.cli.run import register_commands
+from dialogbench.cli.ui import console, csv, err, friendly_errors, table_of
 from dialogbench.data.demo.model import TASKS
 from dialogbench.data.demo.registry import DEMO_DATASETS, load_demo, locate_demo
 from dialogbench.data.download import download
 from dialogbench.data.errors import DataError
 from dialogbench.data.generic import FIELD_HELP, ImportConfig, flag, import_chat_export
-from dialogbench.data.model import Dataset
 from dialogbench.data.registry import REGISTRY, load_dataset, locate
 from dialogbench.data.release import write_release
 from dialogbench.models import (
@@ -45,15 +45,11 @@ from dialogbench.models import (
 )
 from dialogbench.models.check import CheckReport, check_model
 from dialogbench.models.spec import DEFAULT_TIMEOUT_S
-from dialogbench.report.html import write_report
 from dialogbench.runner import REGISTRY as TRACKS
-from dialogbench.runner import Finished, run_track
-from dialogbench.runner.record import Progress as TrackProgress
 from dialogbench.runner.status import ExitCode
 from dialogbench.stats.bootstrap import Estimate
 from dialogbench.tracks.demo.aggregate import AwarenessTable, TableRow, paper_table
 from dialogbench.tracks.realcompanion.reconstruction import compare_runs
-from dialogbench.tracks.realcompanion.retrieval import RETRIEVAL, RetrievalConfig
 
 app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False)
 run_app = typer.Typer(help="Run a benchmark track.", no_args_is_help=True)
@@ -71,6 +67,7 @@ register_commands(run_app, TRACKS)
 app.add_typer(score_app, name="score")
 app.add_typer(export_app, name="export")
 app.command("agreement")(agreement_cmd)
+app.command("quickstart")(quickstart)
 ModelOpt = Annotated[str, typer.Option("--model", help="provider/model, or 'embedded'")]
 BaseUrlOpt = Annotated[str | None, typer.Option(help="server URL, e.g. http://host:8000/v1")]
 KeyEnvOpt = Annotated[str | None, typer.Option(help="environment variable holding the API key")]
@@ -162,30 +159,6 @@ def compare_reconstruction_cmd(
             f"agreement (F1) {e.value:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}] over {e.n} "
             "subject-run pairs"
         )
-
-
-@app.command()
-def quickstart(
-    out: Annotated[Path, typer.Option(help="folder for the runs")] = Path("runs/quickstart"),
-) -> None:
-    """The retrieval track on the built-in sample, and on LoCoMo when it is on this machine."""
-    with friendly_errors():
-        names = ["sample"] + (["locomo"] if locate(REGISTRY["locomo"]) is not None else [])
-        for name in names:
-            ds, folder = load_dataset(name), out / name
-
-            def work(progress: TrackProgress, ds: Dataset = ds, folder: Path = folder) -> Finished:
-                return run_track(RETRIEVAL, ds, folder, progress=progress)
-
-            finished = with_progress(f"retrieval on {ds.name}", work)
-            show(RETRIEVAL, finished, RetrievalConfig(), {}, ds)
-        page = write_report([out / name for name in names], out / "report.html")
-        console.print(f"report of these runs: {page} (open it in a browser, or `dialogbench view`)")
-        if len(names) == 1:
-            console.print(
-                "LoCoMo is not on this machine: set DIALOGBENCH_DATA or run "
-                "`dialogbench data download locomo` to include it."
-            )
 
 
 @data_app.command("list")
