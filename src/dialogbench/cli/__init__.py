@@ -17,12 +17,11 @@ from rich.table import Table
 from rich.text import Text
 
 import dialogbench.tracks  # noqa: F401  (registers every track)
-from dialogbench.cli import build_demo, export_sft, train_lora
+from dialogbench.cli import build_demo, export_sft, quickstart, train_lora
 from dialogbench.cli.agreement import agreement_cmd
 from dialogbench.cli.answers import score_app
 from dialogbench.cli.build import build_app, data_show
 from dialogbench.cli.export import export_app
-from dialogbench.cli.quickstart import quickstart
 from dialogbench.cli.report import register as register_report
 from dialogbench.cli.run import register_commands
 from dialogbench.cli.ui import console, csv, err, friendly_errors, table_of
@@ -67,7 +66,7 @@ register_commands(run_app, TRACKS)
 app.add_typer(score_app, name="score")
 app.add_typer(export_app, name="export")
 app.command("agreement")(agreement_cmd)
-app.command("quickstart")(quickstart)
+app.command("quickstart")(quickstart.quickstart)
 ModelOpt = Annotated[str, typer.Option("--model", help="provider/model, or 'embedded'")]
 BaseUrlOpt = Annotated[str | None, typer.Option(help="server URL, e.g. http://host:8000/v1")]
 KeyEnvOpt = Annotated[str | None, typer.Option(help="environment variable holding the API key")]
