@@ -318,3 +318,26 @@ def test_out_may_not_be_someone_elses_release(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="no build wrote"):
         build_realcompanion(data, tmp_path / "theirs", SMALL, RoleSpec("embedded"))
     assert BUILD.roles[1].fallback == "model"
+
+
+@pytest.mark.parametrize("corpus", ["locomo", "memorybank"])
+def test_builds_from_the_public_corpora(
+    corpus: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A few probes of one subject of LoCoMo and of MemoryBank: the release validates."""
+    request.getfixturevalue(f"{corpus}_dir")  # skips without DIALOGBENCH_DATA
+    data = load_dataset(corpus)
+    first = data.subjects[0].id
+    config = BuildConfig(
+        proportional=4, enriched=2, abstention=2, subjects=(first,), profile_parts=2
+    )
+    out = tmp_path / corpus
+    with ChatServer(reply=sample_script()) as srv:
+        spec = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
+        result, finished = build_realcompanion(data, out, config, spec)
+    assert finished.exit_code == 0, finished.failures
+    assert [s.id for s in result.dataset.subjects] == [first]
+    built = load_release(out)
+    assert len(built.subjects[0].chat_items) == 8
+    assert built.subjects[0].messages == data.subjects[0].messages
+    assert result.report["strata"]["proportional"]["built"] == 4
