@@ -144,6 +144,12 @@ def test_stages_read_only_what_they_may_and_skip_empty_work() -> None:
     assert item["reference_ids"] == ["m12"]  # m99, m64 (not before the probe), nope dropped
     assert rows["m64"]["proposed_dropped"] == 3
     assert "dropped m99, m64, nope" in item["trace"][0]["output"]
+    seen = {stage: ids for stage, probe, ids in scripted.shown if probe == "m64"}
+    assert seen["VerifyReply"] == ["m12", "m64"]  # the proposals that exist, and the probe
+    assert seen["ClassifyReply"] == ["m12", "m64"]
+    assert seen["ReplyReply"] == ["m12", "m64"]  # D: the recorded context alone
+    assert seen["ValidateReply"] == ["m12", "m64"]
+    assert len(seen["ResolveReply"]) > 2  # A: the history shown before the probe
     assert [t["reads"] for t in item["trace"]] == [
         [],
         ["resolve"],
