@@ -89,7 +89,7 @@ class BuildConfig:
     abstention: int = option(10, help="session openers of the abstention control", min=0)
     seed: int = option(0, help="seed of the strata draws and of the calls", min=0)
     subjects: tuple[str, ...] = option(
-        (), help="only these subject ids (comma-separated; default: every subject)", nonempty=False
+        (), help="only these subject ids (default: every subject)", nonempty=False
     )
     candidates: int = option(
         12, help="earlier messages stage A sees beyond the recent thread (BM25's best)", min=0
