@@ -365,7 +365,7 @@ def test_a_killed_build_resumes_where_it_stopped(tmp_path: Path) -> None:
     stall = {"after": 25}
 
     def rules(number: int, body: dict[str, object]) -> Fault | None:
-        return delay(60) if number > stall["after"] else None
+        return delay(5) if number > stall["after"] else None
 
     args = ["build", "realcompanion", "--from", "sample", "--out", str(out), "--no-profile"]
     args += ["--proportional", "8", "--enriched", "4", "--abstention", "3"]
