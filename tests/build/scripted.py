@@ -43,6 +43,8 @@ class Scripted:
     shown just before the probe, `["@first"]` the first message shown."""
     calls: list[tuple[str, str]] = field(default_factory=list)
     """(stage, probe id) of every request."""
+    shown: list[tuple[str, str, list[str]]] = field(default_factory=list)
+    """(stage, probe id, the message ids the request shows) of every request."""
 
     def __call__(self, body: dict[str, Any]) -> str:
         stage = body["response_format"]["json_schema"]["name"]
@@ -51,6 +53,7 @@ class Scripted:
         self.calls.append((stage, probe))
         s = self.scripts.get(probe, self.default)
         shown = ID.findall(user)
+        self.shown.append((stage, probe, shown))
         if stage == "ResolveReply":
             before = [i for i in shown if i != probe]
             marks = {"@previous": before[-1:], "@first": before[:1]}

@@ -144,6 +144,12 @@ def test_stages_read_only_what_they_may_and_skip_empty_work() -> None:
     assert item["reference_ids"] == ["m12"]  # m99, m64 (not before the probe), nope dropped
     assert rows["m64"]["proposed_dropped"] == 3
     assert "dropped m99, m64, nope" in item["trace"][0]["output"]
+    seen = {stage: ids for stage, probe, ids in scripted.shown if probe == "m64"}
+    assert seen["VerifyReply"] == ["m12", "m64"]  # the proposals that exist, and the probe
+    assert seen["ClassifyReply"] == ["m12", "m64"]
+    assert seen["ReplyReply"] == ["m12", "m64"]  # D: the recorded context alone
+    assert seen["ValidateReply"] == ["m12", "m64"]
+    assert len(seen["ResolveReply"]) > 2  # A: the history shown before the probe
     assert [t["reads"] for t in item["trace"]] == [
         [],
         ["resolve"],
@@ -318,3 +324,78 @@ def test_out_may_not_be_someone_elses_release(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="no build wrote"):
         build_realcompanion(data, tmp_path / "theirs", SMALL, RoleSpec("embedded"))
     assert BUILD.roles[1].fallback == "model"
+
+
+@pytest.mark.parametrize("corpus", ["locomo", "memorybank"])
+def test_builds_from_the_public_corpora(
+    corpus: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A few probes of one subject of LoCoMo and of MemoryBank: the release validates."""
+    request.getfixturevalue(f"{corpus}_dir")  # skips without DIALOGBENCH_DATA
+    data = load_dataset(corpus)
+    first = data.subjects[0].id
+    config = BuildConfig(
+        proportional=4, enriched=2, abstention=2, subjects=(first,), profile_parts=2
+    )
+    out = tmp_path / corpus
+    with ChatServer(reply=sample_script()) as srv:
+        spec = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
+        result, finished = build_realcompanion(data, out, config, spec)
+    assert finished.exit_code == 0, finished.failures
+    assert [s.id for s in result.dataset.subjects] == [first]
+    built = load_release(out)
+    assert len(built.subjects[0].chat_items) == 8
+    assert built.subjects[0].messages == data.subjects[0].messages
+    assert result.report["strata"]["proportional"]["built"] == 4
+
+
+def test_a_killed_build_resumes_where_it_stopped(tmp_path: Path) -> None:
+    """kill -9 mid-build (a subprocess of the CLI); the rerun keeps every saved probe and
+    sends no call the killed build had answered (they come from the response cache)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from dialogbench.testing.chatserver import delay
+
+    out = tmp_path / "built"
+    scripted = sample_script()
+    stall = {"after": 25}
+
+    def rules(number: int, body: dict[str, object]) -> Fault | None:
+        return delay(5) if number > stall["after"] else None
+
+    args = ["build", "realcompanion", "--from", "sample", "--out", str(out), "--no-profile"]
+    args += ["--proportional", "8", "--enriched", "4", "--abstention", "3"]
+    args += ["--max-connections", "1"]
+    saved = out / ".build" / "parts" / "solved.jsonl"
+    with ChatServer(reply=scripted, rules=rules) as srv:
+        base = ["--model", "openai-compatible/scripted", "--base-url", srv.base_url]
+        code = "from dialogbench.cli import app; app()"
+        proc = subprocess.Popen([sys.executable, "-c", code, *args, *base], env=os.environ)
+        try:
+            for _ in range(600):  # until the first requests are answered and saved
+                if srv.request_count > stall["after"] and saved.exists():
+                    break
+                time.sleep(0.1)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        first = [json.loads(line)["unit"] for line in saved.read_text().splitlines()]
+        answered = set(scripted.calls)
+        assert 0 < len(first) < 15
+        stall["after"] = 10**9
+        scripted.calls.clear()
+        config = BuildConfig(proportional=8, enriched=4, abstention=3, profile=False)
+        spec = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
+        result, finished = build_realcompanion(load_dataset("sample"), out, config, spec)
+    assert finished.exit_code == 0
+    assert finished.solved_now == 15 - len(first)
+    redone = {probe for _, probe in scripted.calls}
+    assert not redone & {u.split("/")[1] for u in first}
+    # no call the killed build had answered is sent again, but the one whose reply was
+    # arriving at the kill (answered, not yet cached)
+    assert len(answered & set(scripted.calls)) <= 1
+    assert sum(len(s.chat_items) for s in result.dataset.subjects) == 15

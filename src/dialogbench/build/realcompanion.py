@@ -89,7 +89,7 @@ class BuildConfig:
     abstention: int = option(10, help="session openers of the abstention control", min=0)
     seed: int = option(0, help="seed of the strata draws and of the calls", min=0)
     subjects: tuple[str, ...] = option(
-        (), help="only these subject ids (comma-separated; default: every subject)", nonempty=False
+        (), help="only these subject ids (default: every subject)", nonempty=False
     )
     candidates: int = option(
         12, help="earlier messages stage A sees beyond the recent thread (BM25's best)", min=0
@@ -456,6 +456,7 @@ async def build_profile(subject: Subject, models: Models, c: BuildConfig) -> dic
         "subject": subject.id,
         "status": "failed" if errors else "ok",
         "errors": errors,
+        "call_failed": any(g.call_failed for g in got) or any(g.call_failed for g in checks),
         "parts": len(parts),
         "proposed": proposed,
         "distinct": len(merged),
@@ -513,6 +514,7 @@ async def build_persona(subject: Subject, models: Models, c: BuildConfig) -> dic
         "subject": subject.id,
         "status": "failed" if errors else "ok",
         "errors": errors,
+        "call_failed": any(g.call_failed for g in got),
         "parts": len(parts),
         "proposed": proposed,
         "kept": len(entries),
@@ -591,7 +593,8 @@ class BuildTrack(TrackBase[BuildConfig, Unit]):
                 for r in rows
             ),
             "profile or persona passes with an unusable reply": sum(
-                r["kind"] != "probe" and r["status"] != "ok" for r in rows
+                r["kind"] != "probe" and r["status"] != "ok" and not r.get("call_failed")
+                for r in rows
             ),
         }
         return Outcome(
@@ -722,8 +725,18 @@ def summarise(ctx: Context, rows: Rows, config: BuildConfig) -> dict[str, Any]:
         "tiers": dict(Counter(i["tier"] for i in items)),
         "surface": {"items": len(items), "differs": differs, "pairs": dict(sorted(pairs.items()))},
         "readings": readings,
-        "profile": {"proposed": p_prop, "matched": p_match, "kept": p_kept},
-        "persona": {"proposed": s_prop, "kept": s_kept, "hypotheses": s_hyp},
+        "profile": {
+            "proposed": p_prop,
+            "matched": p_match,
+            "kept": p_kept,
+            "failed_subjects": sum(r["status"] != "ok" for r in prof),
+        },
+        "persona": {
+            "proposed": s_prop,
+            "kept": s_kept,
+            "hypotheses": s_hyp,
+            "failed_subjects": sum(r["status"] != "ok" for r in pers),
+        },
     }
 
 

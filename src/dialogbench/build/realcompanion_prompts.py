@@ -21,6 +21,7 @@ constant here, so a change of wording starts a build afresh (saved calls stay ca
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Annotated
 
 from pydantic import BaseModel, Field
 
@@ -32,11 +33,17 @@ from dialogbench.tracks.common import render_message
 
 MESSAGE_CHARS = 400
 """Longest message text shown; longer ones are cut with " [...]"."""
+REASONING_CHARS = 300
+"""Longest reasoning a reply may give (the schema says so, and a grammar-constrained model is
+held to it, so a small model cannot ramble past its token budget)."""
+TEXT_CHARS = 400
+"""Longest reading, reply, statement or name."""
 
 SYSTEM = (
     "You help build ground truth for a benchmark of AI companions from a real conversation "
-    "between a person and a companion. You work on one step at a time, say briefly why, and "
-    "answer with one JSON object and nothing else."
+    "between a person and a companion. You work on one step at a time, say briefly why (a "
+    f"reasoning of at most {REASONING_CHARS} characters), and answer with one JSON object "
+    "and nothing else."
 )
 
 KIND_HELP = (
@@ -136,40 +143,44 @@ NEW_HEADING = "{person}'s new message:"
 REPLY_HEADING = "The reply:"
 
 
+Reasoning = Annotated[str, Field(max_length=REASONING_CHARS)]
+Short = Annotated[str, Field(min_length=1, max_length=TEXT_CHARS)]
+
+
 class ResolveReply(BaseModel):
     """Stage A's reply."""
 
-    reasoning: str
+    reasoning: Reasoning
     kind: Kind = Field(description=" | ".join(KINDS))
-    reading: str
+    reading: Short
     referent_ids: list[str] = Field(default_factory=list)
 
 
 class VerifyReply(BaseModel):
     """Stage B's reply."""
 
-    reasoning: str
+    reasoning: Reasoning
     kept_ids: list[str] = Field(default_factory=list)
 
 
 class ClassifyReply(BaseModel):
     """Stage C's reply."""
 
-    reasoning: str
+    reasoning: Reasoning
     needed_ids: list[str] = Field(default_factory=list)
 
 
 class ReplyReply(BaseModel):
     """Stage D's reply."""
 
-    reasoning: str
-    reply: str = Field(min_length=1)
+    reasoning: Reasoning
+    reply: Short
 
 
 class ValidateReply(BaseModel):
     """Stage E's reply."""
 
-    reasoning: str
+    reasoning: Reasoning
     supported: bool
 
 
@@ -177,7 +188,7 @@ class ClaimProposal(BaseModel):
     """One proposed profile claim."""
 
     field: str = Field(min_length=1)
-    statement: str = Field(min_length=1)
+    statement: Short
     confidence: float = Field(default=1.0, ge=0.0, le=1.0)
     valid_from: str | None = None
     valid_to: str | None = None
@@ -187,14 +198,14 @@ class ClaimProposal(BaseModel):
 class ProfileReply(BaseModel):
     """The profile pass's reply for one part of the conversation."""
 
-    reasoning: str
+    reasoning: Reasoning
     claims: list[ClaimProposal] = Field(default_factory=list)
 
 
 class MatchReply(BaseModel):
     """The final pass's verdict on one claim."""
 
-    reasoning: str
+    reasoning: Reasoning
     supported: bool
 
 
@@ -202,22 +213,22 @@ class PersonaProposal(BaseModel):
     """One persona entry."""
 
     dimension: str = Field(min_length=1)
-    statement: str = Field(min_length=1)
+    statement: Short
     grounds: list[str] = Field(default_factory=list)
 
 
 class HypothesisProposal(BaseModel):
     """One named working hypothesis."""
 
-    name: str = Field(min_length=1)
-    statement: str = Field(min_length=1)
+    name: Short
+    statement: Short
     grounds: list[str] = Field(default_factory=list)
 
 
 class PersonaReply(BaseModel):
     """The persona pass's reply for one part of the conversation."""
 
-    reasoning: str
+    reasoning: Reasoning
     entries: list[PersonaProposal] = Field(default_factory=list)
     hypotheses: list[HypothesisProposal] = Field(default_factory=list)
 
@@ -314,13 +325,22 @@ def persona_messages(
     return _call(task, "\n".join(render(m) for m in messages))
 
 
+SCHEMAS: tuple[type[BaseModel], ...] = (
+    ResolveReply,
+    VerifyReply,
+    ClassifyReply,
+    ReplyReply,
+    ValidateReply,
+    ProfileReply,
+    MatchReply,
+    PersonaReply,
+)
+
+
 def _constants() -> dict[str, object]:
-    return {
-        name: value
-        for name, value in globals().items()
-        if name.isupper() and isinstance(value, str | int)
-    }
+    words = {n: v for n, v in globals().items() if n.isupper() and isinstance(v, str | int)}
+    return {**words, "schemas": [s.model_json_schema() for s in SCHEMAS]}
 
 
 PROMPT_SHA256 = digest(_constants())
-"""Digest of every wording constant above (and MESSAGE_CHARS)."""
+"""Digest of every wording constant above and of the reply schemas."""

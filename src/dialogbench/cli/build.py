@@ -116,9 +116,7 @@ def _counts_table(report: dict[str, Any]) -> Table:
     return table
 
 
-build_app.command("realcompanion", epilog=EXIT_STATUS_HELP, help=_realcompanion_command.__doc__)(
-    _realcompanion_command()
-)
+build_app.command("realcompanion", epilog=EXIT_STATUS_HELP)(_realcompanion_command())
 
 
 def data_show(
