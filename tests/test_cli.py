@@ -37,7 +37,7 @@ def test_run_retrieval_on_sample(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "bm25" in result.output and "hit@5" in result.output
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["oracle"]["hit@1"]["value"] == 1.0
+    assert summary["all probes (pooled)"]["oracle"]["hit@1"]["value"] == 1.0
 
 
 def test_quickstart_without_locomo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

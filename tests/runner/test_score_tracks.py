@@ -78,7 +78,7 @@ def test_a_track_without_a_judge_is_re_aggregated_not_re_judged(tmp_path: Path) 
     got = cli.invoke(app, ["score", str(run), "--set", "n_boot=50", "--out", str(tmp_path / "b")])
     assert got.exit_code == 0, got.output
     summary = json.loads((tmp_path / "b" / "summary.json").read_text())
-    assert summary["bm25"]["hit@5"]["n"] > 0
+    assert summary["all probes (pooled)"]["bm25"]["hit@5"]["n"] > 0
 
 
 def test_reconstruction_is_re_matched_with_a_new_threshold(tmp_path: Path) -> None:

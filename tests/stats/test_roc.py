@@ -112,3 +112,14 @@ def test_agrees_with_sklearn() -> None:
     pos, neg = rng.integers(0, 5, 50) / 4, rng.integers(0, 5, 70) / 4
     y = np.r_[np.ones(50), np.zeros(70)]
     assert auroc(pos, neg) == pytest.approx(metrics.roc_auc_score(y, np.r_[pos, neg]))
+
+
+def test_replicates_are_the_bootstrap_draws() -> None:
+    from dialogbench.stats.roc import auroc_replicates
+
+    rng = np.random.default_rng(2)
+    pos, neg = rng.normal(0.3, 1, 30), rng.normal(0, 1, 40)
+    reps = auroc_replicates(pos, neg, n_boot=250, seed=9)
+    e = bootstrap_auroc(pos, neg, n_boot=250, seed=9)
+    assert (e.ci_low, e.ci_high) == pytest.approx(tuple(np.percentile(reps, [2.5, 97.5])))
+    assert np.isnan(auroc_replicates([], neg, n_boot=5)).all()

@@ -12,14 +12,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
-from dialogbench.data.model import ChatItem, Message, Subject
+from dialogbench.data.model import ChatItem, Message, Reading, Subject
 from dialogbench.data.registry import load_dataset
 from dialogbench.judging.prompts import JUDGE_SYSTEM
 from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
 from dialogbench.runner import Outcome, RoleSpec
+from dialogbench.runner.record import to_json
+from dialogbench.stats.bootstrap import resample_counts
 from dialogbench.testing import ChatServer
 from dialogbench.tracks.realcompanion import chat_prompts as cp
 from dialogbench.tracks.realcompanion.chat import (
@@ -35,6 +38,7 @@ from dialogbench.tracks.realcompanion.chat import (
     limit_probes,
     paired_gain,
     run_chat,
+    share_outside,
     summarise,
 )
 
@@ -125,6 +129,9 @@ def _row(probe: str, cond: str, score: int | None, flag: bool | None, **kw: Any)
         "condition": cond,
         "stratum": kw.get("stratum", "proportional"),
         "needs_memory": kw.get("needs", False),
+        "needs_memory_strict": kw.get("strict", False),
+        "dependent": kw.get("dependent", False),
+        "framing": kw.get("framing", "turns"),
         "cold_open": kw.get("cold", False),
         "locus_none": kw.get("none", False),
         "reply": "r",
@@ -206,7 +213,8 @@ def test_run_against_a_scripted_server(tmp_path: Path, monkeypatch: pytest.Monke
         result = run_chat(ds, out, config, model=model)
         asked = srv.request_count
         assert asked == 64 * 5 + 64 + 2  # replies, one judge call per probe, 2 corrections
-        assert run_chat(ds, out, config, model=model).summary() == result.summary()  # resume
+        again = run_chat(ds, out, config, model=model)  # resume
+        assert to_json(again.summary()) == to_json(result.summary())
         assert srv.request_count == asked
         # an aggregation setting re-aggregates the saved probes: no call at all
         fewer = run_chat(ds, out, replace(config, n_boot=100), model=model)
@@ -285,7 +293,7 @@ def test_another_judge_rejudges_without_the_model(
         again = run_chat(ds, out, config, model=model, judge_model=other)
         assert answerer.request_count == replies  # the replies were kept
         assert judge.request_count == 4  # one blinded call per probe
-    assert again.summary() == first.summary()  # the same scripted verdicts
+    assert to_json(again.summary()) == to_json(first.summary())  # the same scripted verdicts
     assert again.usage["roles"]["judge"]["model"] == "openai-compatible/judge"
     assert set(CHAT.headline(Outcome(summary=None, result=again))) >= {
         "content_match C0",
@@ -323,3 +331,129 @@ def test_embedded_model_short_run(tmp_path: Path) -> None:
     assert all(0 <= r["content_match"] <= 3 for r in scored)
     assert len(scored) + 5 * result.unscored["judge"] == 10
     assert result.usage["roles"]["model"]["completion_tokens"] > 0
+
+
+# -- the labels, the readings, dependent items and the framing contrast -----------------------
+
+
+def labelled(**labels: Any) -> Subject:
+    """The hand-made subject with its item's labels replaced."""
+    s = hand_made()
+    item = s.chat_items[0].model_copy(update=labels)
+    return s.model_copy(update={"chat_items": [item]})
+
+
+def test_needs_memory_comes_from_the_labels() -> None:
+    (p,), _ = build_chat_probes(hand_made())  # unlabelled: m2 lies 13 back, past 8
+    assert p.labels.recorded and not p.labels.strict
+    (p,), _ = build_chat_probes(labelled(needs_memory=False, locus="recent"))
+    assert not p.needs_memory and not p.labels.strict and not p.locus_none
+    (p,), _ = build_chat_probes(labelled(needs_memory=True, needs_memory_strict=True))
+    assert p.labels.strict
+    (p,), _ = build_chat_probes(labelled(reference_ids=["m10"]))  # 5 back: recent thread
+    assert not p.needs_memory  # the old rule (more than 3 back) called it memory
+    (p,), _ = build_chat_probes(labelled(dependent=True, locus="none"))
+    assert p.labels.strict and p.labels.dependent and p.locus_none
+
+
+def test_reading_dependent_and_no_need_share() -> None:
+    # (C1, C2) per probe, with (recorded, strict, dependent)
+    table = {
+        "p1": ((0, 3), (True, True, True)),
+        "p2": ((1, 2), (True, False, False)),
+        "p3": ((1, 3), (False, False, True)),
+        "p4": ((2, 2), (False, False, False)),
+        "p5": ((0, 1), (False, False, False)),
+    }
+    rows = []
+    for probe, ((c1, c2), (rec, strict, dep)) in table.items():
+        for c in CONDITIONS:
+            s = {"C1": c1, "C2": c2}.get(c, 0)
+            rows.append(_row(probe, c, s, False, needs=rec, strict=strict, dependent=dep))
+    diff = {p: c2 - c1 for p, ((c1, c2), _) in table.items()}  # 3, 1, 2, 0, 1: total 7
+    cases: tuple[tuple[Reading, set[str]], ...] = (("recorded", {"p1", "p2"}), ("strict", {"p1"}))
+    for reading, needs in cases:
+        r = summarise(rows, replace(FAST, reading=reading))
+        assert r.reading == reading
+        assert r.gains["C2-C1"][f"need={NEEDS}"].value == pytest.approx(
+            sum(diff[p] for p in needs) / len(needs)
+        )
+        outside = sum(d for p, d in diff.items() if p not in needs)
+        share = r.no_need_share["C2-C1"]["all"]
+        assert share.value == pytest.approx(outside / 7) and share.ci_low <= share.value
+        split = r.gain_split["C2-C1"]["all"]
+        assert split[NO_NEED].value / r.gains["C2-C1"]["all"].value == pytest.approx(share.value)
+    r = summarise(rows, FAST)
+    assert r.gains["C2-C1"]["dependent"].value == pytest.approx((3 + 2) / 2)
+    assert r.gains["C2-C1"]["dependent"].n == 2
+    assert r.content_match["C2"]["dependent"].value == 3.0
+    assert r.framing_difference == {} and list(r.memory_use) == ["turns"]
+
+
+def test_share_outside_against_brute_force() -> None:
+    a, b = [3.0, 2.0, 1.0, 2.0, math.nan, 0.0], [1.0, 1.0, 1.0, 0.0, 1.0, 1.0]
+    group = [True, False, False, True, True, False]
+    e = share_outside(a, b, group, n_boot=300, seed=5)
+    d = np.array([2.0, 1.0, 0.0, 2.0, -1.0])  # the NaN pair left out
+    g = np.array([True, False, False, True, False])
+    assert e.value == pytest.approx(d[~g].sum() / d.sum()) and e.n == 5
+    reps = []
+    for w in resample_counts(5, 300, np.random.default_rng(5)):
+        total = (w * d).sum()
+        reps.append((w * d * ~g).sum() / total if total else math.nan)
+    lo, hi = np.nanpercentile(reps, [2.5, 97.5])
+    assert (e.ci_low, e.ci_high) == pytest.approx((lo, hi))
+    assert math.isnan(share_outside([1.0, 2.0], [1.0, 2.0], [True, False]).value)  # no gain
+
+
+def test_memory_use_per_framing_and_the_paired_difference() -> None:
+    flags = {  # probe -> (turns, memories) flag on C4, and (needs, cold)
+        "p1": ((False, True), (True, False)),
+        "p2": ((True, True), (False, False)),
+        "p3": ((False, False), (False, True)),
+        "p4": ((False, True), (False, True)),
+    }
+    rows = []
+    for probe, ((t, m), (needs, cold)) in flags.items():
+        for framing, flag in (("turns", t), ("memories", m)):
+            for c in CONDITIONS:
+                f = flag if c == "C4" else False
+                rows.append(_row(probe, c, 1, f, needs=needs, cold=cold, framing=framing))
+    r = summarise(rows, FAST)
+    assert list(r.memory_use) == ["turns", "memories"]
+    assert r.memory_use["turns"]["C4"]["all"].value == 0.25
+    assert r.memory_use["memories"]["C4"]["all"].value == 0.75
+    assert r.memory_use["memories"]["C4"][COLD].value == 0.5
+    assert r.framing_difference["C4"]["all"].value == pytest.approx(0.5)
+    assert r.framing_difference["C4"][f"need={NO_NEED}"].value == pytest.approx(1 / 3)
+    assert r.framing_difference["C0"]["all"].value == 0.0
+    assert r.misfire["C4"][COLD].value == 0.0  # the first framing's (turns) flags
+
+
+def test_both_framings_make_the_one_framing_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    ds = load_dataset("sample")
+    config = ChatConfig(n_boot=100, limit=6, framing="both")
+    with ChatServer(reply=Scripted("<never>")) as srv:
+        model = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
+        both = run_chat(ds, tmp_path / "both", config, model=model)
+        asked = srv.request_count
+        for framing in ("turns", "memories"):
+            one = run_chat(ds, tmp_path / framing, replace(config, framing=framing), model=model)
+            assert srv.request_count == asked  # every call was made by the run of both
+            assert to_json(one.memory_use[framing]) == to_json(both.memory_use[framing])
+    turns = run_chat(ds, tmp_path / "turns", replace(config, framing="turns"), model=model)
+    assert to_json(turns.gains) == to_json(both.gains)  # the first framing gives the figures
+    rows = [json.loads(x) for x in (tmp_path / "both" / "items.jsonl").read_text().splitlines()]
+    assert len(rows) == 6 * 5 * 2 and {r["framing"] for r in rows} == {"turns", "memories"}
+    assert set(both.framing_difference["C4"]) == {
+        "all",
+        f"need={NEEDS}",
+        f"need={NO_NEED}",
+        COLD,
+        LOCUS_NONE,
+    }
+    summary = json.loads((tmp_path / "both" / "summary.json").read_text())
+    assert {"memory_use", "framing_difference", "no_need_share", "reading"} <= set(summary)

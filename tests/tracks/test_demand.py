@@ -230,3 +230,18 @@ def test_sample_against_its_files(tmp_path: Path) -> None:
         needed_near_in / needed_refs
     )
     assert len(result.subjects) == len(ds.subjects)
+
+
+def test_the_command_line(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from dialogbench.cli import app
+
+    release = str(write_release(tmp_path / "release"))
+    argv = ["run", "demand", "--dataset", release, "--out", str(tmp_path / "run")]
+    got = CliRunner().invoke(app, [*argv, "--n-boot", "50", "--cluster", "subject"])
+    assert got.exit_code == 0, got.output
+    assert "censused subjects: a" in got.output
+    assert "strict: 2 of 3 subjects contribute no memory-needing item: b, c" in got.output
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["config"]["cluster"] == "subject"

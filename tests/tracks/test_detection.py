@@ -14,23 +14,28 @@ import numpy as np
 import pytest
 
 from dialogbench.data.locomo import load_locomo
-from dialogbench.data.model import Message, Subject
+from dialogbench.data.model import ChatItem, Message, Reading, Subject
 from dialogbench.data.registry import load_dataset
 from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
 from dialogbench.retrieval.base import Probe
 from dialogbench.retrieval.bm25 import STOPWORDS, tokenize
+from dialogbench.runner.record import to_json
 from dialogbench.runner.roles import RoleSpec
+from dialogbench.stats.roc import auroc, auroc_replicates, bootstrap_auroc
 from dialogbench.testing import ChatServer
 from dialogbench.tracks.realcompanion import detectors as det
 from dialogbench.tracks.realcompanion.detection import (
     ABSENT,
     ALL_DETECTORS,
+    CHAT_CONTRASTS,
     COLD,
     CONTRASTS,
+    LEAKAGE,
     MODEL_DETECTORS,
     NEEDS,
     OPENER,
+    PROPORTIONAL,
     QUESTION,
     RECENT,
     DetectionConfig,
@@ -41,8 +46,11 @@ from dialogbench.tracks.realcompanion.detection import (
     session_openers,
 )
 from dialogbench.tracks.realcompanion.detection_prompts import PROMPT_SHA256
+from dialogbench.tracks.realcompanion.memory import MemoryLabels, memory_labels
 
 FAST = DetectionConfig(n_boot=200)
+PROPORTIONAL_FIGURES = {f"{k}{PROPORTIONAL}" for k in CHAT_CONTRASTS}
+ALL_FIGURES = set(CONTRASTS) | PROPORTIONAL_FIGURES | {LEAKAGE}
 
 
 def subject(texts: list[str], sessions: list[str] | None = None) -> Subject:
@@ -67,15 +75,26 @@ def probe(text: str, cutoff: int, refs: tuple[int, ...] = (), stratum: str = "x"
 # -- populations -----------------------------------------------------------------------------
 
 
-def test_chat_groups_follow_the_three_message_window() -> None:
-    assert chat_group(probe("t", 10, (6,)), False, 3) == NEEDS  # 4 back: older than 3
-    assert chat_group(probe("t", 10, (7, 9)), False, 3) == RECENT  # 3 and 1 back
-    assert chat_group(probe("t", 10, (2, 9)), False, 3) == NEEDS  # any old reference
-    assert chat_group(probe("t", 10), False, 3) == ABSENT
-    assert chat_group(probe("t", 10), True, 3) == COLD
-    assert chat_group(probe("t", 10, stratum="abstention"), False, 3) == COLD
-    assert chat_group(probe("t", 10, (1,)), True, 3) == NEEDS  # needing memory wins
-    assert chat_group(probe("t", 10, (6,)), False, 5) == RECENT
+def labels(refs: tuple[int, ...] = (), cutoff: int = 10, **item: Any) -> MemoryLabels:
+    return memory_labels(ChatItem(probe_id="p", **item), cutoff, list(refs))
+
+
+def test_chat_groups_follow_the_labels_and_the_reading() -> None:
+    def group(p: Probe, opener: bool = False, reading: Reading = "recorded", **item: Any) -> str:
+        return chat_group(p, opener, labels(p.reference_positions, p.cutoff, **item), reading)
+
+    assert group(probe("t", 20, (6,))) == NEEDS  # unlabelled: 14 back, past the 8 of the thread
+    assert group(probe("t", 20, (12, 19))) == RECENT  # 8 and 1 back: the recent thread
+    assert group(probe("t", 20, (2, 19))) == NEEDS  # any old reference
+    assert group(probe("t", 20, (6,)), reading="strict") == RECENT  # not marked dependent
+    assert group(probe("t", 20, (6,)), reading="strict", dependent=True) == NEEDS
+    assert group(probe("t", 20, (6,)), needs_memory=False) == RECENT  # the label decides
+    assert group(probe("t", 20, (18,)), needs_memory=True) == NEEDS
+    assert group(probe("t", 10)) == ABSENT
+    assert group(probe("t", 10), True) == COLD
+    assert group(probe("t", 10, stratum="abstention")) == COLD
+    assert group(probe("t", 20, (1,)), True) == NEEDS  # needing memory wins
+    assert group(probe("t", 20, (1,)), True, "strict") == COLD
 
 
 def test_session_openers_are_first_user_messages() -> None:
@@ -85,7 +104,7 @@ def test_session_openers_are_first_user_messages() -> None:
 
 
 def test_sample_populations_and_limit() -> None:
-    units = build_units(load_dataset("sample"), 3)
+    units = build_units(load_dataset("sample"))
     counts = {g: sum(u.group == g for u in units) for g in {u.group for u in units}}
     assert counts == {
         NEEDS: 26,
@@ -187,9 +206,12 @@ def test_sample_end_to_end_and_resume(tmp_path: Path) -> None:
     result = run_detection(ds, tmp_path, FAST)
     assert set(result.summary) == {"lexical", "bm25"}
     for name in ("lexical", "bm25"):
-        assert set(result.summary[name]) == set(CONTRASTS)
-        for contrast, e in result.summary[name].items():
+        assert set(result.summary[name]) == ALL_FIGURES
+        for contrast in CONTRASTS:
+            e = result.summary[name][contrast]
             assert 0.0 <= e.ci_low <= e.value <= e.ci_high <= 1.0, (name, contrast)
+        leak = result.summary[name][LEAKAGE]
+        assert -1.0 <= leak.ci_low <= leak.value <= leak.ci_high <= 1.0
         op = result.contrasts[name]["auroc vs own target"].threshold
         assert (op.n_pos, op.n_neg) == (26, 38) and op.caught + op.missed == 26
     assert result.empty == {}
@@ -219,7 +241,7 @@ def test_sample_end_to_end_and_resume(tmp_path: Path) -> None:
     again = run_detection(ds, tmp_path, FAST)
     lines = [json.loads(x) for x in part.read_text().splitlines()]
     assert lines[0] == units[0] and [u["unit"] for u in lines] == ["lexical", "bm25"]
-    assert again.summary == result.summary
+    assert to_json(again.summary) == to_json(result.summary)
 
 
 def test_locomo_questions_against_session_openers(locomo_dir: Path, tmp_path: Path) -> None:
@@ -235,7 +257,7 @@ def test_locomo_questions_against_session_openers(locomo_dir: Path, tmp_path: Pa
         assert e.ci_low < e.value < e.ci_high and e.ci_high - e.ci_low < 0.12
     assert result.summary["bm25"][key].value > 0.75  # authored questions share words with the past
     # LoCoMo has no chat items: each chat contrast is there, null, and says why
-    assert set(result.empty) == set(CONTRASTS) - {key}
+    assert set(result.empty) == ALL_FIGURES - {key}
     assert "needs memory" in result.empty["auroc vs cold opens"]
     assert math.isnan(result.summary["lexical"]["auroc vs cold opens"].value)
     summary = json.loads((tmp_path / "summary.json").read_text())
@@ -283,7 +305,7 @@ def test_model_detectors_against_a_scripted_server(
 ) -> None:
     monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
     ds = load_dataset("sample")
-    units = build_units(ds, 3)
+    units = build_units(ds)
     positives = {u.probe.text.strip() for u in units if u.positive}
     absent = [u.probe.text.strip() for u in units if u.group == ABSENT][-2:]  # BM25 finds some
     question = next(u.probe.text.strip() for u in units if u.group == QUESTION)
@@ -302,6 +324,9 @@ def test_model_detectors_against_a_scripted_server(
             assert absent_contrast.unscored_neg == 2 and absent_contrast.auroc.n == 26 + 14
             assert result.contrasts[name]["auroc vs own target"].own_decision is not None
         for contrast, e in result.summary["model-context"].items():
+            if contrast == LEAKAGE:
+                assert e.value == 0.0  # perfect on both tracks: no difference
+                continue
             assert e.value == 1.0, contrast  # the script is a perfect detector
             op = result.contrasts["model-context"][contrast]
             assert op.threshold.false_alarms == 0 and op.threshold.missed == 0
@@ -324,7 +349,8 @@ def test_model_detectors_against_a_scripted_server(
         assert usage["stages"]["solve"]["model"]["tokens_processed"] > 0
 
         # resume: nothing left to ask; a new n_boot only redraws the figures
-        assert run_detection(ds, out, config, model).summary == result.summary
+        again = run_detection(ds, out, config, model)
+        assert to_json(again.summary) == to_json(result.summary)
         assert srv.request_count == asked
         stamp = (out / "parts" / "solved.jsonl").stat().st_mtime_ns
         fewer = run_detection(ds, out, DetectionConfig(n_boot=100), model)
@@ -332,7 +358,8 @@ def test_model_detectors_against_a_scripted_server(
         assert fewer.usage["total"]["cached_calls"] == 0  # the saved units, not re-asked
         # a new threshold moves the operating points only
         high = run_detection(ds, out, DetectionConfig(n_boot=200, threshold=0.95), model)
-        assert srv.request_count == asked and high.summary == result.summary
+        assert srv.request_count == asked
+        assert to_json(high.summary) == to_json(result.summary)
         assert high.usage["total"]["cached_calls"] == 0
         assert (out / "parts" / "solved.jsonl").stat().st_mtime_ns == stamp
         # a fresh folder is answered from the cache
@@ -368,3 +395,69 @@ def test_embedded_model_short_run(tmp_path: Path) -> None:
     assert result.usage["roles"]["model"]["completion_tokens"] > 0
     e = result.summary["model-context"]["auroc vs own target"]
     assert np.isnan(e.value) or 0.0 <= e.value <= 1.0
+
+
+# -- the proportional stratum, the reading and the cue-leakage contrast ----------------------
+
+
+def test_proportional_contrasts_and_leakage_against_brute_force(tmp_path: Path) -> None:
+    ds = load_dataset("sample")
+    result = run_detection(ds, tmp_path, FAST)
+    units = build_units(ds)
+    rows = [json.loads(x) for x in (tmp_path / "items.jsonl").read_text().splitlines()]
+    for name in ("lexical", "bm25"):
+        score = {(r["subject"], r["probe"], r["population"]): r["score"] for r in rows}
+        by: dict[str, list[float]] = {}
+        for u in units:
+            s = score[(u.probe.subject_id, u.probe.id, u.group)]
+            prop = u.probe.labels.get("stratum") == "proportional"
+            by.setdefault(u.group + (" p" if prop else ""), []).append(s)
+        del score
+        mine = [r for r in rows if r["detector"] == name]
+        assert len(mine) == len(units)
+        got = {u_key(r): r["score"] for r in mine}
+        pos_p = [got[k] for k in got if k[2] == NEEDS and k[3] == "proportional"]
+        neg_p = [got[k] for k in got if k[2] in (ABSENT, RECENT, COLD) and k[3] == "proportional"]
+        cold = [got[k] for k in got if k[2] == COLD]
+        e = result.summary[name][f"auroc vs own target{PROPORTIONAL}"]
+        assert e.value == pytest.approx(auroc(pos_p, neg_p)) and e.n == len(pos_p) + len(neg_p)
+        op = result.contrasts[name][f"auroc vs own target{PROPORTIONAL}"].threshold
+        assert op.caught == sum(x >= 0.5 for x in pos_p)
+        assert op.false_alarms == sum(x >= 0.5 for x in neg_p)
+        assert op.describe().startswith(f"{op.caught} of {len(pos_p)} caught, ")
+        e = result.summary[name][f"auroc vs cold opens{PROPORTIONAL}"]
+        assert e.value == pytest.approx(auroc(pos_p, cold))  # every cold open
+        # leakage: question vs openers minus needs memory vs every other chat probe
+        q = [got[k] for k in got if k[2] == QUESTION]
+        o = [got[k] for k in got if k[2] == OPENER]
+        pos = [got[k] for k in got if k[2] == NEEDS]
+        neg = [got[k] for k in got if k[2] in (ABSENT, RECENT, COLD)]
+        leak = result.summary[name][LEAKAGE]
+        assert leak.value == pytest.approx(auroc(q, o) - auroc(pos, neg))
+        assert leak.value == pytest.approx(
+            result.summary[name]["question auroc vs session openers"].value
+            - result.summary[name]["auroc vs own target"].value
+        )
+        q_seed, c_seed = np.random.SeedSequence([FAST.seed, 13]).generate_state(2)
+        reps = auroc_replicates(q, o, n_boot=200, seed=int(q_seed)) - auroc_replicates(
+            pos, neg, n_boot=200, seed=int(c_seed)
+        )
+        assert (leak.ci_low, leak.ci_high) == pytest.approx(tuple(np.percentile(reps, [2.5, 97.5])))
+    assert result.populations[f"{NEEDS}{PROPORTIONAL}"] == 6
+    pops = json.loads((tmp_path / "populations.json").read_text())
+    assert pops["reading"] == "recorded" and LEAKAGE in pops["contrasts"]
+
+
+def u_key(r: dict[str, Any]) -> tuple[str, str, str, str]:
+    return (r["subject"], r["probe"], r["population"], r.get("stratum", ""))
+
+
+def test_strict_reading_moves_the_populations(tmp_path: Path) -> None:
+    ds = load_dataset("sample")  # no item is marked dependent: nothing needs memory strictly
+    result = run_detection(ds, tmp_path, DetectionConfig(n_boot=50, reading="strict"))
+    assert result.populations[NEEDS] == 0
+    assert result.populations[RECENT] == 10 + 26
+    assert "auroc vs own target" in result.empty and LEAKAGE in result.empty
+    assert math.isnan(result.summary["bm25"][LEAKAGE].value)
+    e = bootstrap_auroc([0.9], [0.1], n_boot=10)
+    assert e.value == 1.0  # the helper the track calls, on a trivially separable case

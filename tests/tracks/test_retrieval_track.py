@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dialogbench.data.locomo import load_locomo
+from dialogbench.data.model import Dataset
 from dialogbench.data.registry import load_dataset
 from dialogbench.retrieval import registry
 from dialogbench.retrieval.baselines import OracleRetriever
-from dialogbench.tracks.realcompanion.retrieval import RetrievalConfig, run_retrieval
+from dialogbench.tracks.realcompanion.retrieval import POOLED, RetrievalConfig, run_retrieval
 
 FAST = RetrievalConfig(n_boot=200)
 REPO = Path(__file__).resolve().parents[2]
@@ -41,7 +43,8 @@ def test_locomo_all_questions(locomo_dir: Path, tmp_path: Path) -> None:
     row = json.loads(items[0])
     assert {"retriever", "probe", "ranks", "top", "nearest", "furthest", "category"} <= set(row)
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert set(summary["bm25"]["mrr"]) == {"value", "ci_low", "ci_high", "n"}
+    assert set(summary[POOLED]["bm25"]["mrr"]) == {"value", "ci_low", "ci_high", "n"}
+    assert list(summary) == ["question probes", POOLED]  # LoCoMo has no chat items
     breakdown = json.loads((tmp_path / "breakdown.json").read_text())
     assert set(breakdown["bm25"]["category"]) == {
         "adversarial",
@@ -106,3 +109,60 @@ def test_plugin_by_class_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 def test_unknown_retriever_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="unknown retriever 'nope'"):
         registry.resolve("nope")
+
+
+def _with_dependent(every: int) -> Dataset:
+    """The sample with every `every`-th chat item marked dependent."""
+    ds = load_dataset("sample")
+    subjects = []
+    for s in ds.subjects:
+        items = [
+            item.model_copy(update={"dependent": True}) if i % every == 0 else item
+            for i, item in enumerate(s.chat_items)
+        ]
+        subjects.append(s.model_copy(update={"chat_items": items}))
+    return ds.model_copy(update={"subjects": subjects})
+
+
+def _hit(row: dict[str, Any], k: int) -> float:
+    ranks = [r for r in row["ranks"] if r is not None]
+    return float(bool(ranks) and min(ranks) <= k)
+
+
+def test_populations_apart_against_the_items(tmp_path: Path) -> None:
+    ds = _with_dependent(3)
+    result = run_retrieval(ds, tmp_path, FAST)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert list(summary) == ["chat probes", "question probes", "dependent chat probes", POOLED]
+    rows = [json.loads(x) for x in (tmp_path / "items.jsonl").read_text().splitlines()]
+    dependent = {(s.id, i.probe_id) for s in ds.subjects for i in s.chat_items if i.dependent}
+    for name in ("bm25", "recency"):
+        mine = [r for r in rows if r["retriever"] == name]
+        for population, keep in (
+            ("chat probes", lambda r: r["kind"] == "chat"),
+            ("question probes", lambda r: r["kind"] == "question"),
+            ("dependent chat probes", lambda r: (r["subject"], r["probe"]) in dependent),
+        ):
+            chosen = [r for r in mine if r["kind"] == "chat" or population == "question probes"]
+            chosen = [r for r in chosen if keep(r)]
+            e = result.populations[population][name]["hit@5"]
+            assert e.n == len(chosen) > 0
+            assert e.value == pytest.approx(sum(_hit(r, 5) for r in chosen) / len(chosen))
+        assert summary[POOLED][name]["hit@5"]["n"] == len(mine)
+    need = result.breakdown["bm25"]["need"]
+    assert need["needs memory"]["hit@1"].n + need["no memory need"]["hit@1"].n == 36
+    strict = run_retrieval(ds, tmp_path, RetrievalConfig(n_boot=200, reading="strict"))
+    need = strict.breakdown["bm25"]["need"]  # strict: memory needed and dependent
+    assert (
+        need["needs memory"]["hit@1"].n
+        < result.breakdown["bm25"]["need"]["needs memory"]["hit@1"].n
+    )
+    assert set(strict.breakdown["bm25"]["dependent"]) == {"dependent", "not dependent"}
+
+
+def test_locomo_has_no_chat_population(locomo_dir: Path, tmp_path: Path) -> None:
+    result = run_retrieval(load_locomo(locomo_dir), tmp_path, RetrievalConfig(n_boot=50))
+    assert list(result.populations) == ["question probes"]
+    assert result.populations["question probes"]["bm25"]["hit@5"].value == pytest.approx(
+        result.summary["bm25"]["hit@5"].value
+    )

@@ -55,18 +55,35 @@ def bootstrap_auroc(
     seed: int = 0,
     level: float = 0.95,
 ) -> Estimate:
-    """AUROC with a percentile interval from resampling positives and negatives separately.
+    """AUROC with a percentile interval from resampling positives and negatives separately
+    (`auroc_replicates`). `n` of the estimate counts positives plus negatives; the value is
+    NaN if a class is empty."""
+    pos, neg = _clean(pos_scores, "positive"), _clean(neg_scores, "negative")
+    point = auroc(pos, neg)
+    if len(pos) == 0 or len(neg) == 0:
+        return Estimate(
+            value=point, ci_low=float("nan"), ci_high=float("nan"), n=len(pos) + len(neg)
+        )
+    return percentile_estimate(
+        point, auroc_replicates(pos, neg, n_boot=n_boot, seed=seed), len(pos) + len(neg), level
+    )
+
+
+def auroc_replicates(
+    pos_scores: npt.ArrayLike, neg_scores: npt.ArrayLike, *, n_boot: int = 2000, seed: int = 0
+) -> FloatArray:
+    """The AUROC of each of `n_boot` resamples, positives and negatives drawn separately (the
+    class sizes stay fixed); NaN everywhere if a class is empty. Two contrasts' replicates
+    subtract into the interval of their difference.
 
     In one resample with negative counts c (over the sorted negatives) and positive counts
     w, the statistic is  sum_j w_j * (C[lo_j] + C[hi_j]) / (2 m n),  where C is the
     cumulative sum of c and lo_j, hi_j bound positive j's value among the sorted negatives.
-    `n` of the estimate counts positives plus negatives; the value is NaN if a class is empty.
     """
     pos, neg = _clean(pos_scores, "positive"), _clean(neg_scores, "negative")
     m, n = len(pos), len(neg)
-    point = auroc(pos, neg)
     if m == 0 or n == 0:
-        return Estimate(value=point, ci_low=float("nan"), ci_high=float("nan"), n=m + n)
+        return np.full(n_boot, np.nan)
     lo, hi = _below_and_tied(pos, neg)
     # one stream per class, so the draws do not depend on how resamples are blocked
     neg_rng, pos_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
@@ -80,7 +97,7 @@ def bootstrap_auroc(
         pos_counts = resample_counts(m, b, pos_rng)
         per_pos = cum[:, lo] + cum[:, hi]  # (b, m): twice the negatives each positive beats
         stats[start : start + b] = np.einsum("bm,bm->b", pos_counts, per_pos) / (2.0 * m * n)
-    return percentile_estimate(point, stats, m + n, level)
+    return stats
 
 
 class OperatingPoint(BaseModel):

@@ -10,32 +10,50 @@ Conditions differ only in the messages shown before the probe (never the probe o
     C3   BM25's top 10 over the history before the probe
     C4   the last 10 messages
 
-`framing` ("turns" | "memories") labels the same messages as earlier turns of this chat or
-as retrieved memories; see `chat_prompts`. The judge (blinded, shuffled, all conditions in
-one call) gives `content_match` 0-3 and `uses_earlier_context` per reply.
+`framing` ("turns" | "memories" | "both") labels the same messages as earlier turns of this
+chat or as retrieved memories (`both`: each probe is answered under each framing, and each
+framing's replies are judged in a call of their own, the same call a one-framing run makes);
+see `chat_prompts`. The judge (blinded, shuffled, all conditions of a framing in one call)
+gives `content_match` 0-3 and `uses_earlier_context` per reply.
 
-Populations: a probe *needs memory* when some reference lies more than 3 messages before
-it; a *cold open* is an item of the abstention stratum; a probe's locus is *none* when its
-tier is "none" or it has no references.
+Populations: a probe *needs memory* by its own labels under `--reading` (recorded or strict;
+`memory.py`: the item's verified `needs_memory` / `needs_memory_strict`, or, unlabelled, a
+reference more than RECENT_WINDOW = 8 messages back; C1's window of 3 is only what C1
+shows); *dependent* when the item is marked so (its reference reply depends on the recorded
+messages); a *cold open* is an item of the abstention stratum; a probe's locus is *none* when
+its verified locus is "none" (unlabelled: its tier is "none" or it has no references).
 
-Figures (means with 95% bootstrap intervals over probes):
+Figures (means with 95% bootstrap intervals over probes; all but memory_use and
+framing_difference on the first framing run, "turns" under `both`):
 
-    content_match   condition -> facet -> mean score; facets: all, stratum=S, need=N
-    gains           "Ca-Cb" -> facet -> mean of the per-probe differences (paired)
+    content_match   condition -> facet -> mean score; facets: all, stratum=S, need=N,
+                    dependent
+    gains           "Ca-Cb" -> facet -> mean of the per-probe differences (paired); on
+                    dependent items C2-C1 is the paper's "+0.455 on 167 items"
     gain_split      "Ca-Cb" -> stratum=S -> need -> that need's share of the stratum's gain:
                     mean over the stratum of diff x [probe has that need]; the two add up to
                     the stratum's gain (the paper's "+0.108 = +0.004 + +0.104")
+    no_need_share   "Ca-Cb" -> all | stratum=S -> the share of that gain that comes from
+                    probes that need no memory: sum(diff x [no need]) / sum(diff), a ratio
+                    with a bootstrap interval (the paper's 96% on the proportional stratum)
     misfire         condition -> cold open | locus none -> share flagged uses_earlier_context
+    memory_use      framing -> condition -> population -> share of replies flagged
+                    uses_earlier_context; populations: all, need=N, cold open, locus none
+    framing_difference  (both framings only) condition -> population -> memories minus
+                    turns, the mean of the per-probe differences (paired; the paper's ten
+                    to fourteen points)
     unscored        judge verdicts that could not be used (kept in items.jsonl with raw and
                     error, left out of every figure), and failed reply calls per condition
+                    (over every framing run)
 
 One unit per probe (`subject/probe`): solve writes its five replies, score makes its one
 blinded judge call; the runner writes the run folder (manifest, parts, usage):
 
-RUN_DIR/items.jsonl     one record per probe x condition: supplied ids, reply, the judge
-                        fields (`judging.verdict_fields`: scores, flags, blinded label and
-                        the label mapping; raw + error if unscored), content_match and
-                        uses_earlier_context
+RUN_DIR/items.jsonl     one record per probe x condition x framing: the item's labels
+                        (needs_memory, needs_memory_strict, dependent, locus), supplied ids,
+                        reply, the judge fields (`judging.verdict_fields`: scores, flags,
+                        blinded label and the label mapping; raw + error if unscored),
+                        content_match and uses_earlier_context
 RUN_DIR/summary.json    the figures above
 RUN_DIR/warnings.json   data repairs, probes left out, unscored verdicts
 """
@@ -48,6 +66,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
+import numpy.typing as npt
 from rich.table import Table
 
 from dialogbench.data.model import ChatItem, Dataset, Message, Subject
@@ -61,17 +80,26 @@ from dialogbench.retrieval.bm25 import BM25Retriever
 from dialogbench.runner import Outcome, Plan, Progress, Role, TrackBase, option, register, run_track
 from dialogbench.runner.roles import Given
 from dialogbench.runner.track import Models, Rows
-from dialogbench.stats.bootstrap import Estimate, bootstrap_means
+from dialogbench.stats.bootstrap import (
+    Estimate,
+    bootstrap_means,
+    nan_estimate,
+    percentile_estimate,
+    resample_counts,
+)
 from dialogbench.tracks.common import stratified_limit
 from dialogbench.tracks.realcompanion import chat_prompts as cp
+from dialogbench.tracks.realcompanion.memory import READING_HELP, MemoryLabels, memory_labels
 
 TRACK = "chat"
 CONDITIONS = ("C0", "C1", "C2", "C3", "C4")
 RECENT, TOP_K, WINDOW = 3, 10, 10
-"""C1's last messages (also the need-memory window), C3's BM25 depth, C4's last messages."""
+"""C1's last messages, C3's BM25 depth, C4's last messages."""
 GAINS = (("C2", "C1"), ("C3", "C4"), ("C2", "C0"), ("C1", "C0"), ("C3", "C0"), ("C4", "C0"))
 NEEDS, NO_NEED = "needs memory", "no memory need"
 COLD, LOCUS_NONE = "cold open", "locus none"
+DEPENDENT = "dependent"
+FRAMING_ORDER: tuple[cp.Framing, ...] = ("turns", "memories")
 REPLY_TAG, JUDGE_TAG = "chat:reply", "chat:judge"
 
 
@@ -79,8 +107,10 @@ REPLY_TAG, JUDGE_TAG = "chat:reply", "chat:judge"
 class ChatConfig:
     """Framing, the reply and judge settings, a limit, the bootstrap (models are roles)."""
 
-    framing: Literal["turns", "memories"] = option(
-        "turns", help="label the supplied messages as earlier turns or as retrieved memories"
+    framing: Literal["turns", "memories", "both"] = option(
+        "turns",
+        help="label the supplied messages as earlier turns or as retrieved memories "
+        "(both: reply under each, and compare memory use)",
     )
     limit: int | None = option(
         None, help="at most this many probes, drawn in turn from each stratum x need", min=1
@@ -95,6 +125,14 @@ class ChatConfig:
     max_fixes: int = option(
         2, help="corrective retries of an unusable verdict", min=0, max=10, stage="score"
     )
+    reading: Literal["recorded", "strict"] = option(
+        "recorded", help=READING_HELP, stage="aggregate"
+    )
+
+    @property
+    def framings(self) -> tuple[cp.Framing, ...]:
+        """The framings run, the first one giving every figure but memory use."""
+        return FRAMING_ORDER if self.framing == "both" else (self.framing,)
 
     def reply_config(self) -> GenerateConfig:
         return GenerateConfig(
@@ -113,7 +151,12 @@ class ChatProbe:
     item: ChatItem
     probe: Message
     contexts: dict[str, tuple[Message, ...]]
-    needs_memory: bool
+    labels: MemoryLabels
+
+    @property
+    def needs_memory(self) -> bool:
+        """Needs memory under the recorded reading (what `--limit` draws by)."""
+        return self.labels.recorded
 
     @property
     def cold_open(self) -> bool:
@@ -121,6 +164,8 @@ class ChatProbe:
 
     @property
     def locus_none(self) -> bool:
+        if self.item.locus is not None:
+            return self.item.locus == "none"
         return self.item.tier == "none" or not self.item.reference_ids
 
 
@@ -134,6 +179,10 @@ class ChatResult:
     misfire: dict[str, dict[str, Estimate]]
     unscored: dict[str, Any]
     probes: int
+    no_need_share: dict[str, dict[str, Estimate]] = field(default_factory=dict)
+    memory_use: dict[str, dict[str, dict[str, Estimate]]] = field(default_factory=dict)
+    framing_difference: dict[str, dict[str, Estimate]] = field(default_factory=dict)
+    reading: str = "recorded"
     usage: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
@@ -142,7 +191,11 @@ class ChatResult:
             "content_match": self.content_match,
             "gains": self.gains,
             "gain_split": self.gain_split,
+            "no_need_share": self.no_need_share,
             "misfire": self.misfire,
+            "memory_use": self.memory_use,
+            "framing_difference": self.framing_difference,
+            "reading": self.reading,
             "unscored": self.unscored,
             "probes": self.probes,
         }
@@ -174,8 +227,8 @@ def build_chat_probes(subject: Subject) -> tuple[list[ChatProbe], list[str]]:
             "C3": tuple(msgs[t] for t in found),
             "C4": tuple(msgs[max(0, p.cutoff - WINDOW) : p.cutoff]),
         }
-        needs = bool(refs) and p.cutoff - min(refs) > RECENT
-        out.append(ChatProbe(subject.id, item, msgs[p.cutoff], contexts, needs))
+        labels = memory_labels(item, p.cutoff, refs)
+        out.append(ChatProbe(subject.id, item, msgs[p.cutoff], contexts, labels))
     return out, warnings
 
 
@@ -204,6 +257,8 @@ class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
         Role("judge", "score", "the judge of the replies", fallback="model"),
     )
     judged: ClassVar[bool] = True
+    version: ClassVar[int] = 2
+    """2: rows carry the item's labels (both readings, dependent, locus) and a framing each."""
 
     def plan(self, data: Dataset, config: ChatConfig) -> Plan[ChatProbe]:
         probes: list[ChatProbe] = []
@@ -253,18 +308,34 @@ class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
     def show(self, outcome: Outcome, config: ChatConfig) -> list[Table | str]:
         result: ChatResult = outcome.result
         misfire = "Misfire: replies using earlier context where none is needed"
-        return [
-            _table("Chat: content match 0-3 (95% bootstrap intervals)", result.content_match),
+        need = f"needs memory: {result.reading} reading"
+        shown: list[Table | str] = [
+            _table(
+                f"Chat: content match 0-3 (95% bootstrap intervals; {need})",
+                result.content_match,
+            ),
             _table("Paired gains", result.gains, "gain"),
+            _table("Share of each gain from probes that need no memory", result.no_need_share),
             _table(misfire, result.misfire),
         ]
+        for framing, table in result.memory_use.items():
+            shown.append(_table(f"Memory use (uses_earlier_context), {framing} framing", table))
+        if result.framing_difference:
+            title = "Framing difference in memory use: memories - turns (paired)"
+            shown.append(_table(title, result.framing_difference))
+        return shown
 
     def judgments(self, rows: Rows) -> dict[str, float]:
-        """`subject/probe/condition` -> the judge's content match (0-3)."""
+        """`subject/probe/condition` -> the judge's content match (0-3); a run of both
+        framings keys its memories rows `subject/probe/condition/memories`."""
+        both = len({r.get("framing", "turns") for r in rows}) > 1
+
+        def key(r: dict[str, Any]) -> str:
+            tail = f"/{r['framing']}" if both and r["framing"] != "turns" else ""
+            return f"{r['subject']}/{r['probe']}/{r['condition']}{tail}"
+
         return {
-            f"{r['subject']}/{r['probe']}/{r['condition']}": float(r["content_match"])
-            for r in rows
-            if r.get("content_match") is not None
+            key(r): float(r["content_match"]) for r in rows if r.get("content_match") is not None
         }
 
     def headline(self, outcome: Outcome) -> dict[str, float]:
@@ -308,24 +379,25 @@ def _ids(messages: Sequence[Message]) -> list[str]:
 
 
 async def _reply(p: ChatProbe, model: Model, config: ChatConfig) -> Rows:
-    """One reply per condition of one probe, each the same call as ever (same cache key)."""
+    """One reply per condition (and framing) of one probe, each the same call as ever (same
+    cache key)."""
+    runs = [(f, c) for f in config.framings for c in CONDITIONS]
     calls = [
-        Call(cp.reply_messages(p.contexts[c], p.probe, config.framing), config.reply_config())
-        for c in CONDITIONS
+        Call(cp.reply_messages(p.contexts[c], p.probe, f), config.reply_config()) for f, c in runs
     ]
     outs = await model.generate_many(calls, tag=REPLY_TAG)
     rows = []
-    for c, got in zip(CONDITIONS, outs, strict=True):
+    for (f, c), got in zip(runs, outs, strict=True):
         failed = isinstance(got, ModelError)
         rows.append(
             {
                 "subject": p.subject_id,
                 "probe": p.item.probe_id,
                 "condition": c,
-                "framing": config.framing,
+                "framing": f,
                 "stratum": p.item.stratum,
                 "tier": p.item.tier,
-                "needs_memory": p.needs_memory,
+                **p.labels.fields(),
                 "cold_open": p.cold_open,
                 "locus_none": p.locus_none,
                 "supplied": _ids(p.contexts[c]),
@@ -337,18 +409,21 @@ async def _reply(p: ChatProbe, model: Model, config: ChatConfig) -> Rows:
 
 
 async def _judge(p: ChatProbe, rows: Rows, judge: Judge) -> Rows:
-    """One blinded judge call over the probe's replies (shuffled by a seed drawn from its
-    own content); rows gain score, flag, label and the label mapping."""
-    candidates = {r["condition"]: r["reply"] for r in rows if r["reply"] is not None}
-    verdict: BlindVerdict | None = None
-    if candidates:
-        verdict = await judge.score_blind(
-            candidates,
-            reference=p.item.reference_reply,
-            context=cp.judge_context(p.probe),
-            tag=JUDGE_TAG,
-        )
-    return [{**r, **_verdict_fields(r["condition"], verdict)} for r in rows]
+    """One blinded judge call per framing over the probe's replies (shuffled by a seed drawn
+    from its own content); rows gain score, flag, label and the label mapping."""
+    verdicts: dict[str, BlindVerdict | None] = {}
+    for framing in dict.fromkeys(r["framing"] for r in rows):
+        mine = [r for r in rows if r["framing"] == framing]
+        candidates = {r["condition"]: r["reply"] for r in mine if r["reply"] is not None}
+        verdicts[framing] = None
+        if candidates:
+            verdicts[framing] = await judge.score_blind(
+                candidates,
+                reference=p.item.reference_reply,
+                context=cp.judge_context(p.probe),
+                tag=JUDGE_TAG,
+            )
+    return [{**r, **_verdict_fields(r["condition"], verdicts[r["framing"]])} for r in rows]
 
 
 def _unscored(rows: Rows) -> int:
@@ -373,13 +448,14 @@ def _verdict_fields(condition: str, v: BlindVerdict | None) -> dict[str, Any]:
 # -- figures --------------------------------------------------------------------------------
 
 
-def _facets(strata: np.ndarray, needs: np.ndarray) -> dict[str, np.ndarray]:
-    """Facet name -> mask over probes: all, each stratum, each need."""
+def _facets(strata: np.ndarray, needs: np.ndarray, dependent: np.ndarray) -> dict[str, np.ndarray]:
+    """Facet name -> mask over probes: all, each stratum, each need, dependent."""
     out = {"all": np.ones(len(strata), bool)}
     for s in sorted(set(strata.tolist())):
         out[f"stratum={s}"] = strata == s
     out[f"need={NEEDS}"] = needs
     out[f"need={NO_NEED}"] = ~needs
+    out[DEPENDENT] = dependent
     return out
 
 
@@ -387,16 +463,14 @@ def _mean(values: np.ndarray, config: ChatConfig) -> Estimate:
     return bootstrap_means(values[~np.isnan(values)], n_boot=config.n_boot, seed=config.seed)[0]
 
 
-def paired_gain(
-    a: Sequence[float], b: Sequence[float], n_boot: int = 2000, seed: int = 0
-) -> Estimate:
+def paired_gain(a: npt.ArrayLike, b: npt.ArrayLike, n_boot: int = 2000, seed: int = 0) -> Estimate:
     """Mean of the per-probe differences a - b (NaN pairs left out), with its interval."""
     diff = np.asarray(a, float) - np.asarray(b, float)
     return bootstrap_means(diff[~np.isnan(diff)], n_boot=n_boot, seed=seed)[0]
 
 
 def gain_split(
-    a: Sequence[float], b: Sequence[float], group: Sequence[bool], n_boot: int = 2000, seed: int = 0
+    a: npt.ArrayLike, b: npt.ArrayLike, group: npt.ArrayLike, n_boot: int = 2000, seed: int = 0
 ) -> dict[str, Estimate]:
     """The gain a - b split into what probes in `group` and the others contribute: means over
     all (paired, non-NaN) probes of diff x [in group] and diff x [not in group]; they add up
@@ -409,22 +483,56 @@ def gain_split(
     return {NEEDS: inside, NO_NEED: outside}
 
 
+def share_outside(
+    a: npt.ArrayLike, b: npt.ArrayLike, group: npt.ArrayLike, n_boot: int = 2000, seed: int = 0
+) -> Estimate:
+    """The share of the gain a - b that probes outside `group` contribute: sum over the
+    (paired, non-NaN) probes of diff x [not in group], over the sum of diff; a ratio, with
+    a percentile interval from resampling probes. NaN when the gain is 0 (nothing to share)."""
+    diff = np.asarray(a, float) - np.asarray(b, float)
+    keep = ~np.isnan(diff)
+    d, g = diff[keep], np.asarray(group, bool)[keep]
+    if not len(d) or d.sum() == 0:
+        return nan_estimate(len(d))
+    weights = resample_counts(len(d), n_boot, np.random.default_rng(seed))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reps = (weights @ (d * ~g)) / (weights @ d)
+    reps[~np.isfinite(reps)] = np.nan
+    return percentile_estimate(float((d * ~g).sum() / d.sum()), reps, len(d))
+
+
+@dataclass
+class _Scores:
+    """One framing's judged scores and flags, probe x condition (NaN where none)."""
+
+    score: dict[str, np.ndarray]
+    flag: dict[str, np.ndarray]
+
+
 def summarise(rows: Sequence[dict[str, Any]], config: ChatConfig) -> ChatResult:
-    """Figures from the judged rows (one per probe x condition)."""
+    """Figures from the judged rows (one per probe x condition x framing)."""
     keys = sorted({(r["subject"], r["probe"]) for r in rows})
     at = {k: i for i, k in enumerate(keys)}
     n = len(keys)
-    score = {c: np.full(n, np.nan) for c in CONDITIONS}
-    flag = {c: np.full(n, np.nan) for c in CONDITIONS}
+    framings = [f for f in FRAMING_ORDER if any(r.get("framing", "turns") == f for r in rows)]
+    by = {
+        f: _Scores(
+            {c: np.full(n, np.nan) for c in CONDITIONS}, {c: np.full(n, np.nan) for c in CONDITIONS}
+        )
+        for f in framings
+    }
     strata = np.array([""] * n, dtype=object)
-    needs, cold, none = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
+    needs, dependent = np.zeros(n, bool), np.zeros(n, bool)
+    cold, none = np.zeros(n, bool), np.zeros(n, bool)
     judge_unscored: set[tuple[str, str]] = set()
     reply_failed = {c: 0 for c in CONDITIONS}
+    need_key = "needs_memory" if config.reading == "recorded" else "needs_memory_strict"
     for r in rows:
         i, c = at[(r["subject"], r["probe"])], r["condition"]
-        strata[i], needs[i], cold[i], none[i] = (
+        strata[i], needs[i], dependent[i], cold[i], none[i] = (
             r["stratum"],
-            r["needs_memory"],
+            r[need_key],
+            bool(r["dependent"]),
             r["cold_open"],
             r["locus_none"],
         )
@@ -433,27 +541,52 @@ def summarise(rows: Sequence[dict[str, Any]], config: ChatConfig) -> ChatResult:
         elif is_unscored(r):
             judge_unscored.add((r["subject"], r["probe"]))
         if r["judged"]:
-            score[c][i] = r["judge_scores"]["content_match"]
-            flag[c][i] = float(r["judge_flags"]["uses_earlier_context"])
-    facets = _facets(strata, needs)
+            got = by[r.get("framing", "turns")]
+            got.score[c][i] = r["judge_scores"]["content_match"]
+            got.flag[c][i] = float(r["judge_flags"]["uses_earlier_context"])
+    first = by[framings[0]] if framings else _Scores({}, {})
+    score, flag = first.score, first.flag
+    facets = _facets(strata, needs, dependent)
+    boot = (config.n_boot, config.seed)
     content = {c: {f: _mean(score[c][m], config) for f, m in facets.items()} for c in CONDITIONS}
     gains: dict[str, dict[str, Estimate]] = {}
     split: dict[str, dict[str, dict[str, Estimate]]] = {}
+    share: dict[str, dict[str, Estimate]] = {}
     for a, b in GAINS:
         name = f"{a}-{b}"
-        gains[name] = {
-            f: paired_gain(score[a][m], score[b][m], config.n_boot, config.seed)
-            for f, m in facets.items()
-        }
+        gains[name] = {f: paired_gain(score[a][m], score[b][m], *boot) for f, m in facets.items()}
+        pooled = {f: m for f, m in facets.items() if f == "all" or f.startswith("stratum=")}
         split[name] = {
-            f: gain_split(score[a][m], score[b][m], needs[m], config.n_boot, config.seed)
-            for f, m in facets.items()
-            if f == "all" or f.startswith("stratum=")
+            f: gain_split(score[a][m], score[b][m], needs[m], *boot) for f, m in pooled.items()
+        }
+        share[name] = {
+            f: share_outside(score[a][m], score[b][m], needs[m], *boot) for f, m in pooled.items()
         }
     misfire = {
         c: {COLD: _mean(flag[c][cold], config), LOCUS_NONE: _mean(flag[c][none], config)}
         for c in CONDITIONS
     }
+    populations = {
+        "all": np.ones(n, bool),
+        f"need={NEEDS}": needs,
+        f"need={NO_NEED}": ~needs,
+        COLD: cold,
+        LOCUS_NONE: none,
+    }
+    memory_use: dict[str, dict[str, dict[str, Estimate]]] = {
+        f: {
+            c: {p: _mean(by[f].flag[c][m], config) for p, m in populations.items()}
+            for c in CONDITIONS
+        }
+        for f in framings
+    }
+    difference: dict[str, dict[str, Estimate]] = {}
+    if len(framings) == 2:
+        turns, memories = by["turns"].flag, by["memories"].flag
+        difference = {
+            c: {p: paired_gain(memories[c][m], turns[c][m], *boot) for p, m in populations.items()}
+            for c in CONDITIONS
+        }
     warnings = []
     if judge_unscored:
         warnings.append(
@@ -469,5 +602,9 @@ def summarise(rows: Sequence[dict[str, Any]], config: ChatConfig) -> ChatResult:
         misfire=misfire,
         unscored={"judge": len(judge_unscored), "replies_failed": reply_failed},
         probes=n,
+        no_need_share=share,
+        memory_use=memory_use,
+        framing_difference=difference,
+        reading=config.reading,
         warnings=warnings,
     )

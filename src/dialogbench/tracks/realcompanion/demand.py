@@ -26,6 +26,10 @@ Figures, each with a 95% bootstrap interval (items resampled, or whole subjects 
                        its own proportional demand rate, per reading (subjects.json); and the
                        subjects that contribute no memory-needing item (summary.json)
 
+Subjects without a chat item are left out (they have nothing to read). A corpus with no chat
+item at all (LoCoMo, MemoryBank: questions only) stops with an error saying so; build its
+chat ground truth first.
+
 One unit per subject; its rows (one per chat item) hold the labels and distances:
 
 RUN_DIR/items.jsonl     subject, probe, stratum, tier, rule, locus, person, references,
@@ -86,7 +90,7 @@ class DemandConfig:
         max=1_000_000,
         stage="aggregate",
     )
-    seed: int = option(0, help="seed of the bootstrap", min=0)
+    seed: int = option(0, help="seed of the bootstrap", min=0, stage="aggregate")
     n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
     cluster: Literal["item", "subject"] = option(
         "item", help="resample items, or whole subjects", stage="aggregate"

@@ -1,12 +1,13 @@
 """Memory-need detection track (RealCompanion, "No detector tried can tell when memory is
 needed"): can a detector tell, from a probe, whether a good reply needs older messages?
 
-Populations (each probe falls in one), with `window` = 3:
+Populations (each probe falls in one), under `--reading` (recorded or strict):
 
 chat track (chat items)
-    needs memory     some reference lies more than `window` messages before the probe
-                     (older than the preceding `window` messages): the positives
-    recent thread    references, all within the preceding `window` messages
+    needs memory     the item needs memory by its own labels under the reading (`memory.py`:
+                     its verified needs_memory / needs_memory_strict; unlabelled, a reference
+                     more than RECENT_WINDOW = 8 messages back): the positives
+    recent thread    references, and no memory needed under the reading
     cold open        no memory needed, and the item is in the `abstention` stratum or its
                      probe is a session opener (the first user message of its session; with
                      no session labels, the first user message of the conversation)
@@ -26,13 +27,26 @@ separately) and an operating point at `threshold` (flagged = score >= threshold)
                                 is scored against it too ("own decision")
     question auroc vs session openers   question vs session opener
 
+Each chat contrast is also given on the proportional stratum alone ("... (proportional)"):
+positives and negatives from the natural-rate sample only, where the paper's operating point
+reads "6 of 40 caught, 40 false alarms"; against cold opens the negatives stay every cold
+open (the abstention control is a stratum of its own).
+
+Cue leakage, per detector: `question - chat auroc` = question auroc vs session openers minus
+auroc vs own target, with a bootstrap interval from the two AUROCs' replicates drawn in the
+same resample (each class resampled on its own).
+
 A contrast with an empty side is reported with a null value and the reason, never dropped.
 Unscored model replies are left out of the AUROC and counted per detector and population.
+`--limit` draws by the populations under the recorded reading.
 
 RUN_DIR/manifest.json     dataset, config, model settings, prompt and cue digests
-RUN_DIR/items.jsonl       one record per probe x detector: population, label, score, the
-                          detector's own decision, cues or retrieved ids, raw + error if unscored
-RUN_DIR/summary.json      detector -> "auroc vs <population>" -> {value, ci_low, ci_high, n}
+RUN_DIR/items.jsonl       one record per probe x detector: population and label (under the
+                          recorded reading), needs_memory / needs_memory_strict (chat items),
+                          score, the detector's own decision, cues or retrieved ids, raw +
+                          error if unscored
+RUN_DIR/summary.json      detector -> "auroc vs <population>" (and "... (proportional)",
+                          "question - chat auroc") -> {value, ci_low, ci_high, n}
 RUN_DIR/contrasts.json    the same with operating points (threshold, own decision) and the
                           unscored counts
 RUN_DIR/populations.json  population sizes, contrast definitions, empty contrasts and why,
@@ -50,13 +64,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel
 from rich.table import Table
 
-from dialogbench.data.model import Dataset, Subject
+from dialogbench.data.model import Dataset, Reading, Subject
 from dialogbench.models.model import Model
 from dialogbench.models.types import GenerateConfig
 from dialogbench.report.table import summary_table
@@ -64,11 +79,18 @@ from dialogbench.retrieval.base import Probe, build_probes
 from dialogbench.runner import Outcome, Plan, Progress, TrackBase, option, register, run_track
 from dialogbench.runner.roles import Given, Role
 from dialogbench.runner.track import Models, Rows
-from dialogbench.stats.bootstrap import Estimate
-from dialogbench.stats.roc import OperatingPoint, bootstrap_auroc, operating_point
+from dialogbench.stats.bootstrap import Estimate, nan_estimate, percentile_estimate
+from dialogbench.stats.roc import (
+    OperatingPoint,
+    auroc,
+    auroc_replicates,
+    bootstrap_auroc,
+    operating_point,
+)
 from dialogbench.tracks.common import stratified_limit
 from dialogbench.tracks.realcompanion import detectors as det
 from dialogbench.tracks.realcompanion.detection_prompts import PROMPT_SHA256
+from dialogbench.tracks.realcompanion.memory import READING_HELP, MemoryLabels, labels_of
 
 TRACK = "detection"
 TEXT_DETECTORS = ("lexical", "bm25")
@@ -86,6 +108,11 @@ CONTRASTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "question auroc vs session openers": (QUESTION, (OPENER,)),
 }
 OWN_TARGET = "auroc vs own target"
+QUESTION_CONTRAST = "question auroc vs session openers"
+CHAT_CONTRASTS = tuple(k for k in CONTRASTS if k != QUESTION_CONTRAST)
+PROPORTIONAL = " (proportional)"
+LEAKAGE = "question - chat auroc"
+"""question auroc vs session openers minus auroc vs own target, on the same detector."""
 
 
 def default_detectors(with_model: bool) -> tuple[str, ...]:
@@ -111,14 +138,12 @@ class DetectionConfig:
     )
     seed: int = option(0, help="seed of the probe limit, the replies and the bootstrap", min=0)
     n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
-    window: int = option(
-        3,
-        help="messages that count as the recent thread, and that the model detectors see",
-        min=1,
-        max=1000,
+    window: int = option(3, help="messages the model detectors see", min=1, max=1000)
+    """How many messages the model detectors see (the preceding ones, or the best BM25
+    matches), and how many BM25 matches the bm25 detector lists."""
+    reading: Literal["recorded", "strict"] = option(
+        "recorded", help=READING_HELP, stage="aggregate"
     )
-    """Preceding messages that count as the recent thread; also how many messages the
-    model detectors see (the preceding ones, or the best BM25 matches)."""
     limit: int | None = option(
         None, help="at most this many probes, drawn in turn from each population", min=1
     )
@@ -145,10 +170,25 @@ class Unit:
 
     probe: Probe
     group: str
+    """The population under the recorded reading."""
+    labels: MemoryLabels | None = None
+    """The chat item's memory labels (None for questions and session openers)."""
+    opener: bool = False
+    """The probe is a session opener (a chat item's probe, or an OPENER unit)."""
 
     @property
     def positive(self) -> bool:
         return self.group in (NEEDS, QUESTION)
+
+    def group_under(self, reading: Reading) -> str:
+        """The population under `reading` (questions and openers do not depend on it)."""
+        if self.labels is None:
+            return self.group
+        return chat_group(self.probe, self.opener, self.labels, reading)
+
+    @property
+    def proportional(self) -> bool:
+        return self.probe.kind == "chat" and self.probe.labels.get("stratum") == "proportional"
 
 
 class Contrast(BaseModel):
@@ -192,27 +232,29 @@ def session_openers(subject: Subject) -> list[int]:
     return out
 
 
-def chat_group(p: Probe, opener: bool, window: int) -> str:
-    """The chat population of a chat probe (see the module docstring)."""
+def chat_group(p: Probe, opener: bool, labels: MemoryLabels, reading: Reading) -> str:
+    """The chat population of a chat probe under `reading` (see the module docstring)."""
     refs = p.reference_positions
-    if refs and p.cutoff - min(refs) > window:
+    if labels.needs(reading):
         return NEEDS
     if p.labels.get("stratum") == "abstention" or opener:
         return COLD
     return RECENT if refs else ABSENT
 
 
-def build_units(dataset: Dataset, window: int) -> list[Unit]:
-    """Every probe of the dataset with its population."""
+def build_units(dataset: Dataset) -> list[Unit]:
+    """Every probe of the dataset with its population (under the recorded reading)."""
     units: list[Unit] = []
     for subject in dataset.subjects:
         openers = session_openers(subject)
         first = set(openers)
+        labels = labels_of(subject)
         for p in build_probes(subject):
             if p.kind == "question":
                 units.append(Unit(p, QUESTION))
             else:
-                units.append(Unit(p, chat_group(p, p.cutoff in first, window)))
+                lab, opener = labels[p.id], p.cutoff in first
+                units.append(Unit(p, chat_group(p, opener, lab, "recorded"), lab, opener))
         for at in openers:
             m = subject.messages[at]
             probe = Probe(
@@ -225,7 +267,7 @@ def build_units(dataset: Dataset, window: int) -> list[Unit]:
                 speakers=(m.speaker,),
                 labels={"session": m.session or ""},
             )
-            units.append(Unit(probe, OPENER))
+            units.append(Unit(probe, OPENER, opener=True))
     return units
 
 
@@ -255,6 +297,8 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
         "Tell probes that need earlier messages from those that do not; AUROC per contrast."
     )
     config_type = DetectionConfig
+    version: ClassVar[int] = 2
+    """2: rows carry needs_memory / needs_memory_strict; populations no longer follow window."""
     roles: ClassVar[tuple[Role, ...]] = (
         Role("model", "solve", "the model the model detectors ask", required=False),
     )
@@ -275,7 +319,7 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
         return config
 
     def plan(self, data: Dataset, config: DetectionConfig) -> Plan[str]:
-        units = limit_units(build_units(data, config.window), config.limit, config.seed)
+        units = limit_units(build_units(data), config.limit, config.seed)
         by_subject: dict[str, list[int]] = {}
         for i, u in enumerate(units):
             by_subject.setdefault(u.probe.subject_id, []).append(i)
@@ -311,8 +355,20 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
             "populations.json": {
                 "populations": result.populations,
                 "contrasts": {
-                    k: {"positives": p, "negatives": n} for k, (p, n) in CONTRASTS.items()
+                    **{k: {"positives": p, "negatives": n} for k, (p, n) in CONTRASTS.items()},
+                    **{
+                        f"{k}{PROPORTIONAL}": {
+                            "positives": CONTRASTS[k][0],
+                            "negatives": CONTRASTS[k][1],
+                            "stratum": "proportional"
+                            if CONTRASTS[k][1] != (COLD,)
+                            else "proportional positives, every cold open",
+                        }
+                        for k in CHAT_CONTRASTS
+                    },
+                    LEAKAGE: {"minus": [QUESTION_CONTRAST, OWN_TARGET]},
                 },
+                "reading": config.reading,
                 "empty": result.empty,
                 "unscored": result.unscored,
             },
@@ -335,7 +391,16 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
         result: DetectionResult = outcome.result
         title = "Memory-need detection: AUROC (95% bootstrap intervals)"
         metrics = list(CONTRASTS)
-        shown: list[Table | str] = [summary_table(title, result.summary, metrics, "detector")]
+        proportional = [f"{k}{PROPORTIONAL}" for k in CHAT_CONTRASTS]
+        shown: list[Table | str] = [
+            summary_table(title, result.summary, metrics, "detector"),
+            summary_table(
+                "On the proportional stratum alone, and the cue leakage (questions - chat)",
+                result.summary,
+                [*proportional, LEAKAGE],
+                "detector",
+            ),
+        ]
         for detector, contrasts in result.contrasts.items():
             for name, c in contrasts.items():
                 if c.empty is None:
@@ -418,6 +483,11 @@ def _row(detector: str, u: Unit, s: det.Scored | None) -> dict[str, Any]:
         "track": "question" if u.group in (QUESTION, OPENER) else "chat",
         "population": u.group,
         "label": u.positive,
+        **(
+            {}
+            if u.labels is None
+            else {"needs_memory": u.labels.recorded, "needs_memory_strict": u.labels.strict}
+        ),
         "score": s.score,
         "decision": s.decision,
         "cutoff": p.cutoff,
@@ -433,17 +503,63 @@ def _row(detector: str, u: Unit, s: det.Scored | None) -> dict[str, Any]:
 # -- figures --------------------------------------------------------------------------------
 
 
+def contrast_masks(
+    units: Sequence[Unit], reading: Reading
+) -> tuple[dict[str, tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]], dict[str, int]]:
+    """Contrast name -> (positives, negatives) masks over `units` under `reading`: the five
+    contrasts and each chat contrast on the proportional stratum; and the population sizes."""
+    groups = np.array([u.group_under(reading) for u in units])
+    proportional = np.array([u.proportional for u in units], bool)
+    masks = {}
+    for name, (pos, negs) in CONTRASTS.items():
+        masks[name] = (groups == pos, np.isin(groups, negs))
+    for name in CHAT_CONTRASTS:
+        pos_mask, neg_mask = masks[name]
+        if CONTRASTS[name][1] == (COLD,):  # the abstention control lies outside the stratum
+            masks[f"{name}{PROPORTIONAL}"] = (pos_mask & proportional, neg_mask)
+        else:
+            masks[f"{name}{PROPORTIONAL}"] = (pos_mask & proportional, neg_mask & proportional)
+    populations = {g: int((groups == g).sum()) for g in GROUPS}
+    populations[f"{NEEDS}{PROPORTIONAL}"] = int(((groups == NEEDS) & proportional).sum())
+    populations[f"chat probes{PROPORTIONAL}"] = int(proportional.sum())
+    return masks, populations
+
+
+def leakage(
+    score: npt.NDArray[np.float64],
+    question: tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]],
+    chat: tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]],
+    n_boot: int,
+    seed: int,
+) -> Estimate:
+    """Question AUROC minus chat AUROC on one detector's scores (NaN scores left out), with
+    the percentile interval of the replicates' differences (each AUROC's classes resampled
+    on their own, in the same resample)."""
+    ok = ~np.isnan(score)
+    (qp, qn), (cp_, cn) = ((p & ok, n & ok) for p, n in (question, chat))
+    n = int(qp.sum() + qn.sum() + cp_.sum() + cn.sum())
+    if not (qp.any() and qn.any() and cp_.any() and cn.any()):
+        return nan_estimate(n)
+    point = auroc(score[qp], score[qn]) - auroc(score[cp_], score[cn])
+    q_seed, c_seed = np.random.SeedSequence([seed, 13]).generate_state(2)
+    reps = auroc_replicates(score[qp], score[qn], n_boot=n_boot, seed=int(q_seed))
+    reps = reps - auroc_replicates(score[cp_], score[cn], n_boot=n_boot, seed=int(c_seed))
+    return percentile_estimate(point, reps, n)
+
+
 def summarise(
     rows: dict[str, Rows], units: Sequence[Unit], config: DetectionConfig
 ) -> DetectionResult:
     """Figures from each detector's rows (one per probe, in the order of `units`)."""
-    groups = np.array([u.group for u in units])
-    populations = {g: int((groups == g).sum()) for g in GROUPS}
+    masks, populations = contrast_masks(units, config.reading)
+    groups = np.array([u.group_under(config.reading) for u in units])
     empty = {
-        name: _why_empty(populations, pos, negs)
-        for name, (pos, negs) in CONTRASTS.items()
-        if not populations[pos] or not sum(populations[g] for g in negs)
+        name: _why_empty(name, pos, neg)
+        for name, (pos, neg) in masks.items()
+        if not pos.any() or not neg.any()
     }
+    if QUESTION_CONTRAST in empty or OWN_TARGET in empty:
+        empty[LEAKAGE] = "needs both " + repr(QUESTION_CONTRAST) + " and " + repr(OWN_TARGET)
     summary: dict[str, dict[str, Estimate]] = {}
     contrasts: dict[str, dict[str, Contrast]] = {}
     unscored: dict[str, dict[str, int]] = {}
@@ -459,22 +575,24 @@ def summarise(
                 f"{name}: {int(missing.sum())} of {len(mine)} probes unscored (the reply could "
                 "not be used); left out of its AUROCs and operating points"
             )
-        for cname, (pos_group, neg_groups) in CONTRASTS.items():
-            pos = (groups == pos_group) & ~missing
-            neg = np.isin(groups, neg_groups) & ~missing
-            own = name in MODEL_DETECTORS
+        own = name in MODEL_DETECTORS
+        for cname, (pos_all, neg_all) in masks.items():
+            pos, neg = pos_all & ~missing, neg_all & ~missing
             c = Contrast(
                 auroc=bootstrap_auroc(
                     score[pos], score[neg], n_boot=config.n_boot, seed=config.seed
                 ),
                 threshold=operating_point(score[pos], score[neg], config.threshold),
                 own_decision=operating_point(decision[pos], decision[neg], 0.5) if own else None,
-                unscored_pos=int(((groups == pos_group) & missing).sum()),
-                unscored_neg=int((np.isin(groups, neg_groups) & missing).sum()),
+                unscored_pos=int((pos_all & missing).sum()),
+                unscored_neg=int((neg_all & missing).sum()),
                 empty=empty.get(cname),
             )
             contrasts.setdefault(name, {})[cname] = c
             summary.setdefault(name, {})[cname] = c.auroc
+        summary[name][LEAKAGE] = leakage(
+            score, masks[QUESTION_CONTRAST], masks[OWN_TARGET], config.n_boot, config.seed
+        )
     return DetectionResult(
         summary=summary,
         contrasts=contrasts,
@@ -485,6 +603,9 @@ def summarise(
     )
 
 
-def _why_empty(populations: dict[str, int], pos: str, negs: tuple[str, ...]) -> str:
-    missing = [g for g in (pos, *negs) if not populations[g]]
-    return f"no probe in population(s) {', '.join(repr(g) for g in missing)} in this dataset"
+def _why_empty(name: str, pos: npt.NDArray[np.bool_], neg: npt.NDArray[np.bool_]) -> str:
+    pos_group, neg_groups = CONTRASTS[name.removesuffix(PROPORTIONAL)]
+    where = " on the proportional stratum" if name.endswith(PROPORTIONAL) else ""
+    missing = [pos_group] if not pos.any() else []
+    missing += [] if neg.any() else list(neg_groups)
+    return f"no probe in population(s) {', '.join(repr(g) for g in missing)}{where} in this dataset"

@@ -1,9 +1,21 @@
 """Retrieval track (RealCompanion, "Locating distant evidence").
 
 For every probe with at least one reference, each retriever ranks the messages before
-the probe; we score whether the references come back (hit@k, MRR, recall@k), overall and
-by stratum, tier, category and distance, each with a bootstrap interval. The broken
-oracle control must score 0: the track says so loudly when it does not.
+the probe; we score whether the references come back (hit@k, MRR, recall@k), each with a
+bootstrap interval. The broken oracle control must score 0: the track says so loudly when
+it does not.
+
+summary.json gives the headline figures for chat probes and question probes apart (a pooled
+figure mostly reports how many of each a corpus holds), for the *dependent* chat probes
+(the item's reference reply depends on its recorded messages: the paper's BM25 hit@5 0.347),
+and then pooled:
+
+    population -> retriever -> metric    populations: "chat probes", "question probes",
+                                         "dependent chat probes", "all probes (pooled)"
+
+breakdown.json: retriever -> facet -> level -> metric, facets kind, stratum, tier, category,
+need (chat probes that need memory or not, by their labels under `--reading`; `memory.py`),
+dependent, and the nearest reference's distance. distance.json: how far back references sit.
 """
 
 from __future__ import annotations
@@ -24,10 +36,18 @@ from dialogbench.runner import Outcome, Plan, Progress, TrackBase, option, regis
 from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 from dialogbench.stats.metrics import metric_table, random_hit_expectation
+from dialogbench.tracks.realcompanion.memory import READING_HELP, MemoryLabels, labels_of
 
 TRACK = "retrieval"
 DISTANCE_BUCKETS = ((1, 3), (4, 10), (11, 100), (101, 1000), (1001, None))
 MAX_K = 10_000
+CHAT, QUESTIONS, DEPENDENT, POOLED = (
+    "chat probes",
+    "question probes",
+    "dependent chat probes",
+    "all probes (pooled)",
+)
+NEEDS, NO_NEED = "needs memory", "no memory need"
 Unit = tuple[str, BatchRetriever]
 """A retriever's name (as configured) and the retriever."""
 
@@ -48,6 +68,9 @@ class RetrievalConfig:
         "item", help="resample items, or whole subjects", stage="aggregate"
     )
     offset: int = option(50, help="shift of the offset-permuted control", min=1)
+    reading: Literal["recorded", "strict"] = option(
+        "recorded", help=READING_HELP, stage="aggregate"
+    )
 
     @property
     def depth(self) -> int:
@@ -59,10 +82,18 @@ class RetrievalResult:
     """The track's figures as written to the run folder."""
 
     summary: dict[str, dict[str, Estimate]]
+    """Pooled over every probe: retriever -> metric."""
     breakdown: dict[str, dict[str, dict[str, dict[str, Estimate]]]]
     distance: dict[str, dict[str, float]]
     warnings: list[str] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)
+    populations: dict[str, dict[str, dict[str, Estimate]]] = field(default_factory=dict)
+    """Chat probes, question probes and dependent chat probes apart: population -> retriever
+    -> metric (a population with no probe is left out; dependent is there with chat)."""
+
+    def headline(self) -> dict[str, dict[str, dict[str, Estimate]]]:
+        """summary.json: each population apart, then the pooled figures."""
+        return {**self.populations, POOLED: self.summary}
 
 
 def scoreable_probes(dataset: Dataset) -> tuple[list[Probe], dict[str, int]]:
@@ -87,6 +118,14 @@ class Probes:
     by_subject: dict[str, list[Probe]]
     subjects: dict[str, Subject]
     skipped: dict[str, int]
+    labels: list[MemoryLabels | None]
+    """Each chat probe's memory labels, in the order of `probes` (None for questions)."""
+
+
+def probe_labels(dataset: Dataset, probes: Sequence[Probe]) -> list[MemoryLabels | None]:
+    """The memory labels of each chat probe (None for a question)."""
+    by_subject = {s.id: labels_of(s) for s in dataset.subjects}
+    return [by_subject[p.subject_id][p.id] if p.kind == "chat" else None for p in probes]
 
 
 class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
@@ -111,7 +150,7 @@ class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
         for p in probes:
             by_subject.setdefault(p.subject_id, []).append(p)
         subjects = {s.id: s for s in data.subjects}
-        context = Probes(probes, by_subject, subjects, skipped)
+        context = Probes(probes, by_subject, subjects, skipped, probe_labels(data, probes))
         return Plan(units, warnings=list(data.warnings), context=context)
 
     async def solve(
@@ -134,10 +173,10 @@ class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
         by_retriever: dict[str, Rows] = {}
         for row in rows:
             by_retriever.setdefault(row["retriever"], []).append(row)
-        result = summarise(by_retriever, ctx.probes, config)
+        result = summarise(by_retriever, ctx.probes, config, ctx.labels)
         result.skipped = ctx.skipped
         outcome = Outcome(
-            summary=result.summary,
+            summary=result.headline(),
             files={"breakdown.json": result.breakdown, "distance.json": result.distance},
             warnings=result.warnings,
             notes={"skipped": ctx.skipped},
@@ -154,7 +193,8 @@ class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
             f"recall@{config.depth}",
         ]
         shown: list[Table | str] = [
-            summary_table("Retrieval (95% bootstrap intervals)", result.summary, metrics)
+            summary_table(f"Retrieval: {name} (95% bootstrap intervals)", table, metrics)
+            for name, table in result.headline().items()
         ]
         chance = result.summary.get("random", {})
         if f"expected hit@{config.depth}" in chance:
@@ -210,9 +250,16 @@ def _bucket(distance: int) -> str:
 
 
 def summarise(
-    rows: dict[str, Rows], probes: Sequence[Probe], config: RetrievalConfig
+    rows: dict[str, Rows],
+    probes: Sequence[Probe],
+    config: RetrievalConfig,
+    labels: Sequence[MemoryLabels | None] | None = None,
 ) -> RetrievalResult:
-    """Figures from each retriever's rows: one paired bootstrap over all retrievers per group."""
+    """Figures from each retriever's rows: one paired bootstrap over all retrievers per group.
+
+    `labels` are the chat probes' memory labels (None for a question; all None when not
+    given), which the need and dependent facets read."""
+    labels = list(labels) if labels is not None else [None] * len(probes)
     n = len(probes)
     rank_width = max(len(p.reference_positions) for p in probes)
     columns: list[tuple[str, str]] = []
@@ -243,19 +290,36 @@ def summarise(
         return table
 
     summary = estimate(np.ones(n, dtype=bool))
+    kind = np.array([p.kind for p in probes])
+    dependent = np.array([lab is not None and lab.dependent for lab in labels], bool)
+    populations = {
+        name: estimate(mask)
+        for name, mask in ((CHAT, kind == "chat"), (QUESTIONS, kind == "question"))
+        if mask.any()
+    }
+    if CHAT in populations:
+        populations[DEPENDENT] = estimate(dependent)
     facets: dict[str, list[str]] = {"kind": [p.kind for p in probes]}
     for key in ("stratum", "tier", "category"):
-        labels = [p.labels.get(key, "") for p in probes]
-        if any(labels):
-            facets[key] = labels
+        levels = [p.labels.get(key, "") for p in probes]
+        if any(levels):
+            facets[key] = levels
+    if CHAT in populations:
+        facets["need"] = [
+            "" if lab is None else NEEDS if lab.needs(config.reading) else NO_NEED for lab in labels
+        ]
+        facets["dependent"] = [
+            "" if lab is None else "dependent" if lab.dependent else "not dependent"
+            for lab in labels
+        ]
     nearest = np.array([p.cutoff - max(p.reference_positions) for p in probes])
     furthest = np.array([p.cutoff - min(p.reference_positions) for p in probes])
     facets["nearest distance"] = [_bucket(int(d)) for d in nearest]
     breakdown: dict[str, dict[str, dict[str, dict[str, Estimate]]]] = {}
     distance: dict[str, dict[str, float]] = {"all": _distance_stats(nearest, furthest)}
-    for facet, labels in facets.items():
-        arr = np.array(labels)
-        for level in sorted(set(labels) - {""}):
+    for facet, levels in facets.items():
+        arr = np.array(levels)
+        for level in sorted(set(levels) - {""}):
             mask = arr == level
             for name, metrics in estimate(mask).items():
                 breakdown.setdefault(name, {}).setdefault(facet, {})[level] = metrics
@@ -269,8 +333,16 @@ def summarise(
                     "Another item's references should never find this item's: check for "
                     "duplicate items or references shared between items."
                 )
+    if CHAT in populations and not dependent.any():
+        warnings.append(
+            "no chat probe with references is marked dependent: the dependent figures have no value"
+        )
     return RetrievalResult(
-        summary=summary, breakdown=breakdown, distance=distance, warnings=warnings
+        summary=summary,
+        breakdown=breakdown,
+        distance=distance,
+        warnings=warnings,
+        populations=populations,
     )
 
 
