@@ -18,6 +18,7 @@ from rich.text import Text
 
 import dialogbench.tracks  # noqa: F401  (registers every track)
 from dialogbench.cli.answers import score_app
+from dialogbench.cli.compare import compare_app
 from dialogbench.cli.run import register_commands, show
 from dialogbench.cli.ui import console, csv, err, friendly_errors, table_of, with_progress
 from dialogbench.data.demo.model import TASKS
@@ -46,7 +47,6 @@ from dialogbench.runner.record import Progress as TrackProgress
 from dialogbench.runner.status import ExitCode
 from dialogbench.stats.bootstrap import Estimate
 from dialogbench.tracks.demo.aggregate import AwarenessTable, TableRow, paper_table
-from dialogbench.tracks.realcompanion.reconstruction import compare_runs
 from dialogbench.tracks.realcompanion.retrieval import RETRIEVAL, RetrievalConfig
 
 app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False)
@@ -128,24 +128,7 @@ def _fmt(e: Estimate) -> str:
     return f"{e.value:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}] (n={e.n})"
 
 
-compare_app = typer.Typer(help="Compare finished runs.", no_args_is_help=True)
 app.add_typer(compare_app, name="compare")
-
-
-@compare_app.command("reconstruction")
-def compare_reconstruction_cmd(
-    run_a: Annotated[Path, typer.Argument(help="a reconstruction run folder")],
-    run_b: Annotated[Path, typer.Argument(help="another, e.g. of a different model")],
-    n_boot: Annotated[int, typer.Option(help="bootstrap resamples", min=1)] = 2000,
-    seed: Annotated[int, typer.Option(help="seed of the bootstrap", min=0)] = 0,
-) -> None:
-    """Agreement between two systems' reconstructions: field F1 of one against the other."""
-    with friendly_errors():
-        e = compare_runs(run_a, run_b, n_boot=n_boot, seed=seed)
-        console.print(
-            f"agreement (F1) {e.value:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}] over {e.n} "
-            "subject-run pairs"
-        )
 
 
 @app.command()
