@@ -278,6 +278,7 @@ class AnswersTrack(TrackBase[AnswersConfig, Unit]):
         official = uses_official(data, config.questions_config())
         resolved = {
             "prompt_sha256": PROMPT_SHA256,
+            "rubrics": {k: r.name for k, r in QA_RUBRICS.items()},
             "answer systems": sorted({m.record.system for m in chosen if m.record.system}),
             "answer models": sorted({m.record.model for m in chosen if m.record.model}),
             "category map": categories.status,
@@ -523,7 +524,6 @@ def _file_figures(rows: Rows, read: AnswersFile) -> dict[str, Any]:
         }
 
     return {
-        "path": str(read.path),
         "format": read.format,
         "sha256": read.sha256,
         "systems": sorted({r["system"] for r in rows if r["system"]}),
