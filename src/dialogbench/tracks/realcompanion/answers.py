@@ -2,7 +2,7 @@
 
 A file of answers to a dataset's questions (`answers_file`: our JSONL schema or mem0's
 result files) is matched to the questions and scored as the question track scores its own
-answers, with its scoring (`questions.judge_fields`, `score_row`, `summarise`): under two
+answers, with its scoring (`questions.judge_row`, `score_row`, `summarise`): under two
 rubrics side by side (`judging.qa_rubrics`: lenient and strict; an unanswerable question
 is judged for abstention under both), LoCoMo's official F1 where it applies, and the
 judge's calibration: its false-accept rate on known-wrong answers (another question's gold
@@ -44,7 +44,6 @@ from dialogbench.judging import verdict_fields
 from dialogbench.judging.calibration import CalibrationProbe, PassRule, calibrate
 from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge
 from dialogbench.judging.qa_rubrics import QA_RUBRICS
-from dialogbench.judging.rubric import Rubric
 from dialogbench.models.types import GenerateConfig
 from dialogbench.report.table import summary_table
 from dialogbench.runner import (
@@ -78,7 +77,7 @@ from dialogbench.tracks.realcompanion.answers_file import (
 )
 from dialogbench.tracks.realcompanion.questions import (
     QuestionsConfig,
-    judge_fields,
+    judge_row,
     score_row,
     summarise,
     uses_official,
@@ -135,8 +134,14 @@ class AnswersConfig:
         return replace(DEFAULT_JUDGE_CONFIG, max_tokens=self.judge_max_tokens)
 
     def questions_config(self) -> QuestionsConfig:
-        """The question track's settings its scoring reads (official, n_boot, seed)."""
-        return QuestionsConfig(official=self.official, n_boot=self.n_boot, seed=self.seed)
+        """The question track's settings its scoring reads (official, bootstrap, judge)."""
+        return QuestionsConfig(
+            official=self.official,
+            n_boot=self.n_boot,
+            seed=self.seed,
+            judge_max_tokens=self.judge_max_tokens,
+            max_fixes=self.max_fixes,
+        )
 
 
 @dataclass(frozen=True)
@@ -337,9 +342,9 @@ class AnswersTrack(TrackBase[AnswersConfig, Unit]):
             ]
         (row,) = rows
         out = []
+        asked = config.questions_config()
         for name in RUBRICS:
-            rubric = QA_RUBRICS[name] if row["answerable"] else qp.ABSTENTION_RUBRIC
-            fields = await _judge(row, rubric, judge_model, config)
+            fields = await judge_row(row, judge_model, asked, QA_RUBRICS[name], JUDGE_TAG)
             out.append({**row, "rubric": name, **fields, **score_row(row, ctx.official)})
         return out
 
@@ -438,21 +443,6 @@ class AnswersTrack(TrackBase[AnswersConfig, Unit]):
 
 
 ANSWERS = register(AnswersTrack())
-
-
-async def _judge(
-    row: dict[str, Any], rubric: Rubric, model: Any, config: AnswersConfig
-) -> dict[str, Any]:
-    """One verdict under `rubric`: correctness against the gold when answerable, abstention
-    when not; skipped (counted) without an answer or a gold."""
-    if row["answer"] is None:
-        return judge_fields(None, rubric, skipped="the system gave no answer")
-    if row["answerable"] and row["gold"] is None:
-        return judge_fields(None, rubric, skipped="no gold answer")
-    judge = Judge(model, rubric, config.judge_config(), max_fixes=config.max_fixes)
-    reference = row["gold"] if row["answerable"] else None
-    verdict = await judge.score(row["answer"], reference, row["text"], tag=JUDGE_TAG)
-    return judge_fields(verdict, rubric)
 
 
 def _fmt(e: Estimate | None) -> str:
