@@ -137,6 +137,7 @@ def test_score_cli_judges_a_file_and_rejudges_its_run(
         assert got.exit_code == 0, got.output
         assert "judge lenient" in got.output and "false-accept" in got.output
         assert "unmatched 1, ambiguous 1, repeated 1" in got.output
+        assert "fit no question of the dataset" in got.output  # the warnings are printed
         srv.reset()
         again = cli.invoke(
             app,
@@ -204,6 +205,8 @@ def test_mem0_shaped_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     reported = result.summary["reported"]["all"]["file_grade"]
     assert reported.value == pytest.approx(4 / 5) and reported.n == 5  # its own judge: 4 of 5
     assert result.summary["strict"]["answerable"]["judge"].value < reported.value
+    # 5 answers of one subject: known-wrong answers come from any of its questions
+    assert result.summary["calibration"]["strict"]["false_accept"].n == 2
 
 
 def test_mem0_file_on_locomo(tmp_path: Path, locomo_dir: Path) -> None:

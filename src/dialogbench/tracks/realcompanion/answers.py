@@ -163,6 +163,8 @@ class Context:
     matching: Matching
     categories: CategoryMap
     file: AnswersFile
+    warnings: list[str]
+    """What matching, the category map and the probe draw found (printed with the figures)."""
 
 
 @dataclass
@@ -177,14 +179,17 @@ class AnswersResult:
     warnings: list[str]
 
 
-def probes_for(matched: Sequence[Matched], n: int, seed: int) -> tuple[CalibrationProbe, ...]:
-    """Up to `n` known-wrong probes (another question's gold from the same subject, of the
-    same category where one shares no token with the gold, else any that shares none) and
-    as many known-right ones (the gold itself), drawn by `seed`."""
+def probes_for(
+    matched: Sequence[Matched], data: Dataset, n: int, seed: int
+) -> tuple[CalibrationProbe, ...]:
+    """Up to `n` known-wrong probes on the matched questions (the gold of another question
+    of the same subject in `data`, of the same category where one shares no token with the
+    gold, else any that shares none) and as many known-right ones (the gold itself), drawn
+    by `seed`."""
     pool = [m for m in matched if m.question.answerable and m.question.answer]
-    by_subject: dict[str, list[Question]] = {}
-    for m in pool:
-        by_subject.setdefault(m.subject_id, []).append(m.question)
+    by_subject: dict[str, list[Question]] = {
+        s.id: [q for q in s.questions if q.answerable and q.answer] for s in data.subjects
+    }
     rng = random.Random(seed)
     order = list(range(len(pool)))
     rng.shuffle(order)
@@ -271,15 +276,15 @@ class AnswersTrack(TrackBase[AnswersConfig, Unit]):
             matching.matched, lambda m: m.question.category, config.limit, config.seed
         )
         units: dict[str, Unit] = {f"answer/{m.subject_id}/{m.question.id}": m for m in chosen}
-        probes = probes_for(chosen, config.calibration, config.seed)
+        probes = probes_for(chosen, data, config.calibration, config.seed)
         if probes:
             for rubric in RUBRICS:
                 units[f"calibration/{rubric}"] = Probes(rubric, probes)
-        warnings = list(data.warnings) + matching.warnings()
+        found = matching.warnings()
         if categories.status not in ("ours", "none") or read.format == "mem0":
-            warnings.append(f"categories: {categories.message}")
+            found.append(f"categories: {categories.message}")
         if config.calibration and not probes:
-            warnings.append("calibration: no known-wrong probe could be drawn (too few answers)")
+            found.append("calibration: no known-wrong probe could be drawn (too few answers)")
         official = uses_official(data, config.questions_config())
         resolved = {
             "prompt_sha256": PROMPT_SHA256,
@@ -288,8 +293,8 @@ class AnswersTrack(TrackBase[AnswersConfig, Unit]):
             "answer models": sorted({m.record.model for m in chosen if m.record.model}),
             "category map": categories.status,
         }
-        context = Context(official, matching, categories, read)
-        return Plan(units, warnings=warnings, resolved=resolved, context=context)
+        context = Context(official, matching, categories, read, found)
+        return Plan(units, warnings=list(data.warnings), resolved=resolved, context=context)
 
     async def solve(
         self, unit: Unit, models: Models, config: AnswersConfig, plan: Plan[Unit]
@@ -371,7 +376,7 @@ class AnswersTrack(TrackBase[AnswersConfig, Unit]):
         }
         matching = {**ctx.matching.report(), "category_map": _map_json(ctx.categories)}
         unscored = sum(c["judge_unscored"] for c in scored.counts.values()) + unscored_probes
-        warnings = list(scored.warnings)
+        warnings = ctx.warnings + list(scored.warnings)
         if unscored_probes:
             warnings.append(f"calibration: {unscored_probes} probe verdicts unscored (left out)")
         result = AnswersResult(summary, counts, matching, ctx.categories, ctx.official, warnings)
