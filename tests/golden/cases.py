@@ -36,6 +36,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures"
+TESTS = HERE.parent
+"""`{tests}` in a case's args: input files the case reads (e.g. an answers file)."""
 
 EXCLUDED = frozenset({"manifest.json", "usage.json"})
 """Result files not frozen: the manifest (paths, versions, git revision, command) and the
@@ -63,7 +65,7 @@ class Case:
     """Extra requirements: "tokenizer" (the embedded GGUF the coverage track counts with)."""
 
     def argv(self, out: Path, url: str | None) -> list[str]:
-        filled = [a.replace("{out}", str(out)) for a in self.args]
+        filled = [a.replace("{out}", str(out)).replace("{tests}", str(TESTS)) for a in self.args]
         if url is not None:
             filled = [a.replace("{url}", url) for a in filled]
         return ["run", *filled]
@@ -126,6 +128,42 @@ CASES: tuple[Case, ...] = (
         "questions-locomo",
         ("questions", "--dataset", "locomo", *_model(), "--limit", "12", "--out", "{out}", *BOOT),
         corpus="locomo",
+        server=True,
+    ),
+    Case(
+        "answers-sample",
+        (
+            "answers",
+            "--dataset",
+            "sample",
+            "--answers",
+            "{tests}/golden/inputs/answers_sample.jsonl",
+            "--calibration",
+            "3",
+            *_model()[6:],
+            "--out",
+            "{out}",
+            *BOOT,
+        ),
+        server=True,
+    ),
+    Case(
+        "answers-mem0-sample",
+        (
+            "answers",
+            "--dataset",
+            "sample",
+            "--answers",
+            "{tests}/fixtures/mem0_results_sample.json",
+            "--format",
+            "mem0",
+            "--calibration",
+            "2",
+            *_model()[6:],
+            "--out",
+            "{out}",
+            *BOOT,
+        ),
         server=True,
     ),
     Case(

@@ -6,7 +6,6 @@ category map; unmatched, ambiguous and repeated records; bad input."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +15,8 @@ from typer.testing import CliRunner
 
 from dialogbench.cli import app
 from dialogbench.data.errors import DataError
-from dialogbench.data.locomo import CATEGORIES
 from dialogbench.data.model import Dataset
 from dialogbench.data.registry import load_dataset
-from dialogbench.judging.prompts import JUDGE_SYSTEM
-from dialogbench.judging.qa_rubrics import LENIENT_RUBRIC, STRICT_RUBRIC
 from dialogbench.runner import RoleSpec
 from dialogbench.scoring.locomo import locomo_score
 from dialogbench.testing import ChatServer
@@ -31,87 +27,11 @@ from dialogbench.tracks.realcompanion.answers_file import (
     Given,
     detect_category_map,
     match_answers,
-    normalise,
     read_answers,
 )
+from tracks.answers_support import NUMBERS, answer_for, judge_reply, lenient, our_file, strict
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-NUMBERS = {name: n for n, name in CATEGORIES.items()}
-_TAG = {n: re.compile(rf"<{n}>\n(.*?)\n</{n}>", re.DOTALL) for n in ("candidate", "reference")}
-
-
-def _tag(name: str, text: str) -> str | None:
-    found = _TAG[name].search(text)
-    return found.group(1) if found else None
-
-
-def words(text: str) -> set[str]:
-    return {w for w in normalise(text).split() if len(w) >= 4}
-
-
-def lenient(candidate: str, reference: str) -> bool:
-    """The scripted lenient judge: a word of four letters or more in common."""
-    return bool(words(candidate) & words(reference))
-
-
-def strict(candidate: str, reference: str) -> bool:
-    """The scripted strict judge: the same words."""
-    return normalise(candidate) == normalise(reference)
-
-
-def judge_reply(body: dict[str, Any]) -> str:
-    """Judge by the rules above (which rubric: from its instructions); abstention by phrase."""
-    system, prompt = body["messages"][0]["content"], body["messages"][1]["content"]
-    assert system == JUDGE_SYSTEM
-    candidate, reference = _tag("candidate", prompt) or "", _tag("reference", prompt)
-    if reference is None:
-        declined = "no information available" in candidate.lower()
-        return json.dumps({"reason": "checked", "abstains": int(declined)})
-    rule = lenient if LENIENT_RUBRIC.instructions in prompt else strict
-    assert rule is lenient or STRICT_RUBRIC.instructions in prompt
-    return json.dumps({"reason": "compared", "correct": int(rule(candidate, reference))})
-
-
-def answer_for(i: int, gold: str | None, answerable: bool) -> str:
-    """Right, half right (its first word) or wrong, in turn; the abstention phrase when
-    unanswerable."""
-    if not answerable:
-        return qp.NOT_AVAILABLE
-    gold = gold or ""
-    return [gold, gold.split()[0] + " something", "a quite different thing"][i % 3]
-
-
-def our_file(ds: Dataset, path: Path) -> list[dict[str, Any]]:
-    """Every question answered: the first subject by id, the second by its text (case and
-    punctuation changed); plus a record that fits no question, one that fits a question of
-    each subject (an id without a subject) and a repeated one."""
-    lines: list[dict[str, Any]] = []
-    for si, s in enumerate(ds.subjects):
-        for i, q in enumerate(s.questions):
-            rec: dict[str, Any] = {
-                "answer": answer_for(i, q.answer, q.answerable),
-                "system": "acme-memory",
-                "model": "acme/model-1",
-                "latency_s": 0.1 * (i + 1),
-                "tokens": 100 + i,
-                "category": NUMBERS[q.category],
-            }
-            if si == 0:
-                rec |= {"subject": s.id, "question_id": q.id}
-            else:
-                rec |= {"subject": s.id, "question": q.text.upper().rstrip("?") + " ?!"}
-            lines.append(rec)
-    lines.append(
-        {
-            "subject": ds.subjects[0].id,
-            "question": "Who won the 1930 world cup?",
-            "answer": "Uruguay",
-        }
-    )
-    lines.append({"question_id": ds.subjects[0].questions[0].id, "answer": "x"})
-    lines.append(dict(lines[0]))
-    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    return lines
 
 
 def expected(ds: Dataset, rule: Any) -> tuple[float, float]:
@@ -217,6 +137,7 @@ def test_score_cli_judges_a_file_and_rejudges_its_run(
         assert got.exit_code == 0, got.output
         assert "judge lenient" in got.output and "false-accept" in got.output
         assert "unmatched 1, ambiguous 1, repeated 1" in got.output
+        assert "fit no question of the dataset" in got.output  # the warnings are printed
         srv.reset()
         again = cli.invoke(
             app,
@@ -284,6 +205,8 @@ def test_mem0_shaped_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     reported = result.summary["reported"]["all"]["file_grade"]
     assert reported.value == pytest.approx(4 / 5) and reported.n == 5  # its own judge: 4 of 5
     assert result.summary["strict"]["answerable"]["judge"].value < reported.value
+    # 5 answers of one subject: known-wrong answers come from any of its questions
+    assert result.summary["calibration"]["strict"]["false_accept"].n == 2
 
 
 def test_mem0_file_on_locomo(tmp_path: Path, locomo_dir: Path) -> None:

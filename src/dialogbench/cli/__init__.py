@@ -21,6 +21,7 @@ from dialogbench.cli import build_demo, export_sft, quickstart, train_lora
 from dialogbench.cli.agreement import agreement_cmd
 from dialogbench.cli.answers import score_app
 from dialogbench.cli.build import build_app, data_show
+from dialogbench.cli.compare import compare_app
 from dialogbench.cli.export import export_app
 from dialogbench.cli.report import register as register_report
 from dialogbench.cli.run import register_commands
@@ -48,7 +49,6 @@ from dialogbench.runner import REGISTRY as TRACKS
 from dialogbench.runner.status import ExitCode
 from dialogbench.stats.bootstrap import Estimate
 from dialogbench.tracks.demo.aggregate import AwarenessTable, TableRow, paper_table
-from dialogbench.tracks.realcompanion.reconstruction import compare_runs
 
 app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False)
 run_app = typer.Typer(help="Run a benchmark track.", no_args_is_help=True)
@@ -140,24 +140,7 @@ def _fmt(e: Estimate) -> str:
     return f"{e.value:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}] (n={e.n})"
 
 
-compare_app = typer.Typer(help="Compare finished runs.", no_args_is_help=True)
 app.add_typer(compare_app, name="compare")
-
-
-@compare_app.command("reconstruction")
-def compare_reconstruction_cmd(
-    run_a: Annotated[Path, typer.Argument(help="a reconstruction run folder")],
-    run_b: Annotated[Path, typer.Argument(help="another, e.g. of a different model")],
-    n_boot: Annotated[int, typer.Option(help="bootstrap resamples", min=1)] = 2000,
-    seed: Annotated[int, typer.Option(help="seed of the bootstrap", min=0)] = 0,
-) -> None:
-    """Agreement between two systems' reconstructions: field F1 of one against the other."""
-    with friendly_errors():
-        e = compare_runs(run_a, run_b, n_boot=n_boot, seed=seed)
-        console.print(
-            f"agreement (F1) {e.value:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}] over {e.n} "
-            "subject-run pairs"
-        )
 
 
 @data_app.command("list")

@@ -2,7 +2,7 @@
 
 A file of answers to a dataset's questions (`answers_file`: our JSONL schema or mem0's
 result files) is matched to the questions and scored as the question track scores its own
-answers, with its scoring (`questions.judge_fields`, `score_row`, `summarise`): under two
+answers, with its scoring (`questions.judge_row`, `score_row`, `summarise`): under two
 rubrics side by side (`judging.qa_rubrics`: lenient and strict; an unanswerable question
 is judged for abstention under both), LoCoMo's official F1 where it applies, and the
 judge's calibration: its false-accept rate on known-wrong answers (another question's gold
@@ -44,7 +44,6 @@ from dialogbench.judging import verdict_fields
 from dialogbench.judging.calibration import CalibrationProbe, PassRule, calibrate
 from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge
 from dialogbench.judging.qa_rubrics import QA_RUBRICS
-from dialogbench.judging.rubric import Rubric
 from dialogbench.models.types import GenerateConfig
 from dialogbench.report.table import summary_table
 from dialogbench.runner import (
@@ -78,7 +77,7 @@ from dialogbench.tracks.realcompanion.answers_file import (
 )
 from dialogbench.tracks.realcompanion.questions import (
     QuestionsConfig,
-    judge_fields,
+    judge_row,
     score_row,
     summarise,
     uses_official,
@@ -135,8 +134,14 @@ class AnswersConfig:
         return replace(DEFAULT_JUDGE_CONFIG, max_tokens=self.judge_max_tokens)
 
     def questions_config(self) -> QuestionsConfig:
-        """The question track's settings its scoring reads (official, n_boot, seed)."""
-        return QuestionsConfig(official=self.official, n_boot=self.n_boot, seed=self.seed)
+        """The question track's settings its scoring reads (official, bootstrap, judge)."""
+        return QuestionsConfig(
+            official=self.official,
+            n_boot=self.n_boot,
+            seed=self.seed,
+            judge_max_tokens=self.judge_max_tokens,
+            max_fixes=self.max_fixes,
+        )
 
 
 @dataclass(frozen=True)
@@ -158,6 +163,8 @@ class Context:
     matching: Matching
     categories: CategoryMap
     file: AnswersFile
+    warnings: list[str]
+    """What matching, the category map and the probe draw found (printed with the figures)."""
 
 
 @dataclass
@@ -172,14 +179,17 @@ class AnswersResult:
     warnings: list[str]
 
 
-def probes_for(matched: Sequence[Matched], n: int, seed: int) -> tuple[CalibrationProbe, ...]:
-    """Up to `n` known-wrong probes (another question's gold from the same subject, of the
-    same category where one shares no token with the gold, else any that shares none) and
-    as many known-right ones (the gold itself), drawn by `seed`."""
+def probes_for(
+    matched: Sequence[Matched], data: Dataset, n: int, seed: int
+) -> tuple[CalibrationProbe, ...]:
+    """Up to `n` known-wrong probes on the matched questions (the gold of another question
+    of the same subject in `data`, of the same category where one shares no token with the
+    gold, else any that shares none) and as many known-right ones (the gold itself), drawn
+    by `seed`."""
     pool = [m for m in matched if m.question.answerable and m.question.answer]
-    by_subject: dict[str, list[Question]] = {}
-    for m in pool:
-        by_subject.setdefault(m.subject_id, []).append(m.question)
+    by_subject: dict[str, list[Question]] = {
+        s.id: [q for q in s.questions if q.answerable and q.answer] for s in data.subjects
+    }
     rng = random.Random(seed)
     order = list(range(len(pool)))
     rng.shuffle(order)
@@ -266,24 +276,25 @@ class AnswersTrack(TrackBase[AnswersConfig, Unit]):
             matching.matched, lambda m: m.question.category, config.limit, config.seed
         )
         units: dict[str, Unit] = {f"answer/{m.subject_id}/{m.question.id}": m for m in chosen}
-        probes = probes_for(chosen, config.calibration, config.seed)
+        probes = probes_for(chosen, data, config.calibration, config.seed)
         if probes:
             for rubric in RUBRICS:
                 units[f"calibration/{rubric}"] = Probes(rubric, probes)
-        warnings = list(data.warnings) + matching.warnings()
+        found = matching.warnings()
         if categories.status not in ("ours", "none") or read.format == "mem0":
-            warnings.append(f"categories: {categories.message}")
+            found.append(f"categories: {categories.message}")
         if config.calibration and not probes:
-            warnings.append("calibration: no known-wrong probe could be drawn (too few answers)")
+            found.append("calibration: no known-wrong probe could be drawn (too few answers)")
         official = uses_official(data, config.questions_config())
         resolved = {
             "prompt_sha256": PROMPT_SHA256,
+            "rubrics": {k: r.name for k, r in QA_RUBRICS.items()},
             "answer systems": sorted({m.record.system for m in chosen if m.record.system}),
             "answer models": sorted({m.record.model for m in chosen if m.record.model}),
             "category map": categories.status,
         }
-        context = Context(official, matching, categories, read)
-        return Plan(units, warnings=warnings, resolved=resolved, context=context)
+        context = Context(official, matching, categories, read, found)
+        return Plan(units, warnings=list(data.warnings), resolved=resolved, context=context)
 
     async def solve(
         self, unit: Unit, models: Models, config: AnswersConfig, plan: Plan[Unit]
@@ -336,9 +347,9 @@ class AnswersTrack(TrackBase[AnswersConfig, Unit]):
             ]
         (row,) = rows
         out = []
+        asked = config.questions_config()
         for name in RUBRICS:
-            rubric = QA_RUBRICS[name] if row["answerable"] else qp.ABSTENTION_RUBRIC
-            fields = await _judge(row, rubric, judge_model, config)
+            fields = await judge_row(row, judge_model, asked, QA_RUBRICS[name], JUDGE_TAG)
             out.append({**row, "rubric": name, **fields, **score_row(row, ctx.official)})
         return out
 
@@ -365,7 +376,7 @@ class AnswersTrack(TrackBase[AnswersConfig, Unit]):
         }
         matching = {**ctx.matching.report(), "category_map": _map_json(ctx.categories)}
         unscored = sum(c["judge_unscored"] for c in scored.counts.values()) + unscored_probes
-        warnings = list(scored.warnings)
+        warnings = ctx.warnings + list(scored.warnings)
         if unscored_probes:
             warnings.append(f"calibration: {unscored_probes} probe verdicts unscored (left out)")
         result = AnswersResult(summary, counts, matching, ctx.categories, ctx.official, warnings)
@@ -439,21 +450,6 @@ class AnswersTrack(TrackBase[AnswersConfig, Unit]):
 ANSWERS = register(AnswersTrack())
 
 
-async def _judge(
-    row: dict[str, Any], rubric: Rubric, model: Any, config: AnswersConfig
-) -> dict[str, Any]:
-    """One verdict under `rubric`: correctness against the gold when answerable, abstention
-    when not; skipped (counted) without an answer or a gold."""
-    if row["answer"] is None:
-        return judge_fields(None, rubric, skipped="the system gave no answer")
-    if row["answerable"] and row["gold"] is None:
-        return judge_fields(None, rubric, skipped="no gold answer")
-    judge = Judge(model, rubric, config.judge_config(), max_fixes=config.max_fixes)
-    reference = row["gold"] if row["answerable"] else None
-    verdict = await judge.score(row["answer"], reference, row["text"], tag=JUDGE_TAG)
-    return judge_fields(verdict, rubric)
-
-
 def _fmt(e: Estimate | None) -> str:
     if e is None or math.isnan(e.value):
         return "n/a"
@@ -523,7 +519,6 @@ def _file_figures(rows: Rows, read: AnswersFile) -> dict[str, Any]:
         }
 
     return {
-        "path": str(read.path),
         "format": read.format,
         "sha256": read.sha256,
         "systems": sorted({r["system"] for r in rows if r["system"]}),

@@ -314,7 +314,7 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
         ctx: Context = plan.context
         out = []
         for row in rows:
-            row = {**row, **await _judge(row, models["judge"], config)}
+            row = {**row, **await judge_row(row, models["judge"], config)}
             out.append({**row, **score_row(row, ctx.official)})
         return out
 
@@ -418,17 +418,25 @@ async def _answer(
     return row
 
 
-async def _judge(row: dict[str, Any], model: Model, config: QuestionsConfig) -> dict[str, Any]:
+async def judge_row(
+    row: dict[str, Any],
+    model: Model,
+    config: QuestionsConfig,
+    rubric: Rubric | None = None,
+    tag: str = JUDGE_TAG,
+) -> dict[str, Any]:
     """The verdict fields of one answered row: correctness against the gold when
-    answerable, abstention when not (raw and error when unscored)."""
-    rubric = qp.CORRECTNESS_RUBRIC if row["answerable"] else qp.ABSTENTION_RUBRIC
+    answerable, abstention when not (raw and error when unscored). `rubric` stands in for
+    the correctness rubric (the answers track judges under a lenient and a strict one)."""
+    if rubric is None or not row["answerable"]:
+        rubric = qp.CORRECTNESS_RUBRIC if row["answerable"] else qp.ABSTENTION_RUBRIC
     if row["answer"] is None:
         return judge_fields(None, rubric, skipped="the answer call failed")
     if row["answerable"] and row["gold"] is None:
         return judge_fields(None, rubric, skipped="no gold answer")
     judge = Judge(model, rubric, config.judge_config(), max_fixes=config.max_fixes)
     reference = row["gold"] if row["answerable"] else None
-    verdict = await judge.score(row["answer"], reference, row["text"], tag=JUDGE_TAG)
+    verdict = await judge.score(row["answer"], reference, row["text"], tag=tag)
     return judge_fields(verdict, rubric)
 
 
