@@ -171,9 +171,15 @@ def parse_turn(text: str, speaker: str) -> ParsedTurn:
     """Read one agent reply; `ValueError` with a short reason when it cannot be used.
 
     A turn is `{"person": speaker, "content": words}`; the end marker is `{"end": true}`
-    (with or without `person`, and with optional last words under `content`).
+    (with or without `person`, and with optional last words under `content`). DEMO's end
+    marker, `*ENDING*` in the content or anywhere in a reply without JSON, ends it too.
     """
-    data = extract_json(text)
+    try:
+        data = extract_json(text)
+    except ValueError:
+        if ip.DEMO_END in text:
+            return ParsedTurn(None, True)
+        raise
     if not isinstance(data, dict):
         raise ValueError("the reply is JSON but not an object")
     person = data.get("person")
@@ -184,6 +190,8 @@ def parse_turn(text: str, speaker: str) -> ParsedTurn:
         raise ValueError('"content" must be a string')
     words = content.strip() if content else None
     end = data.get(ip.END_KEY) is True
+    if words is not None and ip.DEMO_END in words:
+        words, end = words.replace(ip.DEMO_END, "").strip() or None, True
     if not end:
         if person is None:
             raise ValueError(f'"person" is missing (it must be "{speaker}")')
