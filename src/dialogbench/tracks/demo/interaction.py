@@ -57,6 +57,7 @@ from dialogbench.data.demo.model import DemoSet, Episode
 from dialogbench.data.errors import DataError
 from dialogbench.judging import is_unscored, verdict_fields
 from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge, Verdict
+from dialogbench.judging.rubric_files import PARTICIPANTS, RubricFile, load_rubric_file
 from dialogbench.models.model import Model
 from dialogbench.models.structured import Structured, extract_json
 from dialogbench.models.types import GenerateConfig
@@ -86,6 +87,7 @@ SIDES: tuple[Sides, ...] = ("self", "p1", "p2", "both")
 Side = Literal["p1", "p2", "both"]
 """Which side of one run the model under test plays ("both": self-play)."""
 FIGURES = (*ip.DIMENSIONS, "average")
+DEMO_RUBRIC = "demo"
 AGENT_TAG, PARTNER_TAG, JUDGE_TAG = "interaction:agent", "interaction:partner", "interaction:judge"
 
 
@@ -120,9 +122,19 @@ class InteractionConfig:
     max_fixes: int = option(
         2, help="corrections asked for a malformed turn (and an unusable verdict)", min=0, max=20
     )
+    rubric: str = option(
+        "demo",
+        help="the judge's rubric: demo (DEMO's four dimensions, 0-10), sotopia (SOTOPIA's "
+        "seven, each agent scored), or a path to a rubric JSON file (docs/demo.md)",
+        stage="score",
+    )
 
     def __post_init__(self) -> None:
         check(self)
+
+    def rubric_file(self) -> RubricFile | None:
+        """The rubric file `rubric` names; None for DEMO's own (built into the prompts)."""
+        return None if self.rubric == DEMO_RUBRIC else load_rubric_file(self.rubric)
 
     def agent_config(self, constrain: bool | None = None) -> GenerateConfig:
         """The agents' settings; `constrain` stands in for an unset `constrain_turns`."""
@@ -371,6 +383,7 @@ class InteractionTrack(TrackBase[InteractionConfig, Run]):
                 fix="give every episode its own id",
             )
         episodes = stratified_limit(episodes, lambda e: e.lang, config.limit, config.seed)
+        spec = config.rubric_file()  # a bad rubric file fails here, before anything is asked
         sides: Sides = config.sides or "self"
         runs = plan_runs(episodes, sides != "self", sides)
         info = DatasetInfo(
@@ -383,6 +396,7 @@ class InteractionTrack(TrackBase[InteractionConfig, Run]):
                 "prompt_sha256": ip.PROMPT_SHA256,
                 "episodes": len(episodes),
                 "runs": len(runs),
+                **({"rubric_sha256": spec.sha256} if spec is not None else {}),
             },
             context=data.name,
             dataset=info,
@@ -403,11 +417,18 @@ class InteractionTrack(TrackBase[InteractionConfig, Run]):
     ) -> Rows:
         """The items.jsonl row: the record with the judge's verdict (none for a failed run)."""
         record = rows[0]
-        if record["ending"] == "failed":
+        spec = config.rubric_file()
+        if spec is not None:
+            if record["ending"] == "failed":
+                return [rubric_item(record, None, spec)]
+            rubric = spec.rubric(unit.episode.lang)
+        elif record["ending"] == "failed":
             return [_item(record, None)]
-        rubric = ip.JUDGE_RUBRICS[unit.episode.lang]
+        else:
+            rubric = ip.JUDGE_RUBRICS[unit.episode.lang]
         judge = Judge(models["judge"], rubric, config.judge_config(), max_fixes=config.max_fixes)
-        return [_item(record, await judge_episode(unit.episode, record, judge))]
+        verdict = await judge_episode(unit.episode, record, judge)
+        return [_item(record, verdict) if spec is None else rubric_item(record, verdict, spec)]
 
     def aggregate(self, plan: Plan[Run], rows: Rows, config: InteractionConfig) -> Outcome:
         result = summarise(rows, config)
@@ -425,8 +446,10 @@ class InteractionTrack(TrackBase[InteractionConfig, Run]):
 
     def show(self, outcome: Outcome, config: InteractionConfig) -> list[Table | str]:
         result: InteractionResult = outcome.result
+        scale = "0-10" if config.rubric == DEMO_RUBRIC else f"rubric {config.rubric}"
         title = (
-            f"Dialogue agent interaction on {result.dataset}, judge 0-10 (95% bootstrap intervals)"
+            f"Dialogue agent interaction on {result.dataset}, judge {scale} "
+            "(95% bootstrap intervals)"
         )
         columns = list(dict.fromkeys(col for row in result.summary.values() for col in row))
         shown: list[Table | str] = [
@@ -436,8 +459,13 @@ class InteractionTrack(TrackBase[InteractionConfig, Run]):
         return shown
 
     def judgments(self, rows: Rows) -> dict[str, float]:
-        """Run id -> the judge's average of the four dimensions (scored runs)."""
-        return {r["id"]: float(r["average"]) for r in rows if r["average"] is not None}
+        """Run id -> the judge's mean of the rubric's dimensions (scored runs)."""
+        found: dict[str, float] = {}
+        for r in rows:
+            value = r.get(r.get("judge_overall", "average"))
+            if value is not None:
+                found[r["id"]] = float(value)
+        return found
 
     def headline(self, outcome: Outcome) -> dict[str, float]:
         """Per language: each dimension's mean and their average."""
@@ -504,6 +532,37 @@ def figures(scores: dict[str, int] | None) -> dict[str, float | None]:
     return out
 
 
+def rubric_item(
+    record: dict[str, Any], verdict: Verdict | None, spec: RubricFile
+) -> dict[str, Any]:
+    """One items.jsonl row judged with a rubric file: the common judge fields, each
+    dimension's score, and their mean under `spec.overall`. A per-agent rubric's scores are
+    kept per participant under `agents`, and each dimension's figure is the mean over the
+    participants the model under test played (both in self-play)."""
+    row: dict[str, Any] = {k: v for k, v in record.items() if k != "turns"}
+    row["n_turns"] = len(record["turns"])
+    if verdict is None:
+        row.update(verdict_fields(None, skipped="episode failed"))
+    else:
+        row.update(verdict_fields(verdict))
+    scores = row["judge_scores"]
+    row["judge_overall"] = spec.overall
+    if spec.per_agent:
+        played = {"p1": ["p1"], "p2": ["p2"]}.get(record["under_test"], list(PARTICIPANTS))
+        agents = spec.agent_scores(scores) if scores is not None else None
+        row["agents"] = agents
+        row["agents_counted"] = played
+        for d in spec.names:
+            row[d] = None if agents is None else float(np.mean([agents[p][d] for p in played]))
+    else:
+        for d in spec.names:
+            row[d] = None if scores is None else float(scores[d])
+    values = [row[d] for d in spec.names]
+    row[spec.overall] = None if scores is None else float(np.mean(values))
+    row["turns"] = record["turns"]
+    return row
+
+
 # -- figures --------------------------------------------------------------------------------
 
 
@@ -528,14 +587,16 @@ def summarise(rows: Sequence[dict[str, Any]], config: InteractionConfig) -> Inte
     runs with a 95% bootstrap interval that resamples episodes."""
     summary: dict[str, dict[str, Estimate]] = {}
     counts: dict[str, dict[str, int]] = {"all": _counts(rows)}
+    spec = config.rubric_file()
+    names = list(FIGURES) if spec is None else [*spec.names, spec.overall]
     for lang in sorted({r["lang"] for r in rows}):
         mine = [r for r in rows if r["lang"] == lang]
         values = np.array(  # None -> NaN
-            [list(figures(r["judge_scores"]).values()) for r in mine], float
+            [[np.nan if r.get(f) is None else r[f] for f in names] for r in mine], float
         )
         clusters = np.array([r["episode"] for r in mine], dtype=str)
         ests = bootstrap_means(values, clusters, n_boot=config.n_boot, seed=config.seed)
-        summary[lang] = dict(zip(FIGURES, ests, strict=True))
+        summary[lang] = dict(zip(names, ests, strict=True))
         counts[lang] = _counts(mine)
     warnings: list[str] = []
     for r in rows:
