@@ -383,7 +383,7 @@ class InteractionTrack(TrackBase[InteractionConfig, Run]):
                 fix="give every episode its own id",
             )
         episodes = stratified_limit(episodes, lambda e: e.lang, config.limit, config.seed)
-        spec = config.rubric_file()  # a bad rubric file fails here, before anything is asked
+        config.rubric_file()  # a bad rubric file fails here, before anything is asked
         sides: Sides = config.sides or "self"
         runs = plan_runs(episodes, sides != "self", sides)
         info = DatasetInfo(
@@ -396,7 +396,6 @@ class InteractionTrack(TrackBase[InteractionConfig, Run]):
                 "prompt_sha256": ip.PROMPT_SHA256,
                 "episodes": len(episodes),
                 "runs": len(runs),
-                **({"rubric_sha256": spec.sha256} if spec is not None else {}),
             },
             context=data.name,
             dataset=info,
