@@ -18,6 +18,7 @@ from rich.text import Text
 
 from dialogbench.cli.ui import console
 from dialogbench.data.demo.model import TASKS
+from dialogbench.judging.rubric_files import load_rubric_file
 from dialogbench.stats.bootstrap import Estimate
 from dialogbench.tracks.demo.interaction_prompts import DIMENSIONS
 from dialogbench.tracks.demo.report import paper_rows, read_run, sotopia_rows
@@ -37,8 +38,8 @@ def table3(runs: Sequence[Path], n_boot: int, seed: int) -> list[Table | Text]:
     rows = paper_rows(infos, n_boot=n_boot, seed=seed)
     if rows:
         table = Table(
-            title="DEMO, the paper's Table 3 shape (judge 0-10; point estimates, intervals in "
-            "--json)",
+            title="DEMO, the paper's Table 3 shape (judge 0-10, point estimates recomputed "
+            "from items.jsonl)",
             title_justify="left",
         )
         table.add_column("model", style="bold")
@@ -76,8 +77,9 @@ def table3(runs: Sequence[Path], n_boot: int, seed: int) -> list[Table | Text]:
         columns = list(dict.fromkeys(c for figures in sotopia.values() for c in figures))
         table = Table(title="SOTOPIA, the paper's Table 4 shape", title_justify="left")
         table.add_column("model", style="bold")
+        short = {d.name: d.short or d.name for d in load_rubric_file("sotopia").dimensions}
         for c in columns:
-            table.add_column(c, justify="right")
+            table.add_column(short.get(c, c), justify="right")
         for model, figures in sotopia.items():
             table.add_row(model, *(_cell(figures.get(c)) for c in columns))
         shown.append(table)
