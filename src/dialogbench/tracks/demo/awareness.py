@@ -677,7 +677,7 @@ def free_form_answer(item: AwarenessItem, raw: str) -> dict[str, Any] | None:
         return None
     try:
         answer = normalise_gold(item.task, data, Path("answer"), item.id, Counter())
-    except (DataError, TypeError, ValueError, AttributeError):
+    except (DataError, TypeError, ValueError, AttributeError, KeyError):
         return None
     return answer or None
 
