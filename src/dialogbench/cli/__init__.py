@@ -24,6 +24,7 @@ from dialogbench.cli.build import build_app, data_show
 from dialogbench.cli.compare import compare_app
 from dialogbench.cli.export import export_app
 from dialogbench.cli.report import register as register_report
+from dialogbench.cli.report_demo import print_table3
 from dialogbench.cli.run import register_commands
 from dialogbench.cli.ui import console, csv, err, friendly_errors, table_of
 from dialogbench.data.demo.model import TASKS
@@ -79,6 +80,11 @@ register_report(app, report_app)  # `report RUN_DIR...` (HTML) and `view`
 
 @report_app.command("demo")
 def report_demo_cmd(
+    runs: Annotated[
+        list[Path] | None,
+        typer.Argument(help="finished DEMO runs, one or two per model: the paper's Table 3"),
+    ] = None,
+    n_boot: Annotated[int, typer.Option(help="bootstrap resamples", min=1)] = 2000,
     awareness: Annotated[
         Path | None, typer.Option(help="a finished demo-awareness run folder")
     ] = None,
@@ -86,11 +92,15 @@ def report_demo_cmd(
         Path | None, typer.Option(help="a finished demo-interaction run folder")
     ] = None,
 ) -> None:
-    """DEMO's table: the task means, the element-awareness average, the interaction
-    dimensions and average, and DEMO's overall, per language, never pooled."""
+    """DEMO's table. With RUN_DIR...: the paper's Table 3, one row per model, English and
+    Chinese apart and pooled. With --awareness/--interaction only: one run's figures with
+    their intervals, per language."""
     with friendly_errors():
+        if runs:
+            print_table3([*runs, *(r for r in (awareness, interaction) if r)], n_boot, seed=0)
+            return
         if awareness is None and interaction is None:
-            raise ValueError("give --awareness RUN and/or --interaction RUN")
+            raise ValueError("give RUN_DIR... (or --awareness RUN and/or --interaction RUN)")
         tables: dict[str, AwarenessTable] = {}
         if awareness is not None:
             found = _summary(awareness, "demo-awareness")["awareness"]

@@ -1,6 +1,6 @@
 """`dialogbench export ...`: a finished run's outputs in other formats.
 
-    dialogbench export ratings RUN_DIR --out ratings.csv [--humans alice,bob]
+    dialogbench export ratings RUN_DIR [RUN_DIR/judges/* ...] --out ratings.csv [--humans a,b]
 
 `export ratings` writes the judge's scores of a run as a long-format ratings file (item,
 rater, dimension, score, kind) with a blank row per human rater beside each, for people to
@@ -15,24 +15,30 @@ from typing import Annotated
 import typer
 
 from dialogbench.cli.ui import console, csv, friendly_errors
-from dialogbench.judging.ratings import ratings_from_run, write_ratings
+from dialogbench.judging.ratings import merge_ratings, ratings_from_run, write_ratings
 
 export_app = typer.Typer(help="Export a finished run's outputs.", no_args_is_help=True)
 
 
 @export_app.command("ratings")
 def export_ratings_cmd(
-    run: Annotated[Path, typer.Argument(help="a finished run folder of a judged track")],
+    runs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="finished run folders of a judged track: one run, or the same run judged "
+            "by several judges (RUN and RUN/judges/*, from `dialogbench score`)"
+        ),
+    ],
     out: Annotated[Path, typer.Option(help="the ratings CSV to write")],
     humans: Annotated[
         str, typer.Option(help="human raters to leave a blank row for, comma-separated")
     ] = "human1,human2",
 ) -> None:
-    """The run's judged items as a ratings file, with blank rows for human raters to fill."""
+    """The runs' judged items as one ratings file, with blank rows for human raters to fill."""
     with friendly_errors():
-        ratings = ratings_from_run(run, csv(humans))
+        ratings = merge_ratings([ratings_from_run(run, csv(humans)) for run in runs], runs)
         if not ratings:
-            raise ValueError(f"{run}: no judged item to export (was the run judged?)")
+            raise ValueError(f"{runs[0]}: no judged item to export (was the run judged?)")
         n = write_ratings(out, ratings)
         judged = sum(1 for r in ratings if r.kind == "judge")
         console.print(

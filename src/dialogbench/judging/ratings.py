@@ -248,3 +248,23 @@ def ratings_from_run(run: Path, humans: Sequence[str] = ("human1", "human2")) ->
             out.append(Rating(item, judge, dimension, score, "judge"))
             out += [Rating(item, h, dimension, None, "human") for h in humans]
     return out
+
+
+def merge_ratings(parts: Sequence[Sequence[Rating]], sources: Sequence[Path]) -> list[Rating]:
+    """Several runs' ratings as one file: each judge's scores once, each human's blank row
+    once per item and dimension; the same judge scoring an item twice is an error."""
+    out: list[Rating] = []
+    seen: dict[tuple[str, str, str], Path] = {}
+    for ratings, source in zip(parts, sources, strict=True):
+        for r in ratings:
+            key = (r.item, r.rater, r.dimension)
+            if key in seen:
+                if r.kind == "human":
+                    continue
+                raise ValueError(
+                    f"{source}: judge {r.rater!r} already scored {r.item!r} ({r.dimension}) "
+                    f"in {seen[key]}; give each judge's run once"
+                )
+            seen[key] = source
+            out.append(r)
+    return out

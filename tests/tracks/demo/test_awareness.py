@@ -355,7 +355,10 @@ class Scripted:
             candidate = _tagged("candidate", prompt)
             if "BROKEN" in candidate:
                 return "Mostly right, I would say."
-            same = json.loads(candidate) == json.loads(_tagged("reference", prompt))
+            try:
+                same = json.loads(candidate) == json.loads(_tagged("reference", prompt))
+            except json.JSONDecodeError:  # an answer judged as written
+                same = False
             scores = (10, 10) if same else (4, 6)
             return json.dumps(
                 {"reason": "compared", "accuracy": scores[0], "hallucination": scores[1]}
@@ -402,9 +405,9 @@ def test_scripted_run_resumes_and_counts(tmp_path: Path, monkeypatch: pytest.Mon
             ds, out, config, model=settings, progress=lambda w, i, n: seen.append((w, i, n))
         )
         first = srv.request_count
-        # 9 items: one prediction never parses (2 tries) and is never judged; one verdict
-        # never validates (2 tries)
-        assert (script.predictions, script.verdicts) == (10, 9) and first == 19
+        # 9 items: one prediction never parses (2 tries) and is judged as written; one
+        # verdict never validates (2 tries)
+        assert (script.predictions, script.verdicts) == (10, 10) and first == 20
         assert seen[0] == ("solve", 0, 18) and seen[-1][1:] == (18, 18)
         assert {w for w, _, _ in seen} == {"solve", "score"}
         items_text = (out / "items.jsonl").read_text()
@@ -444,8 +447,9 @@ def test_scripted_run_resumes_and_counts(tmp_path: Path, monkeypatch: pytest.Mon
         "items": 3,
         "prediction_unparsed": 1,
         "prediction_call_failed": 0,
+        "unparsed_scored": 1,
         "judge_unscored": 0,
-        "scored": 2,
+        "scored": 3,
     }
     assert counts["en"]["goal"]["judge_unscored"] == 1 and counts["en"]["goal"]["scored"] == 1
     assert counts["zh"] == {
@@ -453,6 +457,7 @@ def test_scripted_run_resumes_and_counts(tmp_path: Path, monkeypatch: pytest.Mon
             "items": 2,
             "prediction_unparsed": 0,
             "prediction_call_failed": 0,
+            "unparsed_scored": 0,
             "judge_unscored": 0,
             "scored": 2,
         },
@@ -460,6 +465,7 @@ def test_scripted_run_resumes_and_counts(tmp_path: Path, monkeypatch: pytest.Mon
             "items": 1,
             "prediction_unparsed": 0,
             "prediction_call_failed": 0,
+            "unparsed_scored": 0,
             "judge_unscored": 0,
             "scored": 1,
         },
@@ -468,11 +474,10 @@ def test_scripted_run_resumes_and_counts(tmp_path: Path, monkeypatch: pytest.Mon
     rows = {r["id"]: r for r in map(json.loads, items_text.splitlines())}
     assert len(rows) == 9
     unparsed = rows["u3-en"]
-    assert unparsed["prediction"]["parsed"] is None and unparsed["judge_model"] is None
-    assert not unparsed["judged"] and unparsed["judge_skipped"]
+    assert unparsed["prediction"]["parsed"] is None and unparsed["judged"]  # as written
     assert unparsed["prediction"]["raw"].startswith("The sentiment is positive")
     assert unparsed["prediction"]["error"] and unparsed["prediction"]["attempts"] == 2
-    assert unparsed["score"] is None
+    assert unparsed["score"] == 5.0
     assert all(o["correct"] is None for o in unparsed["objective"].values())
     unscored = rows["g2"]
     assert unscored["judged"] is False and unscored["judge_raw"].startswith("Mostly right")
@@ -488,13 +493,15 @@ def test_scripted_run_resumes_and_counts(tmp_path: Path, monkeypatch: pytest.Mon
     assert rows["u1-en"]["gold"] == utterance_item(1).gold
 
     judge = result.summary["judge"]
-    assert judge["en"]["utterance"]["accuracy"].value == 7.0  # (10 + 4) / 2, u3 left out
-    assert judge["en"]["utterance"]["score"].n == 2
+    assert judge["en"]["utterance"]["accuracy"].value == 6.0  # (10 + 4 + 4) / 3, u3 counted
+    assert judge["en"]["utterance"]["score"].n == 3
+    assert judge["en"]["utterance"]["score_parsed_only"].value == 7.5  # (10 + 5) / 2
+    assert judge["en"]["utterance"]["score_parsed_only"].n == 2
     assert judge["en"]["goal"]["score"].value == 10.0 and judge["en"]["goal"]["score"].n == 1
     assert judge["zh"]["persona"]["score"].value == 7.5  # (10 + 5) / 2
     en = result.tables["en"]
-    assert en.tasks["utterance"].value == 7.5 and en.unscored["utterance"] == 1
-    assert en.average.value == pytest.approx((10.0 + 10.0 + 7.5) / 3)
+    assert en.tasks["utterance"].value == pytest.approx(20 / 3) and en.unscored["utterance"] == 0
+    assert en.average.value == pytest.approx((10.0 + 10.0 + 20 / 3) / 3)
     assert en.missing == ["persona"] and result.tables["zh"].missing == ["goal", "scene"]
     for lang, by_task in judge.items():  # one figure, one interval: bootstrapped once
         for task, figures in by_task.items():
@@ -516,7 +523,8 @@ def test_scripted_run_resumes_and_counts(tmp_path: Path, monkeypatch: pytest.Mon
     assert objective["en"]["goal_completion"]["n"] == 2
 
     warnings = json.loads((out / "warnings.json").read_text())["warnings"]
-    assert any("utterance (en): 1 of 3 predictions never gave valid JSON" in w for w in warnings)
+    said = "utterance (en): 1 of 3 answers could not be read as JSON fields; 1 were judged"
+    assert any(said in w for w in warnings), warnings
     assert any("goal (en): 1 verdicts unscored" in w for w in warnings)
     assert any("emotion (en): 1 predicted labels outside" in w for w in warnings)
     # zh holds utterance and persona items only: goal and scene are absent, not unscored
@@ -531,7 +539,7 @@ def test_scripted_run_resumes_and_counts(tmp_path: Path, monkeypatch: pytest.Mon
     assert set(summary["awareness"]["en"]["average"]) == {"value", "ci_low", "ci_high", "n"}
     usage = json.loads((out / "usage.json").read_text())
     assert usage["roles"]["model"]["calls"] == 10  # 9 items + 1 correction
-    assert usage["roles"]["judge"]["calls"] == 9  # 8 parsed answers + 1 correction
+    assert usage["roles"]["judge"]["calls"] == 10  # 9 answers + 1 correction
     assert usage["stages"]["solve"]["model"]["calls"] == 10
     assert usage["total"]["tokens_processed"] > 0
 
@@ -653,11 +661,13 @@ def test_embedded_model_on_a_cped_item(tmp_path: Path) -> None:
     (row,) = [json.loads(x) for x in (tmp_path / "items.jsonl").read_text().splitlines()]
     c = result.counts["zh"]["scene"]
     assert c["items"] == 1 and row["prediction"]["raw"]
-    if row["prediction"]["parsed"] is None:  # smoke-quality model: either way it is counted
-        assert c["prediction_unparsed"] == 1 and row["judge_model"] is None
-    else:
-        assert c["scored"] + c["judge_unscored"] == 1
-        assert row["judged"] or row["judge_raw"]
+    # smoke-quality model: parsed or not, the answer is judged (as written when unparsed)
+    assert c["prediction_unparsed"] == (row["prediction"]["parsed"] is None)
+    assert row["judge_model"] == "embedded"
+    assert c["scored"] + c["judge_unscored"] == 1
+    # a verdict that failed to validate keeps its raw text; a call that timed out (a busy
+    # machine) says so, and the run counts it as failed
+    assert row["judged"] or row["judge_raw"] or row["judge_error"].startswith("call failed")
     assert result.usage["roles"]["model"]["completion_tokens"] > 0
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["roles"]["model"]["model"] == "embedded"

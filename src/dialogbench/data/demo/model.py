@@ -69,6 +69,16 @@ class Persona(_Record):
     speaking_style: str | None = None
     hobby: str | None = None
     background: str | None = None
+    values: str | None = Field(
+        default=None,
+        description="what the person values (SOTOPIA: moral and Schwartz values, "
+        "decision style); shown to the person themself, never to the partner",
+    )
+    secret: str | None = Field(
+        default=None,
+        description="what the person keeps to themself (SOTOPIA's `secret`); "
+        "shown to the person themself and the judge, never to the partner",
+    )
 
     @model_validator(mode="after")
     def _traits(self) -> Persona:

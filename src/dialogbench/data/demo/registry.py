@@ -42,7 +42,9 @@ def _casino(folder: Path, splits: tuple[str, ...] | None, seed: int) -> DemoSet:
 
 
 def _sotopia(folder: Path, splits: tuple[str, ...] | None, seed: int) -> DemoSet:
-    return sotopia.load_sotopia(folder)
+    if splits and len(splits) > 1:
+        raise DataError(folder, "pick one SOTOPIA subset", fix="use sotopia:hard or sotopia")
+    return sotopia.load_sotopia(folder, splits[0] if splits else "all")
 
 
 DEMO_DATASETS: dict[str, DemoDatasetSpec] = {
@@ -73,12 +75,14 @@ DEMO_DATASETS: dict[str, DemoDatasetSpec] = {
         DemoDatasetSpec(
             name="sotopia",
             description="SOTOPIA: 450 benchmark episodes (90 social scenarios x 5 agent "
-            "pairs) with goals, profiles and relationships",
+            "pairs) with goals, profiles, secrets and relationships; sotopia:hard is "
+            "SOTOPIA-hard (14 scenarios, 70 episodes)",
             folder="sotopia",
             licence=sotopia.LICENCE,
             provides="interaction episodes, en",
             loader=_sotopia,
             marker="env_agent_combo_storages.jsonl",
+            splits=sotopia.SUBSETS,
         ),
     )
 }

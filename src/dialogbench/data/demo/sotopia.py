@@ -14,7 +14,16 @@ id = combo_id):
   occupation, Big Five (high/low) and a `background` composed from the public profile:
   age, gender, occupation, pronouns and `public_info`. Personality, values and secrets
   are not in the background (SOTOPIA never shows secrets, and shows personality only to
-  friends and closer).
+  friends and closer): they go to `values` (personality_and_values, moral values,
+  Schwartz values, decision-making style) and `secret`, which each agent is shown about
+  itself only (as SOTOPIA shows an agent its own full profile) and the judge about both.
+
+Subsets (`sotopia:hard`): `hard` is SOTOPIA-hard, the 14 scenarios SOTOPIA's benchmark runs
+with `--task hard` (its EnvironmentList 01HAK34YPB1H1RWXQDASDKHSNS, read by
+`sotopia/cli/benchmark/benchmark.py`; the DEMO paper's out-of-domain test, section 4.3),
+each with its 5 agent pairs of the benchmark set: 70 episodes. `all` (the default) is the
+450. The list lives in SOTOPIA's database dump, not in its profile files, so its ids are
+written out here (`HARD_ENVIRONMENTS`).
 
 Familiarity: DEMO shows a participant the partner's background when familiarity >= 4.
 SOTOPIA shows strangers nothing of the partner, people who know each other by name only
@@ -64,9 +73,31 @@ GENDERS = {word: g for word, g in GENDER_WORDS.items() if g in labels.GENDERS}
 """The SOTOPIA genders that have a DEMO gender label."""
 _TAG = re.compile(r"</?[a-z_]+>")
 
+HARD_ENVIRONMENTS: dict[str, str] = {
+    "01H7VFHNV13MHN97GAH73E3KM8": "revenge_plot",
+    "01H7VFHN5WVC5HKKVBHZBA553R": "game_winning",
+    "01H7VFHN9W0WAFZCBT09PKJJNK": "share_stuff",
+    "01H7VFHPDZVVCDZR3AARA547CY": "donate_funds",
+    "01H7VFHPQQQY6H4DNC6NBQ8XTG": "craigslist_bargains_00000",
+    "01H7VFHN7WJK7VWVRZZTQ6DX9T": "join_trip",
+    "01H7VFHPS5WJW2694R1MNC8JFY": "craigslist_bargains_00002",
+    "01H7VFHNN7XTR99319DS8KZCQM": "share_blanket",
+    "01H7VFHQ11NAMZS4A2RDGDB01V": "craigslist_bargains_00007",
+    "01H7VFHPSWGDGEYRP63H2DJKV0": "craigslist_bargains_00003",
+    "01H7VFHNF4G18PC9JHGRC8A1R6": "unwelcome_guest",
+    "01H7VFHNNYH3W0VRWVY178K2TK": "sleep_arrangement",
+    "01H7VFHP8AN5643B0NR0NP00VE": "divide_items",
+    "01H7VFHN7A1ZX5KSMT2YN9RXC4": "sell_item",
+}
+"""SOTOPIA-hard: environment id -> codename (module docstring)."""
+SUBSETS = ("all", "hard")
 
-def load_sotopia(folder: Path) -> DemoSet:
-    """SOTOPIA's benchmark combos in `folder` as interaction episodes."""
+
+def load_sotopia(folder: Path, subset: str = "all") -> DemoSet:
+    """SOTOPIA's benchmark combos in `folder` as interaction episodes (`subset` "hard":
+    SOTOPIA-hard's 70 only)."""
+    if subset not in SUBSETS:
+        raise DataError(folder, f"unknown SOTOPIA subset {subset!r}", fix=f"use one of {SUBSETS}")
     paths = {key: folder / name for key, name in FILES.items()}
     for path in paths.values():
         if not path.exists():
@@ -112,6 +143,8 @@ def load_sotopia(folder: Path) -> DemoSet:
                     field="agent_ids",
                     fix=f"the id must be in {FILES['agents']}",
                 )
+        if subset == "hard" and combo["env_id"] not in HARD_ENVIRONMENTS:
+            continue
         code = _relationship(env, paths["environments"])
         pair = pairs.get(frozenset(ids))
         if pair is not None and _relationship(pair, paths["relationships"]) != code:
@@ -124,8 +157,14 @@ def load_sotopia(folder: Path) -> DemoSet:
         f"relationship profile ({what}); the environment's is used, as SOTOPIA does"
         for what, n in sorted(differ.items())
     ]
+    if subset == "hard" and not episodes:
+        raise DataError(
+            paths["combos"],
+            "none of SOTOPIA-hard's 14 environments is in the benchmark combos",
+            fix="use SOTOPIA's own env_agent_combo_storages.jsonl",
+        )
     return DemoSet(
-        name="sotopia",
+        name="sotopia" if subset == "all" else f"sotopia:{subset}",
         episodes=episodes,
         sha256=sha256_files(paths.values(), root=folder),
         source=f"SOTOPIA profiles ({folder})",
@@ -187,7 +226,28 @@ def _persona(agent: dict[str, Any]) -> Persona:
         occupation=occupation,
         big_five=traits,  # type: ignore[arg-type]
         background=" ".join(" ".join(sentences).split()),
+        values=_values(agent),
+        secret=str(agent.get("secret") or "").strip() or None,
     )
+
+
+def _values(agent: dict[str, Any]) -> str | None:
+    """An agent's personality and values as one text (SOTOPIA's own fields, kept)."""
+    parts = []
+    for key, label in (
+        ("moral_values", "Moral values"),
+        ("schwartz_personal_values", "Schwartz values"),
+    ):
+        value = agent.get(key)
+        if isinstance(value, list) and value:
+            parts.append(f"{label}: {', '.join(str(v).strip() for v in value)}.")
+    style = str(agent.get("decision_making_style") or "").strip()
+    if style:
+        parts.append(f"Decision-making style: {style}.")
+    about = str(agent.get("personality_and_values") or "").strip()
+    if about:
+        parts.append(about)
+    return " ".join(parts) or None
 
 
 def _big_five_pairs(text: str) -> list[list[str]]:

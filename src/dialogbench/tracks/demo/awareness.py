@@ -1,20 +1,37 @@
-"""DEMO's element-awareness track: the model under test reads a whole dialogue and answers,
-in JSON, one of four tasks about it (goal recognition, persona modelling, scene
-reconstruction, utterance mining); a judge scores each answer against the gold.
+"""DEMO's element-awareness track: the model under test reads a whole dialogue and answers
+one of four tasks about it (goal recognition, persona modelling, scene reconstruction,
+utterance mining); a judge scores each answer against the gold.
+
+Two protocols (`--protocol`):
+
+    schema (default)  our prompt asks for a JSON object with exactly the fields the gold
+                      holds (labels listed where a field has a closed set), checked against
+                      the item's answer schema (`Model.generate_structured`; 0-10 integers
+                      checked); an answer that still fails after `max_fixes` corrections is
+                      kept with its raw text, counted `prediction_unparsed`, and judged as
+                      written.
+    paper             DEMO's own released instruction (`AwarenessItem.instruction`, only on
+                      items from DEMO's files), sent as the one user message as DEMO's code
+                      does: a free-form answer, no schema, no field list, no correction; every
+                      answer is judged as written. Its JSON, where one can be read in the
+                      paper's shape, feeds the objective metrics; an answer without one is
+                      counted `prediction_unparsed` (and judged all the same).
 
 Per item:
 
-    prediction   `Model.generate_structured` with the item's answer schema (the task's
-                 fields the gold holds, all required; 0-10 integers checked). A reply that
-                 still fails after `max_fixes` corrections is kept unparsed with its raw
-                 text: counted, never judged, never scored 0.
     verdict      a `Judge` with two 0-10 dimensions (appendix F): `accuracy` (agreement
                  with the gold) and `hallucination` (10: nothing beyond the gold). The
                  item's score is their mean (`aggregate.item_score`); an unscored verdict is
-                 kept with its raw text and counted.
+                 kept with its raw text and counted. Only an answer that never came (a
+                 failed call) goes unjudged; a rerun asks for it again.
     objective    every gold field with a closed label set (`AwarenessItem.options`):
                  whether the predicted label is right; `goal_completion` and
                  `familiarity`: the absolute error.
+
+The judged means count every judged answer, unparsed ones as the judge scored them, as
+DEMO's judge does (leaving them out would flatter a model that cannot keep a format);
+`score_parsed_only` beside each task's score leaves them out, and counts.json says how many
+there were.
 
 Labels. Gold and predicted labels are matched to the label set the same way,
 `data.demo.labels.match_label`: after normalising case, spaces, `_`/`-`, quotes and a final
@@ -43,7 +60,8 @@ RUN_DIR/items.jsonl     one record per item: ids, task, lang, the gold the judge
 RUN_DIR/summary.json    judge: lang -> task -> accuracy, hallucination, score; awareness:
                         lang -> the paper's table half (`aggregate.AwarenessTable`);
                         objective: lang -> field -> metrics; every figure with its interval
-RUN_DIR/counts.json     lang -> task -> items, prediction_unparsed, judge_unscored, scored
+RUN_DIR/counts.json     lang -> task -> items, prediction_unparsed, prediction_call_failed,
+                        unparsed_scored (judged as written), judge_unscored, scored
 RUN_DIR/usage.json      calls and tokens per role (model, judge) and stage (the runner's)
 RUN_DIR/warnings.json   data warnings, unparsed predictions, unscored verdicts, labels
                         outside their set
@@ -55,10 +73,11 @@ from __future__ import annotations
 import functools
 import json
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -68,13 +87,14 @@ from rich.table import Table
 from dialogbench.data.demo.items import PARTICIPANTS, get_path
 from dialogbench.data.demo.labels import match_label
 from dialogbench.data.demo.model import TASKS, TRAITS, AwarenessItem, DemoSet, Task
+from dialogbench.data.demo.release import normalise_gold
 from dialogbench.data.errors import DataError
 from dialogbench.judging import is_unscored, verdict_fields
 from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge
 from dialogbench.lang import Lang
 from dialogbench.models.model import Model
-from dialogbench.models.structured import Structured
-from dialogbench.models.types import GenerateConfig
+from dialogbench.models.structured import Structured, extract_json
+from dialogbench.models.types import ChatMessage, GenerateConfig
 from dialogbench.report.table import summary_table
 from dialogbench.runner import (
     DatasetInfo,
@@ -107,6 +127,9 @@ LANGS: tuple[Lang, ...] = ("en", "zh")
 NUMERIC = tuple(n for fields in ap.TASK_FIELDS.values() for n, k in fields.items() if k == "score")
 """Numeric gold fields (`goal_completion`, `familiarity`), scored by absolute error."""
 PREDICT_TAG, JUDGE_TAG = "awareness:predict", "awareness:judge"
+FREE_FORM_UNREAD = "no JSON answer in the paper's shape could be read (judged as written)"
+Protocol = Literal["schema", "paper"]
+"""How an item is asked (module docstring): our schema-checked prompt, or DEMO's own."""
 
 # -- answer schemas -------------------------------------------------------------------------
 
@@ -312,6 +335,12 @@ class AwarenessConfig:
     """Tasks, a limit, and the model settings (temperature 0, as in the paper)."""
 
     tasks: tuple[Task, ...] = option(TASKS, help="the awareness tasks to ask")
+    protocol: Protocol = option(  # noqa: RUF009  (an option field, like the others)
+        "schema",
+        help="schema: our prompt asks for the gold's fields as JSON, checked against a schema; "
+        "paper: DEMO's released instruction, a free-form answer, judged as written (DEMO's "
+        "own files only)",
+    )
     limit: int | None = option(
         None, help="at most this many items, drawn in turn from each task x language", min=1
     )
@@ -406,6 +435,15 @@ class AwarenessTrack(TrackBase[AwarenessConfig, AwarenessItem]):
         for item in items:  # bad gold fails here, before anything is written or asked
             asked_shape(item, str(data.source))
             objective_outcomes(item, None, str(data.source))
+            if config.protocol == "paper" and not item.instruction:
+                raise DataError(
+                    **_where(item, str(data.source)),
+                    problem="--protocol paper asks DEMO's released instruction, and this item "
+                    "has none (it does not come from DEMO's files)",
+                    field="instruction",
+                    fix="run DEMO's element_awareness_*.json files with --protocol paper, or "
+                    "use --protocol schema (our prompt) for other corpora",
+                )
         order = {
             part_name(t, lang): k
             for k, (t, lang) in enumerate((t, lang) for t in config.tasks for lang in LANGS)
@@ -442,15 +480,29 @@ class AwarenessTrack(TrackBase[AwarenessConfig, AwarenessItem]):
     ) -> Rows:
         """The item's prediction and its objective outcomes (the verdict comes in `score`)."""
         item, names = unit, plan.context[1]
-        messages = ap.prediction_messages(item, _names(item, names))
-        got: Structured[BaseModel] = await models["model"].generate_structured(
-            messages,
-            answer_schema(item),
-            config.predict_config(),
-            max_fixes=config.max_fixes,
-            tag=PREDICT_TAG,
-        )
-        answer = got.value.model_dump(exclude_none=True) if got.value is not None else None
+        if config.protocol == "paper":
+            got_text = await models["model"].generate_parsed(
+                [{"role": "user", "content": item.instruction or ""}],
+                _as_written,
+                _never_corrected,
+                config.predict_config(),
+                max_fixes=0,
+                tag=PREDICT_TAG,
+            )
+            answer = free_form_answer(item, got_text.raw) if got_text.ok else None
+            if got_text.ok and answer is None:
+                got_text = got_text.model_copy(update={"error": FREE_FORM_UNREAD})
+            got: Structured[Any] = got_text
+        else:
+            messages = ap.prediction_messages(item, _names(item, names))
+            got = await models["model"].generate_structured(
+                messages,
+                answer_schema(item),
+                config.predict_config(),
+                max_fixes=config.max_fixes,
+                tag=PREDICT_TAG,
+            )
+            answer = got.value.model_dump(exclude_none=True) if got.value is not None else None
         row = {
             "id": item.id,
             "dialogue_id": item.dialogue_id,
@@ -476,12 +528,13 @@ class AwarenessTrack(TrackBase[AwarenessConfig, AwarenessItem]):
         config: AwarenessConfig,
         plan: Plan[AwarenessItem],
     ) -> Rows:
-        """The judge's verdict on a parsed answer (none for an unparsed one): the common judge
-        fields (`judging.verdict_fields`) and the item's score, before the objective outcomes."""
+        """The judge's verdict on the answer (`judged_text`; none when no answer came): the
+        common judge fields (`judging.verdict_fields`) and the item's score, then the
+        objective outcomes."""
         solved = rows[0]
-        answer = solved["prediction"]["parsed"]
-        if answer is None:
-            fields = verdict_fields(None, skipped="the prediction was never valid JSON")
+        candidate = judged_text(solved["prediction"], config.protocol)
+        if candidate is None:
+            fields = verdict_fields(None, skipped="the model call failed: no answer to judge")
         else:
             judge = Judge(
                 models["judge"],
@@ -489,9 +542,7 @@ class AwarenessTrack(TrackBase[AwarenessConfig, AwarenessItem]):
                 config.judge_config(),
                 max_fixes=config.max_fixes,
             )
-            verdict = await judge.score(
-                _as_json(answer), reference=_as_json(unit.gold), tag=JUDGE_TAG
-            )
+            verdict = await judge.score(candidate, reference=_as_json(unit.gold), tag=JUDGE_TAG)
             fields = verdict_fields(verdict)
         row = {k: v for k, v in solved.items() if k != "objective"}
         row.update(fields, score=item_score(fields["judge_scores"]), objective=solved["objective"])
@@ -562,7 +613,7 @@ def _failures(counts: Mapping[str, Mapping[str, Mapping[str, int]]]) -> dict[str
     """Rows that could not be scored, by cause."""
     tasks = [c for by_task in counts.values() for c in by_task.values()]
     found = {
-        "predictions never valid JSON": sum(c["prediction_unparsed"] for c in tasks),
+        "predictions whose call failed": sum(c["prediction_call_failed"] for c in tasks),
         "verdicts unscored": sum(c["judge_unscored"] for c in tasks),
     }
     return {cause: n for cause, n in found.items() if n}
@@ -604,6 +655,43 @@ def _as_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2)
 
 
+def _as_written(raw: str) -> str:
+    """The free-form protocol's parser: every reply is an answer, as written."""
+    return raw
+
+
+def _never_corrected(error: str) -> ChatMessage:  # pragma: no cover (max_fixes=0)
+    raise AssertionError(f"a free-form answer is never sent back ({error})")
+
+
+def free_form_answer(item: AwarenessItem, raw: str) -> dict[str, Any] | None:
+    """The fields a free-form answer holds, read as DEMO's files are read (a JSON object,
+    fenced or not, in the paper's shape, normalised like the gold); None when there is no
+    JSON object in it or it cannot be read that way. It feeds the objective metrics only:
+    the judge sees the answer as written."""
+    try:
+        data = extract_json(raw)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    try:
+        answer = normalise_gold(item.task, data, Path("answer"), item.id, Counter())
+    except (DataError, TypeError, ValueError, AttributeError, KeyError):
+        return None
+    return answer or None
+
+
+def judged_text(prediction: Mapping[str, Any], protocol: str) -> str | None:
+    """What the judge reads: the answer as written (paper protocol, and an answer that never
+    fitted the schema), else the parsed answer as JSON; None when no answer came (a failed
+    call: not judged, done again on a rerun)."""
+    parsed, raw = prediction["parsed"], prediction.get("raw") or ""
+    if protocol != "paper" and parsed is not None:
+        return _as_json(parsed)
+    return raw if raw.strip() else None
+
+
 # -- figures --------------------------------------------------------------------------------
 
 
@@ -616,10 +704,19 @@ def judge_summary(
     rows: Sequence[Mapping[str, Any]], score: Estimate, n_boot: int, seed: int
 ) -> dict[str, Estimate]:
     """Accuracy and hallucination over the scored items, and `score`, their per-item mean,
-    as the paper table bootstrapped it (one figure, one interval)."""
-    cols = np.column_stack([_column(rows, "accuracy"), _column(rows, "hallucination")])
-    acc, hal = bootstrap_means(cols, n_boot=n_boot, seed=seed)
-    return {"accuracy": acc, "hallucination": hal, "score": score}
+    as the paper table bootstrapped it (one figure, one interval); every judged answer
+    counts, unparsed ones as the judge scored them (DEMO's way). `score_parsed_only` is the
+    mean over the answers that parsed, beside it: the gap shows what unparsed answers cost."""
+    parsed = np.array(
+        [
+            math.nan if r["score"] is None or r["prediction"]["parsed"] is None else r["score"]
+            for r in rows
+        ],
+        dtype=np.float64,
+    )
+    cols = np.column_stack([_column(rows, "accuracy"), _column(rows, "hallucination"), parsed])
+    acc, hal, parsed_only = bootstrap_means(cols, n_boot=n_boot, seed=seed)
+    return {"accuracy": acc, "hallucination": hal, "score": score, "score_parsed_only": parsed_only}
 
 
 def label_metrics(
@@ -740,6 +837,9 @@ def summarise(
                 "prediction_call_failed": sum(
                     1 for r in rows if (r["prediction"]["error"] or "").startswith("call failed")
                 ),
+                "unparsed_scored": sum(
+                    1 for r in rows if r["prediction"]["parsed"] is None and r["score"] is not None
+                ),
                 "judge_unscored": sum(1 for r in rows if is_unscored(r)),
                 "scored": sum(1 for r in rows if r["score"] is not None),
             }
@@ -747,9 +847,10 @@ def summarise(
             where = f"{task} ({lang})"
             if c["prediction_unparsed"]:
                 notes.append(
-                    f"{where}: {c['prediction_unparsed']} of {len(rows)} predictions never "
-                    "gave valid JSON (kept in items.jsonl with raw text and error; not judged, "
-                    "left out of every score)"
+                    f"{where}: {c['prediction_unparsed']} of {len(rows)} answers could not be "
+                    f"read as JSON fields; {c['unparsed_scored']} were judged as written and "
+                    "count in the judged means (as DEMO's judge does; score_parsed_only leaves "
+                    "them out), and they are `unparsed` in the objective metrics"
                 )
             if c["judge_unscored"]:
                 notes.append(

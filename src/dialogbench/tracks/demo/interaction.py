@@ -57,6 +57,7 @@ from dialogbench.data.demo.model import DemoSet, Episode
 from dialogbench.data.errors import DataError
 from dialogbench.judging import is_unscored, verdict_fields
 from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge, Verdict
+from dialogbench.judging.rubric_files import PARTICIPANTS, RubricFile, load_rubric_file
 from dialogbench.models.model import Model
 from dialogbench.models.structured import Structured, extract_json
 from dialogbench.models.types import GenerateConfig
@@ -86,6 +87,7 @@ SIDES: tuple[Sides, ...] = ("self", "p1", "p2", "both")
 Side = Literal["p1", "p2", "both"]
 """Which side of one run the model under test plays ("both": self-play)."""
 FIGURES = (*ip.DIMENSIONS, "average")
+DEMO_RUBRIC = "demo"
 AGENT_TAG, PARTNER_TAG, JUDGE_TAG = "interaction:agent", "interaction:partner", "interaction:judge"
 
 
@@ -120,9 +122,19 @@ class InteractionConfig:
     max_fixes: int = option(
         2, help="corrections asked for a malformed turn (and an unusable verdict)", min=0, max=20
     )
+    rubric: str = option(
+        "demo",
+        help="the judge's rubric: demo (DEMO's four dimensions, 0-10), sotopia (SOTOPIA's "
+        "seven, each agent scored), or a path to a rubric JSON file (docs/demo.md)",
+        stage="score",
+    )
 
     def __post_init__(self) -> None:
         check(self)
+
+    def rubric_file(self) -> RubricFile | None:
+        """The rubric file `rubric` names; None for DEMO's own (built into the prompts)."""
+        return None if self.rubric == DEMO_RUBRIC else load_rubric_file(self.rubric)
 
     def agent_config(self, constrain: bool | None = None) -> GenerateConfig:
         """The agents' settings; `constrain` stands in for an unset `constrain_turns`."""
@@ -171,9 +183,15 @@ def parse_turn(text: str, speaker: str) -> ParsedTurn:
     """Read one agent reply; `ValueError` with a short reason when it cannot be used.
 
     A turn is `{"person": speaker, "content": words}`; the end marker is `{"end": true}`
-    (with or without `person`, and with optional last words under `content`).
+    (with or without `person`, and with optional last words under `content`). DEMO's end
+    marker, `*ENDING*` in the content or anywhere in a reply without JSON, ends it too.
     """
-    data = extract_json(text)
+    try:
+        data = extract_json(text)
+    except ValueError:
+        if ip.DEMO_END in text:
+            return ParsedTurn(None, True)
+        raise
     if not isinstance(data, dict):
         raise ValueError("the reply is JSON but not an object")
     person = data.get("person")
@@ -184,6 +202,8 @@ def parse_turn(text: str, speaker: str) -> ParsedTurn:
         raise ValueError('"content" must be a string')
     words = content.strip() if content else None
     end = data.get(ip.END_KEY) is True
+    if words is not None and ip.DEMO_END in words:
+        words, end = words.replace(ip.DEMO_END, "").strip() or None, True
     if not end:
         if person is None:
             raise ValueError(f'"person" is missing (it must be "{speaker}")')
@@ -363,6 +383,7 @@ class InteractionTrack(TrackBase[InteractionConfig, Run]):
                 fix="give every episode its own id",
             )
         episodes = stratified_limit(episodes, lambda e: e.lang, config.limit, config.seed)
+        config.rubric_file()  # a bad rubric file fails here, before anything is asked
         sides: Sides = config.sides or "self"
         runs = plan_runs(episodes, sides != "self", sides)
         info = DatasetInfo(
@@ -395,11 +416,18 @@ class InteractionTrack(TrackBase[InteractionConfig, Run]):
     ) -> Rows:
         """The items.jsonl row: the record with the judge's verdict (none for a failed run)."""
         record = rows[0]
-        if record["ending"] == "failed":
+        spec = config.rubric_file()
+        if spec is not None:
+            if record["ending"] == "failed":
+                return [rubric_item(record, None, spec)]
+            rubric = spec.rubric(unit.episode.lang)
+        elif record["ending"] == "failed":
             return [_item(record, None)]
-        rubric = ip.JUDGE_RUBRICS[unit.episode.lang]
+        else:
+            rubric = ip.JUDGE_RUBRICS[unit.episode.lang]
         judge = Judge(models["judge"], rubric, config.judge_config(), max_fixes=config.max_fixes)
-        return [_item(record, await judge_episode(unit.episode, record, judge))]
+        verdict = await judge_episode(unit.episode, record, judge)
+        return [_item(record, verdict) if spec is None else rubric_item(record, verdict, spec)]
 
     def aggregate(self, plan: Plan[Run], rows: Rows, config: InteractionConfig) -> Outcome:
         result = summarise(rows, config)
@@ -417,8 +445,10 @@ class InteractionTrack(TrackBase[InteractionConfig, Run]):
 
     def show(self, outcome: Outcome, config: InteractionConfig) -> list[Table | str]:
         result: InteractionResult = outcome.result
+        scale = "0-10" if config.rubric == DEMO_RUBRIC else f"rubric {config.rubric}"
         title = (
-            f"Dialogue agent interaction on {result.dataset}, judge 0-10 (95% bootstrap intervals)"
+            f"Dialogue agent interaction on {result.dataset}, judge {scale} "
+            "(95% bootstrap intervals)"
         )
         columns = list(dict.fromkeys(col for row in result.summary.values() for col in row))
         shown: list[Table | str] = [
@@ -428,8 +458,13 @@ class InteractionTrack(TrackBase[InteractionConfig, Run]):
         return shown
 
     def judgments(self, rows: Rows) -> dict[str, float]:
-        """Run id -> the judge's average of the four dimensions (scored runs)."""
-        return {r["id"]: float(r["average"]) for r in rows if r["average"] is not None}
+        """Run id -> the judge's mean of the rubric's dimensions (scored runs)."""
+        found: dict[str, float] = {}
+        for r in rows:
+            value = r.get(r.get("judge_overall", "average"))
+            if value is not None:
+                found[r["id"]] = float(value)
+        return found
 
     def headline(self, outcome: Outcome) -> dict[str, float]:
         """Per language: each dimension's mean and their average."""
@@ -496,6 +531,37 @@ def figures(scores: dict[str, int] | None) -> dict[str, float | None]:
     return out
 
 
+def rubric_item(
+    record: dict[str, Any], verdict: Verdict | None, spec: RubricFile
+) -> dict[str, Any]:
+    """One items.jsonl row judged with a rubric file: the common judge fields, each
+    dimension's score, and their mean under `spec.overall`. A per-agent rubric's scores are
+    kept per participant under `agents`, and each dimension's figure is the mean over the
+    participants the model under test played (both in self-play)."""
+    row: dict[str, Any] = {k: v for k, v in record.items() if k != "turns"}
+    row["n_turns"] = len(record["turns"])
+    if verdict is None:
+        row.update(verdict_fields(None, skipped="episode failed"))
+    else:
+        row.update(verdict_fields(verdict))
+    scores = row["judge_scores"]
+    row["judge_overall"] = spec.overall
+    if spec.per_agent:
+        played = {"p1": ["p1"], "p2": ["p2"]}.get(record["under_test"], list(PARTICIPANTS))
+        agents = spec.agent_scores(scores) if scores is not None else None
+        row["agents"] = agents
+        row["agents_counted"] = played
+        for d in spec.names:
+            row[d] = None if agents is None else float(np.mean([agents[p][d] for p in played]))
+    else:
+        for d in spec.names:
+            row[d] = None if scores is None else float(scores[d])
+    values = [row[d] for d in spec.names]
+    row[spec.overall] = None if scores is None else float(np.mean(values))
+    row["turns"] = record["turns"]
+    return row
+
+
 # -- figures --------------------------------------------------------------------------------
 
 
@@ -520,14 +586,16 @@ def summarise(rows: Sequence[dict[str, Any]], config: InteractionConfig) -> Inte
     runs with a 95% bootstrap interval that resamples episodes."""
     summary: dict[str, dict[str, Estimate]] = {}
     counts: dict[str, dict[str, int]] = {"all": _counts(rows)}
+    spec = config.rubric_file()
+    names = list(FIGURES) if spec is None else [*spec.names, spec.overall]
     for lang in sorted({r["lang"] for r in rows}):
         mine = [r for r in rows if r["lang"] == lang]
         values = np.array(  # None -> NaN
-            [list(figures(r["judge_scores"]).values()) for r in mine], float
+            [[np.nan if r.get(f) is None else r[f] for f in names] for r in mine], float
         )
         clusters = np.array([r["episode"] for r in mine], dtype=str)
         ests = bootstrap_means(values, clusters, n_boot=config.n_boot, seed=config.seed)
-        summary[lang] = dict(zip(FIGURES, ests, strict=True))
+        summary[lang] = dict(zip(names, ests, strict=True))
         counts[lang] = _counts(mine)
     warnings: list[str] = []
     for r in rows:

@@ -12,7 +12,10 @@ numbers, and what to write:
     the end marker  {"person": "<own name>", "end": true}
 
 An agent ends the conversation with the end marker when its goal is achieved or the
-conversation is over; `"person"` is optional there. An object carrying both `content` and
+conversation is over; `"person"` is optional there. DEMO's own marker, `*ENDING*` as the
+content (or anywhere in a reply, as DEMO's code reads it), ends it too. The agent's own
+profile includes what only it knows (`Persona.values`, `Persona.secret`: SOTOPIA's), which
+the partner's never does; the judge sees both. An object carrying both `content` and
 `"end": true` is a last turn followed by the end. With `constrain_turns` the reply's shape
 is also sent as `TURN_SCHEMA` (person, content, end all required).
 
@@ -48,6 +51,10 @@ KNOWN_FROM = 4
 
 END_KEY = "end"
 """The end marker: a reply object with `"end": true` ends the conversation."""
+
+DEMO_END = "*ENDING*"
+"""DEMO's own end marker (`{"person": ..., "content": "*ENDING*"}`; DEMO's code ends an
+episode on any reply containing it), recognised as well as ours."""
 
 TURN_SCHEMA: dict[str, object] = {
     "type": "object",
@@ -88,6 +95,7 @@ class Wording:
     levels: dict[str, str]
     genders: dict[str, str]
     no_profile: str
+    private_labels: dict[str, str]
     goal_head: str
     partner_head: str
     partner_known: str
@@ -149,6 +157,10 @@ EN = Wording(
     levels={"high": "high", "low": "low"},
     genders={"male": "male", "female": "female"},
     no_profile="(no details given)",
+    private_labels={
+        "values": "What you value",
+        "secret": "Your secret (the other person does not know it)",
+    },
     goal_head="## Your goal",
     partner_head="## The other person: {name}",
     partner_known="What you know about them:",
@@ -220,6 +232,7 @@ ZH = Wording(
     levels={"high": "高", "low": "低"},
     genders={"male": "男", "female": "女"},
     no_profile="（没有更多信息）",
+    private_labels={"values": "你看重的东西", "secret": "你的秘密（对方不知道）"},
     goal_head="## 你的目标",
     partner_head="## 对方：{name}",
     partner_known="你对对方的了解：",
@@ -327,6 +340,7 @@ def _constants() -> dict[str, object]:
     return {
         "KNOWN_FROM": KNOWN_FROM,
         "END_KEY": END_KEY,
+        "DEMO_END": DEMO_END,
         "TURN_SCHEMA": TURN_SCHEMA,
         "wording": {lang: asdict(w) for lang, w in WORDING.items()},
         "rubrics": {lang: repr(r) for lang, r in JUDGE_RUBRICS.items()},
@@ -367,8 +381,10 @@ def scene_lines(scene: Scene, w: Wording) -> list[str]:
     return lines
 
 
-def profile_lines(person: Persona, w: Wording) -> list[str]:
-    """A persona's stated fields (not its name), one line each."""
+def profile_lines(person: Persona, w: Wording, private: bool = False) -> list[str]:
+    """A persona's stated fields (not its name), one line each; `private` adds what only
+    the person themself knows (values and secret: shown to them and to the judge, never
+    to the partner)."""
     lines = []
     for key, label in w.profile_labels.items():
         value = getattr(person, key)
@@ -380,6 +396,11 @@ def profile_lines(person: Persona, w: Wording) -> list[str]:
             )
         if value:
             lines.append(f"{label}{w.colon}{value}")
+    if private:
+        for key, label in w.private_labels.items():
+            value = getattr(person, key)
+            if value:
+                lines.append(f"{label}{w.colon}{value}")
     return lines or [w.no_profile]
 
 
@@ -407,7 +428,7 @@ def agent_messages(
     )
     blocks = [
         [w.scene_head, *scene_lines(episode.scene, w)],
-        [w.self_head.format(name=me.name), *profile_lines(me, w)],
+        [w.self_head.format(name=me.name), *profile_lines(me, w, private=True)],
         [w.goal_head, episode.goals[side].strip()],
         [w.partner_head.format(name=other.name), *about, w.partner_goal],
         [w.history_head, *history],
@@ -432,7 +453,7 @@ def judge_context(episode: Episode) -> str:
     w = WORDING[episode.lang]
     people = [w.judge_participants_head]
     for p in episode.participants:
-        people += [f"### {p.name}", *profile_lines(p, w)]
+        people += [f"### {p.name}", *profile_lines(p, w, private=True)]
     goals = [w.judge_goals_head] + [
         w.judge_goal_line.format(name=p.name, goal=g.strip())
         for p, g in zip(episode.participants, episode.goals, strict=True)
