@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,18 @@ ECHO_CLI = (
     "import sys; sys.path.insert(0, {repo!r}); import examples.echo_track; "
     "from dialogbench.cli import main; sys.argv[0] = 'dialogbench'; main()"
 )
+
+
+@pytest.fixture(autouse=True)
+def interruptible() -> Iterator[None]:
+    """Children here must take Ctrl-C: a pytest started in the background by a shell without
+    job control ignores SIGINT, and a child would inherit that (Python then installs no
+    KeyboardInterrupt handler). Restore the default for the test, and after it what it was."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 @pytest.fixture
