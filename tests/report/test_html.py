@@ -76,7 +76,7 @@ def test_roc_points_need_both_classes() -> None:
 def test_retrieval_page_holds_figures_plots_and_drilldown(make_run: MakeRun) -> None:
     run = make_run("retrieval-sample")
     page = render(read_runs([run]))
-    summary = json.loads((run / "summary.json").read_text())
+    summary = json.loads((run / "summary.json").read_text())["all probes (pooled)"]
     for system, metrics in summary.items():
         assert f"<th>{escape(system)}</th>" in page
         assert f"<b>{metrics['hit@5']['value']:.3f}</b>" in page
@@ -157,7 +157,7 @@ def test_cli_report_writes_the_page_and_report_demo_still_works(
     result = CliRunner().invoke(app, ["report", str(tmp_path / "nothing")])
     assert result.exit_code == 2
     result = CliRunner().invoke(app, ["report", "demo"])
-    assert result.exit_code == 2 and "give --awareness RUN" in result.output
+    assert result.exit_code == 2 and "give RUN_DIR" in result.output
 
 
 def test_view_serves_the_report(make_run: MakeRun) -> None:
