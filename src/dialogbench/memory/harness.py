@@ -1,0 +1,219 @@
+"""Replaying a subject's conversation into a memory system, with no future leakage.
+
+`replay(system, subject, queries, budget)` is the one place any track asks a memory system
+anything. Per subject it:
+
+1. calls `reset(subject)` when the system has it (a rerun starts clean);
+2. sorts the queries by `cutoff` (time order);
+3. for a stateful system, ingests the messages up to each query's cutoff that it has not
+   seen yet, calls `wait_until_indexed` when it has it, then recalls; a stateless one
+   (`stateless = True`) is given the history up to the last query at once and must honour
+   `Query.cutoff` itself (through `recall_batch` when it has it);
+4. keeps the memories, best first, that fit `budget` (k memories, `tokens` tokens of
+   memory text) and checks every message id among them: one that is not a message before
+   the query (from its future, or unknown) is dropped from the memories and counted in
+   `invalid_ids`, never scored as a hit.
+
+Timing: ingest time is the wall time of the `ingest` calls (and `wait_until_indexed`);
+recall latency is the wall time of one `recall` (a batch's time divided by its queries).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from dialogbench.data.model import Message
+from dialogbench.memory.base import (
+    BatchRecall,
+    Budget,
+    Indexing,
+    Memory,
+    MemorySystem,
+    Query,
+    Recall,
+    Recalled,
+    Resettable,
+    SystemCost,
+    is_stateless,
+)
+from dialogbench.memory.costs import TokenCount, approx_tokens, memory_text, summarise_costs
+from dialogbench.retrieval.base import Probe
+
+SizeOf = Callable[[Memory], int]
+
+
+class MemorySystemError(RuntimeError):
+    """A memory system failed or broke the protocol; the message names the system and call."""
+
+
+@dataclass
+class Replay:
+    """One subject's replay: every query's recall (in the order asked) and the ingest cost."""
+
+    subject_id: str
+    recalled: list[Recalled]
+    ingested: int = 0
+    """Messages handed to `ingest`."""
+    ingest_s: float = 0.0
+    ingest_cost: SystemCost | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _call(system: MemorySystem, what: str, fn: object, *args: object) -> object:
+    try:
+        return fn(*args)  # type: ignore[operator]
+    except MemorySystemError:
+        raise
+    except Exception as e:  # a plug-in's failure, named, never a bare traceback
+        raise MemorySystemError(
+            f"memory system {system.name!r} failed in {what}: {type(e).__name__}: {e}"
+        ) from e
+
+
+def _check(
+    system: MemorySystem,
+    query: Query,
+    recall: object,
+    position: dict[str, int],
+    budget: Budget,
+    size: SizeOf,
+) -> tuple[tuple[Memory, ...], tuple[str, ...], tuple[int, ...], tuple[int, ...]]:
+    if not isinstance(recall, Recall):
+        raise MemorySystemError(
+            f"memory system {system.name!r}: recall() for query {query.id!r} returned "
+            f"{type(recall).__name__}, expected dialogbench.memory.Recall"
+        )
+    kept: list[Memory] = []
+    invalid: list[str] = []
+    ids: list[int] = []
+    cited: list[int] = []
+    used = 0
+    for m in recall.memories[: budget.k]:  # past the budget is not recalled
+        if budget.tokens is not None:
+            used += size(m)
+            if used > budget.tokens:
+                break
+        bad = [i for i in m.ids if position.get(i, query.cutoff) >= query.cutoff]
+        invalid += bad
+        if m.message_id is not None:
+            if bad:
+                continue
+            at = position[m.message_id]
+            if at not in ids:
+                ids.append(at)
+        else:
+            for i in m.cites:
+                at = position.get(i, query.cutoff)
+                if at < query.cutoff and at not in cited:
+                    cited.append(at)
+        kept.append(m)
+    return tuple(kept), tuple(invalid), tuple(ids), tuple(cited)
+
+
+def replay(
+    system: MemorySystem,
+    subject_id: str,
+    messages: Sequence[Message],
+    queries: Sequence[Query],
+    budget: Budget,
+    count: TokenCount = approx_tokens,
+) -> Replay:
+    """Feed `messages` (the subject's whole conversation, in order) to `system` up to each of
+    `queries` and recall there; see the module docstring for the guarantees. `count` sizes
+    memories against `budget.tokens` (`costs.memory_text` says what is counted)."""
+    position = {m.id: m.position for m in messages}
+    by_id = {m.id: m for m in messages}
+
+    def size(m: Memory) -> int:
+        return count(memory_text(m, by_id))
+
+    order = sorted(range(len(queries)), key=lambda i: (queries[i].cutoff, i))
+    out: list[Recalled | None] = [None] * len(queries)
+    result = Replay(subject_id, [])
+    if isinstance(system, Resettable):
+        _call(system, "reset", system.reset, subject_id)
+
+    def feed(upto: int) -> None:
+        if upto <= result.ingested:
+            return
+        t0 = time.perf_counter()
+        _call(system, "ingest", system.ingest, subject_id, list(messages[result.ingested : upto]))
+        if isinstance(system, Indexing):
+            _call(system, "wait_until_indexed", system.wait_until_indexed, subject_id)
+        result.ingest_s += time.perf_counter() - t0
+        result.ingested = upto
+
+    def record(i: int, got: object, seconds: float) -> None:
+        q = queries[i]
+        memories, invalid, ids, cited = _check(system, q, got, position, budget, size)
+        assert isinstance(got, Recall)
+        out[i] = Recalled(q, memories, seconds, got.cost, invalid, ids, cited)
+
+    if is_stateless(system) and queries:
+        feed(max(q.cutoff for q in queries))
+        if isinstance(system, BatchRecall):
+            asked = [queries[i] for i in order]
+            t0 = time.perf_counter()
+            got_all = _call(system, "recall_batch", system.recall_batch, subject_id, asked, budget)
+            each = (time.perf_counter() - t0) / len(asked)
+            if not isinstance(got_all, list) or len(got_all) != len(asked):
+                raise MemorySystemError(
+                    f"memory system {system.name!r}: recall_batch returned "
+                    f"{len(got_all) if isinstance(got_all, list) else type(got_all).__name__} "
+                    f"recalls for {len(asked)} queries"
+                )
+            for i, got in zip(order, got_all, strict=True):
+                record(i, got, each)
+        else:
+            for i in order:
+                t0 = time.perf_counter()
+                got = _call(system, "recall", system.recall, subject_id, queries[i], budget)
+                record(i, got, time.perf_counter() - t0)
+    else:
+        for i in order:
+            feed(queries[i].cutoff)
+            t0 = time.perf_counter()
+            got = _call(system, "recall", system.recall, subject_id, queries[i], budget)
+            record(i, got, time.perf_counter() - t0)
+    result.recalled = [r for r in out if r is not None]
+    return result
+
+
+def query_of(probe: Probe, asked_at: datetime | None = None) -> Query:
+    """The memory query for a retrieval probe (same id, text, cutoff and speakers)."""
+    return Query(
+        id=probe.id,
+        subject_id=probe.subject_id,
+        text=probe.text,
+        kind=probe.kind,
+        cutoff=probe.cutoff,
+        speakers=probe.speakers,
+        asked_at=asked_at,
+    )
+
+
+def replay_costs(
+    replays: Sequence[Replay], messages: Mapping[str, Message], count: TokenCount = approx_tokens
+) -> dict[str, Any]:
+    """One system's `memory_costs.json` entry over its subjects' replays (`costs.py`)."""
+    recalled = [r for rep in replays for r in rep.recalled]
+    reported = [r.cost for r in recalled if r.cost is not None]
+    reported += [rep.ingest_cost for rep in replays if rep.ingest_cost is not None]
+    system = None
+    if reported:
+        system = SystemCost()
+        for c in reported:
+            system = system + c
+    return summarise_costs(
+        ingested=sum(rep.ingested for rep in replays),
+        ingest_s=sum(rep.ingest_s for rep in replays),
+        latencies_s=[r.latency_s for r in recalled],
+        memories=[len(r.memories) for r in recalled],
+        context_tokens=[sum(count(memory_text(m, messages)) for m in r.memories) for r in recalled],
+        invalid_ids=sum(len(r.invalid_ids) for r in recalled),
+        system=system,
+    )

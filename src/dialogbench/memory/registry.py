@@ -1,0 +1,87 @@
+"""`--memory SPEC` -> a memory system.
+
+SPEC is one of:
+
+    bm25 | recency | recency-user | random | dense | hybrid | full-context   built-ins
+    http://HOST:PORT/PATH  (or https://)   a service speaking the REST contract (docs/memory.md)
+    NAME                                    an entry point in the group `dialogbench.memory`
+    module:Class                            a class (or instance) with the protocol; a retriever
+                                            (`retrieve` or `rank`) is taken as a stateless memory
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from importlib.metadata import entry_points
+
+from dialogbench.memory.base import MemorySystem
+from dialogbench.memory.builtin import FullContextMemory, RetrieverMemory
+from dialogbench.retrieval.base import BatchRetriever, Retriever, as_batch
+from dialogbench.retrieval.baselines import RandomRetriever, RecencyRetriever, RecencyUserRetriever
+from dialogbench.retrieval.bm25 import BM25Retriever
+from dialogbench.retrieval.dense import DenseRetriever, HybridRetriever
+
+ENTRY_POINT_GROUP = "dialogbench.memory"
+
+BUILTIN_MEMORY: dict[str, Callable[[int], MemorySystem]] = {
+    "bm25": lambda seed: RetrieverMemory(BM25Retriever()),
+    "recency": lambda seed: RetrieverMemory(RecencyRetriever()),
+    "recency-user": lambda seed: RetrieverMemory(RecencyUserRetriever()),
+    "random": lambda seed: RetrieverMemory(RandomRetriever(seed)),
+    "dense": lambda seed: RetrieverMemory(DenseRetriever()),
+    "hybrid": lambda seed: RetrieverMemory(HybridRetriever()),
+    "full-context": lambda seed: FullContextMemory(),
+}
+
+
+class MemorySpecError(ValueError):
+    """A `--memory` value names no memory system; the message says what would."""
+
+
+def resolve_memory(spec: str, *, seed: int = 0) -> MemorySystem:
+    """Build the memory system `spec` names (see the module docstring)."""
+    if spec in BUILTIN_MEMORY:
+        return BUILTIN_MEMORY[spec](seed)
+    if spec.startswith(("http://", "https://")):
+        from dialogbench.memory.http import HttpMemory
+
+        return HttpMemory(spec)
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == spec:
+            loaded: object = ep.load()
+            return as_memory(loaded, spec)
+    if ":" in spec:
+        module, _, attr = spec.partition(":")
+        try:
+            obj = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as e:
+            raise MemorySpecError(f"cannot load memory system {spec!r}: {e}") from None
+        return as_memory(obj, spec)
+    raise MemorySpecError(
+        f"unknown memory system {spec!r}; use one of {', '.join(BUILTIN_MEMORY)}, an "
+        f"http:// URL, an entry point in '{ENTRY_POINT_GROUP}', or 'mypkg.memory:MyMemory'"
+    )
+
+
+def as_memory(obj: object, spec: str) -> MemorySystem:
+    """`obj` (a class, to be built with no arguments, or an instance) as a memory system."""
+    try:
+        instance = obj() if isinstance(obj, type) else obj
+    except Exception as e:
+        raise MemorySpecError(f"cannot build memory system {spec!r}: {e}") from None
+    if isinstance(instance, MemorySystem):
+        system: MemorySystem = instance
+        return system
+    if isinstance(instance, (Retriever, BatchRetriever)):
+        return RetrieverMemory(as_batch(instance), name=getattr(instance, "name", spec))
+    raise MemorySpecError(
+        f"{spec!r} is not a memory system: give it a `name`, ingest(subject, messages) and "
+        "recall(subject, query, budget) (docs/memory.md)"
+    )
+
+
+def memory_name(spec: str, system: MemorySystem) -> str:
+    """The name a run reports a system under: the spec for built-ins and URLs' systems, else
+    the system's own `name`."""
+    return spec if spec in BUILTIN_MEMORY else str(getattr(system, "name", spec))
