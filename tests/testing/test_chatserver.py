@@ -233,3 +233,23 @@ def test_bad_requests_are_400_and_still_recorded() -> None:
             run(srv, chat(messages=[]))
         assert err.value.response.json()["error"]["param"] == "messages"
         assert srv.request_count == 1
+
+
+def test_embeddings_route_answers_openai_style() -> None:
+    def embed(texts: list[str]) -> list[list[float]]:
+        return [[float(len(t)), 1.0] for t in texts]
+
+    async def go(client: openai.AsyncOpenAI) -> tuple[list[list[float]], int]:
+        got = await client.embeddings.create(model="m", input=["ab", "abcd"])
+        one = await client.embeddings.create(model="m", input="xyz")
+        return [d.embedding for d in [*got.data, *one.data]], got.usage.prompt_tokens
+
+    with ChatServer(embed=embed) as srv:
+        vectors, tokens = run(srv, go)
+        assert vectors == [[2.0, 1.0], [4.0, 1.0], [3.0, 1.0]]
+        assert tokens == 2
+        assert [b["input"] for b in srv.embedding_requests] == [["ab", "abcd"], "xyz"]
+        assert srv.request_count == 0  # chat requests are counted apart
+    # without `embed` there is no such route
+    with ChatServer() as srv, pytest.raises(openai.NotFoundError):
+        run(srv, go)

@@ -6,7 +6,7 @@ free text (a fact, a summary, a graph edge) with the message ids it cites when i
 
     class MyMemory:
         name = "my-memory"
-        def ingest(self, subject: str, messages: Sequence[Message]) -> None: ...
+        def ingest(self, subject: str, messages: Sequence[Message]) -> None: ...  # or a SystemCost
         def recall(self, subject: str, query: Query, budget: Budget) -> Recall: ...
 
 Optional methods, used when present: `wait_until_indexed(subject)` (called before each
@@ -112,8 +112,9 @@ class MemorySystem(Protocol):
 
     name: str
 
-    def ingest(self, subject: str, messages: Sequence[Message]) -> None:
-        """Store `messages` (the next ones of `subject`'s conversation, in time order)."""
+    def ingest(self, subject: str, messages: Sequence[Message]) -> SystemCost | None:
+        """Store `messages` (the next ones of `subject`'s conversation, in time order); return
+        what storing them cost the system (`SystemCost`) when it knows, else None."""
         ...
 
     def recall(self, subject: str, query: Query, budget: Budget) -> Recall:

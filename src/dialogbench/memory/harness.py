@@ -16,6 +16,8 @@ anything. Per subject it:
 
 Timing: ingest time is the wall time of the `ingest` calls (and `wait_until_indexed`);
 recall latency is the wall time of one `recall` (a batch's time divided by its queries).
+What the system reports spending (`SystemCost`): returned by `ingest` (summed into
+`Replay.ingest_cost`) and carried by each `Recall.cost`.
 """
 
 from __future__ import annotations
@@ -141,7 +143,11 @@ def replay(
         if upto <= result.ingested:
             return
         t0 = time.perf_counter()
-        _call(system, "ingest", system.ingest, subject_id, list(messages[result.ingested : upto]))
+        spent = _call(
+            system, "ingest", system.ingest, subject_id, list(messages[result.ingested : upto])
+        )
+        if isinstance(spent, SystemCost):  # what ingesting cost the system, when it says
+            result.ingest_cost = spent if result.ingest_cost is None else result.ingest_cost + spent
         if isinstance(system, Indexing):
             _call(system, "wait_until_indexed", system.wait_until_indexed, subject_id)
         result.ingest_s += time.perf_counter() - t0

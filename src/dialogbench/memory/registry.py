@@ -3,6 +3,8 @@
 SPEC is one of:
 
     bm25 | recency | recency-user | random | dense | hybrid | full-context   built-ins
+    mem0                                    mem0's open-source Memory (`memory/mem0.py`; the
+                                            `mem0` extra), configured from the environment
     http://HOST:PORT/PATH  (or https://)   a service speaking the REST contract (docs/memory.md)
     NAME                                    an entry point in the group `dialogbench.memory`
     module:Class                            a class (or instance) with the protocol; a retriever
@@ -35,6 +37,13 @@ BUILTIN_MEMORY: dict[str, Callable[[int], MemorySystem]] = {
 }
 
 
+OPTIONAL_MEMORY: dict[str, tuple[str, str]] = {
+    "mem0": ("dialogbench.memory.mem0:Mem0Memory", "pip install 'dialogbench[mem0]'"),
+}
+"""Adapters whose package is an optional extra: spec -> (module:Class, how to install it);
+imported only when named."""
+
+
 class MemorySpecError(ValueError):
     """A `--memory` value names no memory system; the message says what would."""
 
@@ -44,9 +53,22 @@ def resolve_memory(spec: str, *, seed: int = 0) -> MemorySystem:
     if spec in BUILTIN_MEMORY:
         return BUILTIN_MEMORY[spec](seed)
     if spec.startswith(("http://", "https://")):
-        from dialogbench.memory.http import HttpMemory
+        from dialogbench.memory.http import HttpMemory, HttpMemoryError
 
-        return HttpMemory(spec)
+        try:
+            return HttpMemory(spec)
+        except HttpMemoryError as e:
+            raise MemorySpecError(str(e)) from None
+    if spec in OPTIONAL_MEMORY:
+        target, install = OPTIONAL_MEMORY[spec]
+        module, _, attr = target.partition(":")
+        try:
+            return as_memory(getattr(importlib.import_module(module), attr), spec)
+        except ImportError as e:
+            raise MemorySpecError(
+                f"memory system {spec!r} needs a package that is not installed ({e}); "
+                f"install it with: {install}"
+            ) from None
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name == spec:
             loaded: object = ep.load()
@@ -59,7 +81,8 @@ def resolve_memory(spec: str, *, seed: int = 0) -> MemorySystem:
             raise MemorySpecError(f"cannot load memory system {spec!r}: {e}") from None
         return as_memory(obj, spec)
     raise MemorySpecError(
-        f"unknown memory system {spec!r}; use one of {', '.join(BUILTIN_MEMORY)}, an "
+        f"unknown memory system {spec!r}; use one of "
+        f"{', '.join([*BUILTIN_MEMORY, *OPTIONAL_MEMORY])}, an "
         f"http:// URL, an entry point in '{ENTRY_POINT_GROUP}', or 'mypkg.memory:MyMemory'"
     )
 

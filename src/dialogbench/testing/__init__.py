@@ -1,4 +1,6 @@
-"""Test helpers: a scriptable OpenAI-compatible chat server (needs the `test` extra: aiohttp).
+"""Test helpers: a scriptable OpenAI-compatible chat server (with an optional embeddings route)
+and a reference memory service speaking the REST contract of docs/memory-adapters.md (both on
+loopback, with aiohttp).
 
 `dialogbench.testing.fuzz` (mutated inputs for every loader) is imported on its own: it
 needs hypothesis, from the `test` extra.
@@ -15,5 +17,18 @@ from dialogbench.testing.chatserver import (
     ok,
     status,
 )
+from dialogbench.testing.memoryserver import MemoryFault, MemoryServer
 
-__all__ = ["ChatServer", "Fault", "JsonMode", "delay", "drop", "empty", "malformed", "ok", "status"]
+__all__ = [
+    "ChatServer",
+    "Fault",
+    "JsonMode",
+    "MemoryFault",
+    "MemoryServer",
+    "delay",
+    "drop",
+    "empty",
+    "malformed",
+    "ok",
+    "status",
+]

@@ -11,7 +11,9 @@ library proper imports this module.
 Each POST /v1/chat/completions is numbered from 1 in order of arrival and gets one `Fault`:
 `rules` first (a {number: Fault} mapping, or a callable (number, body) -> Fault | None), else the
 next entry of the `script` queue (consumed one per request, extendable with `enqueue`), else
-`ok()`. The server runs in its own thread and event loop; handlers never block. It costs about
+`ok()`. With `embed` (texts -> vectors) it also answers POST /v1/embeddings, OpenAI-style
+(faults do not apply there; `embedding_requests` logs those bodies). The server runs in its own
+thread and event loop; handlers never block. It costs about
 0.35 ms of CPU a request, several times less than an `openai` SDK client spends on one, so in
 benchmarks the client side is what saturates.
 """
@@ -25,7 +27,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal
@@ -93,6 +95,8 @@ class ChatServer:
         json_schema; False rejects both, with HTTP 400 naming `response_format`, as servers
         without structured output do.
     latency: seconds added to every request.
+    embed: texts -> one vector per text; when given, POST /v1/embeddings answers with them
+        (run in a worker thread, so a slow model does not block chat requests).
     """
 
     def __init__(
@@ -104,6 +108,7 @@ class ChatServer:
         latency: float = 0.0,
         script: Iterable[Fault] = (),
         rules: Mapping[int, Fault] | Callable[[int, Body], Fault | None] | None = None,
+        embed: Callable[[list[str]], Sequence[Sequence[float]]] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
         backlog: int = 4096,
@@ -114,12 +119,14 @@ class ChatServer:
         self.json_mode = json_mode
         self.latency = latency
         self.rules = rules
+        self.embed = embed
         self.host, self.port, self.backlog = host, port, backlog
         self.shutdown_timeout = shutdown_timeout
         self.base_url = ""
         self._script: deque[Fault] = deque(script)
         self._requests: list[Body] = []
         self._auth: list[str | None] = []
+        self._embedding_requests: list[Body] = []
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -141,6 +148,12 @@ class ChatServer:
             return list(self._auth)
 
     @property
+    def embedding_requests(self) -> list[Body]:
+        """A copy of every embeddings body received."""
+        with self._lock:
+            return list(self._embedding_requests)
+
+    @property
     def request_count(self) -> int:
         with self._lock:
             return len(self._requests)
@@ -155,6 +168,7 @@ class ChatServer:
         with self._lock:
             self._requests.clear()
             self._auth.clear()
+            self._embedding_requests.clear()
             self._script.clear()
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -212,6 +226,8 @@ class ChatServer:
         app = web.Application(client_max_size=64 * 2**20)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
+        if self.embed is not None:
+            app.router.add_post("/v1/embeddings", self._embeddings)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=self.shutdown_timeout)
         await runner.setup()
         try:
@@ -233,6 +249,43 @@ class ChatServer:
                 "data": [
                     {"id": self.model, "object": "model", "created": 0, "owned_by": "dialogbench"}
                 ],
+            }
+        )
+
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        try:
+            body = json.loads(await request.read())
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            return _error(400, "the body must be a JSON object", "invalid_request_error")
+        with self._lock:
+            self._embedding_requests.append(body)
+        given = body.get("input")
+        texts = [given] if isinstance(given, str) else given
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            return _error(
+                400,
+                "`input` must be a string or a list of strings",
+                "invalid_request_error",
+                param="input",
+            )
+        assert self.embed is not None
+        try:
+            vectors = await asyncio.to_thread(self.embed, texts)
+        except Exception as e:  # a faulty `embed` callable: say so instead of a bare 500
+            return _error(500, f"embed callable failed: {e!r}", "server_error")
+        tokens = sum(len(t.split()) for t in texts)
+        data = [
+            {"object": "embedding", "index": i, "embedding": [float(x) for x in v]}
+            for i, v in enumerate(vectors)
+        ]
+        return web.json_response(
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model") or self.model,
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
             }
         )
 
