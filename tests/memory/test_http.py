@@ -4,10 +4,14 @@ secrets (real HTTP, no mocks)."""
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import socket
+import threading
 import time
 from collections.abc import Iterator
+from http.server import ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -366,3 +370,27 @@ def test_a_url_with_a_query_string_is_refused_without_echoing_it() -> None:
 def test_public_url_drops_credentials_query_and_fragment() -> None:
     assert public_url("https://u:p@h.example:8443/m/?k=v#f") == "https://h.example:8443/m"
     assert public_url("http://[::1]:80/x") == "http://[::1]:80/x"
+
+
+def test_the_documented_minimal_service_passes_the_contract() -> None:
+    """examples/memory_service.py, the stdlib server docs/memory-adapters.md shows."""
+    path = Path(__file__).parents[2] / "examples" / "memory_service.py"
+    spec = importlib.util.spec_from_file_location("memory_service_example", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), module.Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        memory = client(f"http://127.0.0.1:{server.server_port}")
+        rep = replay(memory, SUBJECT, MESSAGES, QUERIES, Budget(k=2))
+        got = {r.query.id: r for r in rep.recalled}
+        assert got["q-cat"].positions[0] == 0 and got["q-sister"].positions[0] == 2
+        assert [m.message_id for m in memory.dump(SUBJECT)] == [f"m{i}" for i in range(6)]
+        replay(memory, SUBJECT, MESSAGES, QUERIES[:1], Budget(k=2))  # reset, then again
+        assert len(memory.dump(SUBJECT)) == 2
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
