@@ -5,7 +5,8 @@ SPEC is one of:
     bm25 | recency | recency-user | random | dense | hybrid | full-context   built-ins
     mem0                                    mem0's open-source Memory (`memory/mem0.py`; the
                                             `mem0` extra), configured from the environment
-    http://HOST:PORT/PATH  (or https://)   a service speaking the REST contract (docs/memory.md)
+    http://HOST:PORT/PATH  (or https://)   a service speaking the REST contract
+                                            (docs/memory-adapters.md)
     NAME                                    an entry point in the group `dialogbench.memory`
     module:Class                            a class (or instance) with the protocol; a retriever
                                             (`retrieve` or `rank`) is taken as a stateless memory
