@@ -89,7 +89,16 @@ def mem0(server: ChatServer, tmp_path: Path) -> Iterator[Mem0Memory]:
 
 
 @needs_mem0
-def test_mem0_end_to_end_through_replay(mem0: Mem0Memory, server: ChatServer) -> None:
+@pytest.mark.parametrize("store", ["qdrant", "faiss"])
+def test_mem0_end_to_end_through_replay(server: ChatServer, tmp_path: Path, store: str) -> None:
+    server.reset()
+    with Mem0Memory(
+        base_url=server.base_url, model="scripted", path=tmp_path, vector_store=store
+    ) as mem0:
+        check_end_to_end(mem0, server)
+
+
+def check_end_to_end(mem0: Mem0Memory, server: ChatServer) -> None:
     rep = replay(mem0, SUBJECT, MESSAGES, QUERIES, Budget(k=2))
     got = {r.query.id: r for r in rep.recalled}
     # text memories, each citing the message its fact was extracted from
