@@ -394,3 +394,34 @@ def test_the_documented_minimal_service_passes_the_contract() -> None:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+def test_redirects_are_not_followed_so_the_key_stays_home(
+    monkeypatch: pytest.MonkeyPatch, server: MemoryServer
+) -> None:
+    """A 307 pointing at another host is an error; the other host never sees the key."""
+    from http.server import BaseHTTPRequestHandler
+
+    class Redirect(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.send_response(307)
+            self.send_header("Location", f"{server.base_url}/ingest")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    monkeypatch.setenv("DIALOGBENCH_MEMORY_API_KEY", "sk-stay-home-42")
+    redirector = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+    thread = threading.Thread(target=redirector.serve_forever, daemon=True)
+    thread.start()
+    try:
+        memory = client(f"http://127.0.0.1:{redirector.server_port}/memory")
+        with pytest.raises(HttpMemoryError, match=r"HTTP 307 .*redirects are not followed"):
+            memory.ingest(SUBJECT, MESSAGES[:1])
+    finally:
+        redirector.shutdown()
+        redirector.server_close()
+        thread.join(5)
+    assert server.requests == []  # the redirect's target was never asked
