@@ -21,6 +21,7 @@ from dialogbench.retrieval.baselines import (
     RecencyUserRetriever,
 )
 from dialogbench.retrieval.bm25 import BM25Retriever
+from dialogbench.retrieval.dense import DenseRetriever, HybridRetriever
 
 ENTRY_POINT_GROUP = "dialogbench.retrievers"
 
@@ -33,9 +34,14 @@ BUILTINS: dict[str, Callable[[int, int], BatchRetriever]] = {
     "offset-permuted": lambda seed, offset: OffsetOracle(offset),
     "position-randomized": lambda seed, offset: RandomPositionOracle(seed),
     "broken-oracle": lambda seed, offset: BrokenOracle(),
+    "dense": lambda seed, offset: DenseRetriever(),
+    "hybrid": lambda seed, offset: HybridRetriever(),
 }
 CONTROLS = ("offset-permuted", "position-randomized", "broken-oracle")
-DEFAULT_RETRIEVERS = tuple(BUILTINS)
+OPTIONAL = ("dense", "hybrid")
+"""Built-ins left out of the default list: they need the `dense` extra and the MiniLM
+weights, and embed every message (slow on a CPU); ask for them with `--retrievers`."""
+DEFAULT_RETRIEVERS = tuple(name for name in BUILTINS if name not in OPTIONAL)
 
 
 def resolve(name: str, *, seed: int = 0, offset: int = 50) -> BatchRetriever:
