@@ -119,7 +119,7 @@ def test_invalid_and_future_ids_are_dropped_and_counted() -> None:
     assert r.cited_positions == (4,)
     assert [m.message_id for m in r.id_memories] == ["s-m5", "s-m5", "s-m3"]
     assert [m.text for m in r.text_memories] == ["a fact"]
-    costs = replay_costs([rep], {m.id: m for m in conversation(10)})
+    costs = replay_costs([rep])
     assert costs["invalid_ids"] == 3
 
 
@@ -209,7 +209,7 @@ def test_a_stateless_system_gets_the_history_once() -> None:
 def test_costs_follow_the_definitions() -> None:
     messages = conversation(10)
     rep = replay(Recorder(), "s", messages, [query(4), query(8)], Budget(k=2))
-    costs = replay_costs([rep], {m.id: m for m in messages})
+    costs = replay_costs([rep])
     assert costs["messages_ingested"] == 8
     assert costs["memories_per_query"] == 2.0
     assert costs["recall_ms"]["n"] == 2

@@ -176,6 +176,8 @@ class Recalled:
     whole history goes with the first query asked)."""
     ingest_s: float = 0.0
     """Wall time of that ingest (and `wait_until_indexed`)."""
+    context_tokens: int = 0
+    """Tokens of the kept memories' text (`costs.memory_text`, the replay's token counter)."""
 
     @property
     def id_memories(self) -> Sequence[Memory]:

@@ -164,7 +164,8 @@ def replay(
         assert isinstance(got, Recall)
         n, s = (sum(f[0] for f in fed), sum(f[1] for f in fed)) if fed else (0, 0.0)
         fed.clear()
-        out[i] = Recalled(q, memories, seconds, got.cost, invalid, ids, cited, n, s)
+        tokens = sum(size(m) for m in memories)
+        out[i] = Recalled(q, memories, seconds, got.cost, invalid, ids, cited, n, s, tokens)
 
     def asking(q: Query) -> str:
         return f"recall (subject {subject_id!r}, query {q.id!r})"
@@ -216,9 +217,15 @@ def query_of(probe: Probe, asked_at: datetime | None = None) -> Query:
 
 
 def replay_costs(
-    replays: Sequence[Replay], messages: Mapping[str, Message], count: TokenCount = approx_tokens
+    replays: Sequence[Replay],
+    messages: Mapping[str, Message] | None = None,
+    count: TokenCount | None = None,
 ) -> dict[str, Any]:
-    """One system's `memory_costs.json` entry over its subjects' replays (`costs.py`)."""
+    """One system's `memory_costs.json` entry over its subjects' replays (`costs.py`).
+
+    Context tokens are those `replay` counted for each recall, with each subject's own
+    messages (message ids may repeat across subjects) and its `count`; `messages` and `count`
+    are accepted for callers of the first version and not used."""
     recalled = [r for rep in replays for r in rep.recalled]
     reported = [r.cost for r in recalled if r.cost is not None]
     reported += [rep.ingest_cost for rep in replays if rep.ingest_cost is not None]
@@ -232,7 +239,7 @@ def replay_costs(
         ingest_s=sum(rep.ingest_s for rep in replays),
         latencies_s=[r.latency_s for r in recalled],
         memories=[len(r.memories) for r in recalled],
-        context_tokens=[sum(count(memory_text(m, messages)) for m in r.memories) for r in recalled],
+        context_tokens=[r.context_tokens for r in recalled],
         invalid_ids=sum(len(r.invalid_ids) for r in recalled),
         system=system,
     )
