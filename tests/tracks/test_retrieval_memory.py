@@ -4,6 +4,7 @@ the evidence they cite (apart), costs written, and a failing system counted, not
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -189,3 +190,45 @@ def test_an_unknown_memory_spec_is_a_usage_error(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2 and "unknown memory system 'nope'" in result.output
     assert "Traceback" not in result.output
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_session_memory_example_end_to_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO)  # as the example says: run from the repository root
+    for name in [m for m in sys.modules if m == "examples" or m.startswith("examples.")]:
+        monkeypatch.delitem(sys.modules, name)
+    out = tmp_path / "m"
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "retrieval",
+            "--dataset",
+            "sample",
+            "--memory",
+            "bm25,examples.session_memory:SessionMemory",
+            "--n-boot",
+            "100",
+            "--out",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "cited evidence: chat probes" in said and "recall ms p50" in said
+    summary = json.loads((out / "summary.json").read_text())
+    ids = summary[POOLED]["memory:session-memory"]
+    cited = summary[CITED + POOLED]["memory:session-memory"]
+    assert 0.0 < ids["hit@10"]["value"] <= 1.0 and 0.0 < cited["cite-hit@10"]["value"] <= 1.0
+    rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
+    mine = [r for r in rows if r["retriever"] == "memory:session-memory"]
+    assert mine and all(r["invalid_ids"] == [] for r in mine)  # it was never shown the future
+    assert any(r["text_memories"] for r in mine) and any(r["id_memories"] for r in mine)
+    costs = json.loads((out / "memory_costs.json").read_text())["systems"]
+    assert costs["memory:session-memory"]["messages_ingested"] > 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["memory"] == ["bm25", "examples.session_memory:SessionMemory"]
