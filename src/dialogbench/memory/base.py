@@ -172,6 +172,13 @@ class Recalled:
     """Positions of the valid message-id memories, best first, duplicates removed."""
     cited_positions: tuple[int, ...] = field(default_factory=tuple)
     """Positions cited by text memories, in order of first citation, duplicates removed."""
+    ingested: int = 0
+    """Messages handed to `ingest` just before this recall (for a stateless system, the
+    whole history goes with the first query asked)."""
+    ingest_s: float = 0.0
+    """Wall time of that ingest (and `wait_until_indexed`)."""
+    context_tokens: int = 0
+    """Tokens of the kept memories' text (`costs.memory_text`, the replay's token counter)."""
 
     @property
     def id_memories(self) -> Sequence[Memory]:

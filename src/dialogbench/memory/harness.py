@@ -72,8 +72,12 @@ def _call(system: MemorySystem, what: str, fn: object, *args: object) -> object:
         raise
     except Exception as e:  # a plug-in's failure, named, never a bare traceback
         raise MemorySystemError(
-            f"memory system {system.name!r} failed in {what}: {type(e).__name__}: {e}"
+            f"memory system {_name(system)!r} failed in {what}: {type(e).__name__}: {e}"
         ) from e
+
+
+def _name(system: object) -> str:
+    return str(getattr(system, "name", type(system).__name__))
 
 
 def _check(
@@ -86,7 +90,7 @@ def _check(
 ) -> tuple[tuple[Memory, ...], tuple[str, ...], tuple[int, ...], tuple[int, ...]]:
     if not isinstance(recall, Recall):
         raise MemorySystemError(
-            f"memory system {system.name!r}: recall() for query {query.id!r} returned "
+            f"memory system {_name(system)!r}: recall() for query {query.id!r} returned "
             f"{type(recall).__name__}, expected dialogbench.memory.Recall"
         )
     kept: list[Memory] = []
@@ -137,38 +141,50 @@ def replay(
     out: list[Recalled | None] = [None] * len(queries)
     result = Replay(subject_id, [])
     if isinstance(system, Resettable):
-        _call(system, "reset", system.reset, subject_id)
+        _call(system, f"reset (subject {subject_id!r})", system.reset, subject_id)
+
+    fed: list[tuple[int, float]] = []  # what the next recall's ingest was: messages, seconds
 
     def feed(upto: int) -> None:
         if upto <= result.ingested:
             return
+        batch = list(messages[result.ingested : upto])
+        where = f"ingest (subject {subject_id!r}, {len(batch)} messages)"
         t0 = time.perf_counter()
-        spent = _call(
-            system, "ingest", system.ingest, subject_id, list(messages[result.ingested : upto])
-        )
+        spent = _call(system, where, system.ingest, subject_id, batch)
         if isinstance(spent, SystemCost):  # what ingesting cost the system, when it says
             result.ingest_cost = spent if result.ingest_cost is None else result.ingest_cost + spent
         if isinstance(system, Indexing):
-            _call(system, "wait_until_indexed", system.wait_until_indexed, subject_id)
-        result.ingest_s += time.perf_counter() - t0
+            where = f"wait_until_indexed (subject {subject_id!r})"
+            _call(system, where, system.wait_until_indexed, subject_id)
+        seconds = time.perf_counter() - t0
+        result.ingest_s += seconds
+        fed.append((upto - result.ingested, seconds))
         result.ingested = upto
 
     def record(i: int, got: object, seconds: float) -> None:
         q = queries[i]
         memories, invalid, ids, cited = _check(system, q, got, position, budget, size)
         assert isinstance(got, Recall)
-        out[i] = Recalled(q, memories, seconds, got.cost, invalid, ids, cited)
+        n, s = (sum(f[0] for f in fed), sum(f[1] for f in fed)) if fed else (0, 0.0)
+        fed.clear()
+        tokens = sum(size(m) for m in memories)
+        out[i] = Recalled(q, memories, seconds, got.cost, invalid, ids, cited, n, s, tokens)
+
+    def asking(q: Query) -> str:
+        return f"recall (subject {subject_id!r}, query {q.id!r})"
 
     if is_stateless(system) and queries:
         feed(max(q.cutoff for q in queries))
         if isinstance(system, BatchRecall):
             asked = [queries[i] for i in order]
             t0 = time.perf_counter()
-            got_all = _call(system, "recall_batch", system.recall_batch, subject_id, asked, budget)
+            where = f"recall_batch (subject {subject_id!r}, {len(asked)} queries)"
+            got_all = _call(system, where, system.recall_batch, subject_id, asked, budget)
             each = (time.perf_counter() - t0) / len(asked)
             if not isinstance(got_all, list) or len(got_all) != len(asked):
                 raise MemorySystemError(
-                    f"memory system {system.name!r}: recall_batch returned "
+                    f"memory system {_name(system)!r}: recall_batch returned "
                     f"{len(got_all) if isinstance(got_all, list) else type(got_all).__name__} "
                     f"recalls for {len(asked)} queries"
                 )
@@ -177,13 +193,15 @@ def replay(
         else:
             for i in order:
                 t0 = time.perf_counter()
-                got = _call(system, "recall", system.recall, subject_id, queries[i], budget)
+                got = _call(
+                    system, asking(queries[i]), system.recall, subject_id, queries[i], budget
+                )
                 record(i, got, time.perf_counter() - t0)
     else:
         for i in order:
             feed(queries[i].cutoff)
             t0 = time.perf_counter()
-            got = _call(system, "recall", system.recall, subject_id, queries[i], budget)
+            got = _call(system, asking(queries[i]), system.recall, subject_id, queries[i], budget)
             record(i, got, time.perf_counter() - t0)
     result.recalled = [r for r in out if r is not None]
     return result
@@ -203,9 +221,15 @@ def query_of(probe: Probe, asked_at: datetime | None = None) -> Query:
 
 
 def replay_costs(
-    replays: Sequence[Replay], messages: Mapping[str, Message], count: TokenCount = approx_tokens
+    replays: Sequence[Replay],
+    messages: Mapping[str, Message] | None = None,
+    count: TokenCount | None = None,
 ) -> dict[str, Any]:
-    """One system's `memory_costs.json` entry over its subjects' replays (`costs.py`)."""
+    """One system's `memory_costs.json` entry over its subjects' replays (`costs.py`).
+
+    Context tokens are those `replay` counted for each recall, with each subject's own
+    messages (message ids may repeat across subjects) and its `count`; `messages` and `count`
+    are accepted for callers of the first version and not used."""
     recalled = [r for rep in replays for r in rep.recalled]
     reported = [r.cost for r in recalled if r.cost is not None]
     reported += [rep.ingest_cost for rep in replays if rep.ingest_cost is not None]
@@ -219,7 +243,7 @@ def replay_costs(
         ingest_s=sum(rep.ingest_s for rep in replays),
         latencies_s=[r.latency_s for r in recalled],
         memories=[len(r.memories) for r in recalled],
-        context_tokens=[sum(count(memory_text(m, messages)) for m in r.memories) for r in recalled],
+        context_tokens=[r.context_tokens for r in recalled],
         invalid_ids=sum(len(r.invalid_ids) for r in recalled),
         system=system,
     )

@@ -9,7 +9,8 @@ SPEC is one of:
                                             (docs/memory-adapters.md)
     NAME                                    an entry point in the group `dialogbench.memory`
     module:Class                            a class (or instance) with the protocol; a retriever
-                                            (`retrieve` or `rank`) is taken as a stateless memory
+                                            (`retrieve` or `rank`) is taken as a stateless memory;
+                                            imported with the current directory on the path
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dialogbench.retrieval.base import BatchRetriever, Retriever, as_batch
 from dialogbench.retrieval.baselines import RandomRetriever, RecencyRetriever, RecencyUserRetriever
 from dialogbench.retrieval.bm25 import BM25Retriever
 from dialogbench.retrieval.dense import DenseRetriever, HybridRetriever
+from dialogbench.retrieval.registry import import_spec
 
 ENTRY_POINT_GROUP = "dialogbench.memory"
 
@@ -75,9 +77,8 @@ def resolve_memory(spec: str, *, seed: int = 0) -> MemorySystem:
             loaded: object = ep.load()
             return as_memory(loaded, spec)
     if ":" in spec:
-        module, _, attr = spec.partition(":")
         try:
-            obj = getattr(importlib.import_module(module), attr)
+            obj = import_spec(spec)
         except (ImportError, AttributeError) as e:
             raise MemorySpecError(f"cannot load memory system {spec!r}: {e}") from None
         return as_memory(obj, spec)

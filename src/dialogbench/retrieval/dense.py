@@ -8,23 +8,44 @@ hybrid   RRF: score(d) = 1 / (RRF_K + rank_bm25(d)) + 1 / (RRF_K + rank_dense(d)
          BM25 does not retrieve (score 0) adds nothing from BM25
 
 Both are `ScoreRetriever`s: the harness masks each probe's future, so a message after the
-probe never scores. Message embeddings are computed once per subject and kept for the run.
+probe never scores. Message embeddings are computed once per subject and kept for the run
+(with the packaged MiniLM, shared by every dense and hybrid retriever of the process).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 from collections.abc import Sequence
 
 import numpy as np
 
 from dialogbench.data.model import Subject
-from dialogbench.models.embedding import Embedder, load_embedder
+from dialogbench.models.embedding import (
+    INSTALL_RUNTIME,
+    Embedder,
+    EmbedderUnavailable,
+    load_embedder,
+    minilm_dir,
+)
 from dialogbench.retrieval.base import FloatArray, Probe
 from dialogbench.retrieval.baselines import ScoreRetriever
 from dialogbench.retrieval.bm25 import BM25Index
 
 RRF_K = 60
+_SHARED: dict[str, np.ndarray] = {}
+"""Message embeddings by subject, for the packaged MiniLM (every instance shares them)."""
+
+
+def check_minilm() -> None:
+    """Raise `EmbedderUnavailable` (saying what to install) unless MiniLM can be loaded:
+    checked when a retriever is built, before any work, without loading the weights."""
+    minilm_dir()
+    missing = [m for m in ("tokenizers", "safetensors") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise EmbedderUnavailable(
+            f"the MiniLM embedder needs {' and '.join(missing)}; install with: {INSTALL_RUNTIME}"
+        )
 
 
 class DenseRetriever(ScoreRetriever):
@@ -33,9 +54,11 @@ class DenseRetriever(ScoreRetriever):
     name = "dense"
 
     def __init__(self, embedder: Embedder | None = None, batch_size: int = 64) -> None:
+        if embedder is None:
+            check_minilm()
         self._embedder = embedder
         self.batch_size = batch_size
-        self._cache: dict[str, np.ndarray] = {}
+        self._cache: dict[str, np.ndarray] = _SHARED if embedder is None else {}
 
     @property
     def embedder(self) -> Embedder:

@@ -7,6 +7,8 @@ A package can register retrievers under the entry-point group `dialogbench.retri
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from collections.abc import Callable
 from importlib.metadata import entry_points
 
@@ -21,6 +23,7 @@ from dialogbench.retrieval.baselines import (
     RecencyUserRetriever,
 )
 from dialogbench.retrieval.bm25 import BM25Retriever
+from dialogbench.retrieval.dense import DenseRetriever, HybridRetriever
 
 ENTRY_POINT_GROUP = "dialogbench.retrievers"
 
@@ -33,9 +36,14 @@ BUILTINS: dict[str, Callable[[int, int], BatchRetriever]] = {
     "offset-permuted": lambda seed, offset: OffsetOracle(offset),
     "position-randomized": lambda seed, offset: RandomPositionOracle(seed),
     "broken-oracle": lambda seed, offset: BrokenOracle(),
+    "dense": lambda seed, offset: DenseRetriever(),
+    "hybrid": lambda seed, offset: HybridRetriever(),
 }
 CONTROLS = ("offset-permuted", "position-randomized", "broken-oracle")
-DEFAULT_RETRIEVERS = tuple(BUILTINS)
+OPTIONAL = ("dense", "hybrid")
+"""Built-ins left out of the default list: they need the `dense` extra and the MiniLM
+weights, and embed every message (slow on a CPU); ask for them with `--retrievers`."""
+DEFAULT_RETRIEVERS = tuple(name for name in BUILTINS if name not in OPTIONAL)
 
 
 def resolve(name: str, *, seed: int = 0, offset: int = 50) -> BatchRetriever:
@@ -46,9 +54,8 @@ def resolve(name: str, *, seed: int = 0, offset: int = 50) -> BatchRetriever:
         if ep.name == name:
             return _instantiate(ep.load(), name)
     if ":" in name:
-        module, _, attr = name.partition(":")
         try:
-            obj = getattr(importlib.import_module(module), attr)
+            obj = import_spec(name)
         except (ImportError, AttributeError) as e:
             raise ValueError(f"cannot load retriever {name!r}: {e}") from None
         return _instantiate(obj, name)
@@ -57,6 +64,22 @@ def resolve(name: str, *, seed: int = 0, offset: int = 50) -> BatchRetriever:
         f"unknown retriever {name!r}; use one of {known}, an entry point in "
         f"'{ENTRY_POINT_GROUP}', or a class path like 'mypkg.memory:MyRetriever'"
     )
+
+
+def import_spec(spec: str) -> object:
+    """The object `module:attr` names, imported as `python -m` would: with the current
+    directory on the import path (so `examples.keyword_memory:KeywordMemory` works from the
+    repository root under the `dialogbench` command too)."""
+    module, _, attr = spec.partition(":")
+    try:
+        loaded = importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        here = os.getcwd()
+        if e.name != module.split(".")[0] or here in sys.path or "" in sys.path:
+            raise
+        sys.path.append(here)  # after everything installed, so nothing is shadowed
+        loaded = importlib.import_module(module)
+    return getattr(loaded, attr)
 
 
 def _instantiate(obj: object, name: str) -> BatchRetriever:

@@ -16,6 +16,18 @@ and then pooled:
 breakdown.json: retriever -> facet -> level -> metric, facets kind, stratum, tier, category,
 need (chat probes that need memory or not, by their labels under `--reading`; `memory.py`),
 dependent, and the nearest reference's distance. distance.json: how far back references sit.
+
+`--memory SPEC,...` adds memory systems (docs/memory.md): each is one more unit, named
+`memory:NAME`, replayed subject by subject through `memory.replay` (messages in time order,
+no future leakage) with `Budget(k=largest --k, tokens=--memory-tokens)`. Its id memories are
+scored exactly as a retriever's ranking (same rows, same tables: `--memory bm25` gives the
+figures of `--retrievers bm25`, with `mrr` over what it returned, i.e. `mrr@K`); its text
+memories are scored by the evidence they cite (`cite-hit@k`, `cite-mrr@K`, `cite-recall@K`
+over the cited positions in order of first citation), in populations of their own
+("cited evidence: ..."), never mixed into id hit@k. memory_costs.json: each system's ingest
+time, recall latency p50/p95/p99, memories and context tokens per query (`memory/costs.py`).
+A memory system that fails is counted (`failed memory systems`, exit status 3) and named in
+warnings.json; a rerun does it again.
 """
 
 from __future__ import annotations
@@ -29,6 +41,10 @@ import numpy as np
 from rich.table import Table
 
 from dialogbench.data.model import Dataset, Subject
+from dialogbench.memory.base import Budget, MemorySystem, Recalled, SystemCost
+from dialogbench.memory.costs import DEFINITIONS, summarise_costs
+from dialogbench.memory.harness import MemorySystemError, query_of, replay
+from dialogbench.memory.registry import memory_name, resolve_memory
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import BatchRetriever, Probe, build_probes
 from dialogbench.retrieval.registry import DEFAULT_RETRIEVERS, resolve
@@ -48,8 +64,21 @@ CHAT, QUESTIONS, DEPENDENT, POOLED = (
     "all probes (pooled)",
 )
 NEEDS, NO_NEED = "needs memory", "no memory need"
-Unit = tuple[str, BatchRetriever]
-"""A retriever's name (as configured) and the retriever."""
+CITED = "cited evidence: "
+"""Prefix of the populations that score text memories by the messages they cite."""
+MEMORY_FAILED = "failed memory systems"
+
+
+@dataclass(frozen=True)
+class MemoryUnit:
+    """A `--memory` system: its spec (as given) and the system."""
+
+    spec: str
+    system: MemorySystem
+
+
+Unit = tuple[str, BatchRetriever | MemoryUnit]
+"""A retriever's name (as configured) and the retriever, or `memory:NAME` and the system."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +100,15 @@ class RetrievalConfig:
     reading: Literal["recorded", "strict"] = option(
         "recorded", help=READING_HELP, stage="aggregate"
     )
+    memory: tuple[str, ...] = option(
+        (),
+        help="memory systems replayed as well (no future leakage): bm25, recency, dense, "
+        "hybrid, full-context, module:Class, an entry point or http://... (docs/memory.md)",
+        nonempty=False,
+    )
+    memory_tokens: int | None = option(
+        None, help="token budget of each memory recall (beside k = the largest --k)", min=1
+    )
 
     @property
     def depth(self) -> int:
@@ -90,10 +128,18 @@ class RetrievalResult:
     populations: dict[str, dict[str, dict[str, Estimate]]] = field(default_factory=dict)
     """Chat probes, question probes and dependent chat probes apart: population -> retriever
     -> metric (a population with no probe is left out; dependent is there with chat)."""
+    cited: dict[str, dict[str, dict[str, Estimate]]] = field(default_factory=dict)
+    """Memory systems with text memories, scored by the evidence they cite: `cited evidence:
+    POPULATION` -> system -> cite-metric."""
+    costs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Each memory system's costs (memory_costs.json's `systems`)."""
+    memory_errors: dict[str, str] = field(default_factory=dict)
+    """Memory systems that failed: unit name -> the error."""
 
     def headline(self) -> dict[str, dict[str, dict[str, Estimate]]]:
-        """summary.json: each population apart, then the pooled figures."""
-        return {**self.populations, POOLED: self.summary}
+        """summary.json: each population apart, then the pooled figures, then the cited
+        evidence of text memories (when a memory system returned any)."""
+        return {**self.populations, POOLED: self.summary, **self.cited}
 
 
 def scoreable_probes(dataset: Dataset) -> tuple[list[Probe], dict[str, int]]:
@@ -136,10 +182,19 @@ class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
     config_type = RetrievalConfig
 
     def plan(self, data: Dataset, config: RetrievalConfig) -> Plan[Unit]:
-        units = {
+        units: dict[str, Unit] = {
             name: (name, resolve(name, seed=config.seed, offset=config.offset))
             for name in config.retrievers
         }  # fail on a bad name before any work
+        for spec in config.memory:
+            system = resolve_memory(spec, seed=config.seed)
+            key = f"memory:{memory_name(spec, system)}"
+            if key in units:
+                raise ValueError(
+                    f"--memory {spec!r}: two memory systems are both called {key!r}; give "
+                    "each a distinct `name`"
+                )
+            units[key] = (key, MemoryUnit(spec, system))
         probes, skipped = scoreable_probes(data)
         if not probes:
             raise ValueError(
@@ -159,6 +214,9 @@ class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
         ctx: Probes = plan.context
         depth = min(config.depth, max(p.cutoff for p in ctx.probes))
         name, retriever = unit
+        if isinstance(retriever, MemoryUnit):
+            budget = Budget(k=depth, tokens=config.memory_tokens)
+            return solve_memory(name, retriever, ctx, budget)
         rows: Rows = []
         for sid, group in ctx.by_subject.items():
             subject = ctx.subjects[sid]
@@ -168,19 +226,53 @@ class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
                 rows.append(_item_row(name, p, ids, ranking.top[i], ranking.ref_ranks[i]))
         return rows
 
+    def unfinished(self, plan: Plan[Unit], key: str, rows: Rows) -> bool:
+        """A memory system that failed is done again on a rerun."""
+        return any("memory_error" in row for row in rows)
+
     def aggregate(self, plan: Plan[Unit], rows: Rows, config: RetrievalConfig) -> Outcome:
         ctx: Probes = plan.context
         by_retriever: dict[str, Rows] = {}
+        errors: dict[str, str] = {}
         for row in rows:
-            by_retriever.setdefault(row["retriever"], []).append(row)
-        result = summarise(by_retriever, ctx.probes, config, ctx.labels)
+            if "memory_error" in row:
+                errors[row["retriever"]] = row["memory_error"]
+            else:
+                by_retriever.setdefault(row["retriever"], []).append(row)
+        memories = [k for k, u in plan.units.items() if isinstance(u[1], MemoryUnit)]
+        done = [k for k in memories if k in by_retriever]
+        by_ids = [k for k in done if _scored_by_id(by_retriever[k])]
+        by_cites = [k for k in done if any(r["text_memories"] for r in by_retriever[k])]
+        names = [n for n in config.retrievers if n in by_retriever] + by_ids
+        result = summarise(by_retriever, ctx.probes, config, ctx.labels, names=names)
+        if by_cites:
+            result.cited = summarise_cited(by_retriever, ctx.probes, config, by_cites)
+        result.costs = {k: memory_costs(by_retriever[k]) for k in done}
+        result.memory_errors = errors
+        result.warnings += [
+            f"{MEMORY_FAILED[:-1]} {k} (rerun to retry): {why}" for k, why in errors.items()
+        ]
         result.skipped = ctx.skipped
+        files: dict[str, Any] = {
+            "breakdown.json": result.breakdown,
+            "distance.json": result.distance,
+        }
+        if memories:
+            budget = {"k": min(config.depth, max(p.cutoff for p in ctx.probes))}
+            budget["tokens"] = config.memory_tokens  # type: ignore[assignment]
+            files["memory_costs.json"] = {
+                "definitions": DEFINITIONS,
+                "budget": budget,
+                "systems": result.costs,
+                "failed": errors,
+            }
         outcome = Outcome(
             summary=result.headline(),
-            files={"breakdown.json": result.breakdown, "distance.json": result.distance},
+            files=files,
             warnings=result.warnings,
             notes={"skipped": ctx.skipped},
             result=result,
+            failures={MEMORY_FAILED: len(errors)} if errors else {},
         )
         return outcome
 
@@ -192,8 +284,14 @@ class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
             f"mrr@{config.depth}",
             f"recall@{config.depth}",
         ]
+        cite_metrics = [f"cite-{m}" for m in metrics if m != "mrr"]
         shown: list[Table | str] = [
-            summary_table(f"Retrieval: {name} (95% bootstrap intervals)", table, metrics)
+            summary_table(
+                f"Retrieval: {name} (95% bootstrap intervals)",
+                table,
+                cite_metrics if name.startswith(CITED) else metrics,
+                "memory system" if name.startswith(CITED) else "retriever",
+            )
             for name, table in result.headline().items()
         ]
         chance = result.summary.get("random", {})
@@ -204,6 +302,8 @@ class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
             shown.append(
                 f"random: chance level given each probe's candidates and references: {expected}"
             )
+        if result.costs:
+            shown.append(costs_table(result.costs))
         shown += [f"left out: {count} {what}" for what, count in result.skipped.items()]
         return shown
 
@@ -221,6 +321,149 @@ def run_retrieval(
     finished = run_track(RETRIEVAL, dataset, out, config, progress=progress)
     result: RetrievalResult = finished.result()
     return result
+
+
+def solve_memory(name: str, unit: MemoryUnit, ctx: Probes, budget: Budget) -> Rows:
+    """Replay every subject into the memory system and score what it recalls: id memories
+    as a ranking (`_item_row`), text memories by the positions they cite. A failure of the
+    system is one row holding its message (counted, done again on a rerun)."""
+    rows: Rows = []
+    try:
+        for sid, group in ctx.by_subject.items():
+            subject = ctx.subjects[sid]
+            got = replay(
+                unit.system, sid, subject.messages, [query_of(p) for p in group], budget
+            ).recalled
+            ids = [m.id for m in subject.messages]
+            for p, r in zip(group, got, strict=True):
+                rows.append(_memory_row(name, unit.spec, p, ids, r))
+    except MemorySystemError as e:
+        return [{"retriever": name, "memory": unit.spec, "memory_error": str(e)}]
+    return rows
+
+
+def _positional_ranks(p: Probe, found: Sequence[int]) -> list[int | None]:
+    """The 1-based place of each of `p`'s references among `found` (None: not there)."""
+    where = {at: i + 1 for i, at in enumerate(found)}
+    return [where.get(r) for r in p.reference_positions]
+
+
+def _memory_row(
+    name: str,
+    spec: str,
+    p: Probe,
+    ids: Sequence[str],
+    r: Recalled,
+) -> dict[str, Any]:
+    top = np.array(r.positions, dtype=np.int64)
+    ranks = np.array(
+        [np.inf if x is None else x for x in _positional_ranks(p, r.positions)], dtype=float
+    )
+    row = _item_row(name, p, ids, top, ranks)
+    cost = r.cost
+    row.update(
+        memory=spec,
+        id_memories=len(r.id_memories),
+        text_memories=len(r.text_memories),
+        cited=[ids[c] for c in r.cited_positions],
+        cite_ranks=_positional_ranks(p, r.cited_positions),
+        invalid_ids=list(r.invalid_ids),
+        latency_ms=1000 * r.latency_s,
+        ingested=r.ingested,
+        ingest_ms=1000 * r.ingest_s,
+        context_tokens=r.context_tokens,
+        system_cost=None if cost is None else vars(cost).copy(),
+    )
+    return row
+
+
+def _scored_by_id(rows: Rows) -> bool:
+    """A memory system is scored as a ranking when it returned an id memory, or nothing but
+    id memories (a system that returned nothing at all scores 0 there)."""
+    return any(r["id_memories"] for r in rows) or not any(r["text_memories"] for r in rows)
+
+
+def memory_costs(rows: Rows) -> dict[str, Any]:
+    """One system's memory_costs.json entry from its rows (`memory/costs.py`, the same
+    figures `memory.replay_costs` gives over the replays)."""
+    reported = [SystemCost(**r["system_cost"]) for r in rows if r.get("system_cost") is not None]
+    system = None
+    for c in reported:
+        system = c if system is None else system + c
+    return summarise_costs(
+        ingested=sum(r["ingested"] for r in rows),
+        ingest_s=sum(r["ingest_ms"] for r in rows) / 1000,
+        latencies_s=[r["latency_ms"] / 1000 for r in rows],
+        memories=[r["id_memories"] + r["text_memories"] for r in rows],
+        context_tokens=[r["context_tokens"] for r in rows],
+        invalid_ids=sum(len(r["invalid_ids"]) for r in rows),
+        system=system,
+    )
+
+
+def costs_table(costs: dict[str, dict[str, Any]]) -> Table:
+    """What each memory system cost (definitions in memory_costs.json)."""
+    table = Table(title="Memory systems: cost and speed (memory_costs.json)", title_justify="left")
+    heads = ["system", "recall ms p50", "p95", "p99", "ingest ms/msg", "memories/q", "tokens/q"]
+    for i, head in enumerate([*heads, "invalid ids"]):
+        table.add_column(
+            head, style="bold" if i == 0 else None, justify="left" if i == 0 else "right"
+        )
+
+    def num(x: float | None, digits: int = 2) -> str:
+        return "-" if x is None else f"{x:.{digits}f}"
+
+    for name, c in costs.items():
+        ms = c["recall_ms"]
+        table.add_row(
+            name,
+            num(ms["p50"], 3),
+            num(ms["p95"], 3),
+            num(ms["p99"], 3),
+            num(c["ingest_ms_per_message"], 4),
+            num(c["memories_per_query"], 1),
+            num(c["context_tokens_per_query"], 1),
+            str(c["invalid_ids"]),
+        )
+    return table
+
+
+def summarise_cited(
+    rows: dict[str, Rows], probes: Sequence[Probe], config: RetrievalConfig, names: Sequence[str]
+) -> dict[str, dict[str, dict[str, Estimate]]]:
+    """Text memories scored by the evidence they cite: `cited evidence: POPULATION` ->
+    system -> cite-hit@k, cite-mrr@K, cite-recall@k (one paired bootstrap per population)."""
+    n = len(probes)
+    width = max(len(p.reference_positions) for p in probes)
+    columns: list[tuple[str, str]] = []
+    values: list[np.ndarray] = []
+    for name in names:
+        ranks = np.full((n, width), np.nan)
+        for i, row in enumerate(rows[name]):
+            got = row["cite_ranks"]
+            ranks[i, : len(got)] = [np.inf if r is None else r for r in got]
+        for metric, v in metric_table(ranks, config.ks).items():
+            if metric != "mrr":  # what was cited is all there is: mrr is mrr@K
+                columns.append((name, f"cite-{metric}"))
+                values.append(v)
+    matrix = np.column_stack(values)
+    clusters = np.array([p.subject_id for p in probes]) if config.cluster == "subject" else None
+    kind = np.array([p.kind for p in probes])
+    out: dict[str, dict[str, dict[str, Estimate]]] = {}
+    for population, mask in (
+        (CHAT, kind == "chat"),
+        (QUESTIONS, kind == "question"),
+        (POOLED, np.ones(n, dtype=bool)),
+    ):
+        if not mask.any():
+            continue
+        sub = None if clusters is None else clusters[mask]
+        ests = bootstrap_means(matrix[mask], sub, n_boot=config.n_boot, seed=config.seed)
+        table: dict[str, dict[str, Estimate]] = {}
+        for (name, metric), e in zip(columns, ests, strict=True):
+            table.setdefault(name, {})[metric] = e
+        out[CITED + population] = table
+    return out
 
 
 def _item_row(
@@ -254,18 +497,20 @@ def summarise(
     probes: Sequence[Probe],
     config: RetrievalConfig,
     labels: Sequence[MemoryLabels | None] | None = None,
+    names: Sequence[str] | None = None,
 ) -> RetrievalResult:
     """Figures from each retriever's rows: one paired bootstrap over all retrievers per group.
 
     `labels` are the chat probes' memory labels (None for a question; all None when not
-    given), which the need and dependent facets read."""
+    given), which the need and dependent facets read. `names`: the systems to score (the
+    configured retrievers unless given; id-scored memory systems are added by the track)."""
     labels = list(labels) if labels is not None else [None] * len(probes)
     n = len(probes)
     rank_width = max(len(p.reference_positions) for p in probes)
     columns: list[tuple[str, str]] = []
     values: list[np.ndarray] = []
     warnings: list[str] = []
-    for name in config.retrievers:
+    for name in config.retrievers if names is None else names:
         ranks = np.full((n, rank_width), np.nan)
         for i, row in enumerate(rows[name]):
             ranks[i, : len(row["ranks"])] = [np.inf if r is None else r for r in row["ranks"]]
