@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from dialogbench.build.demo import BuildConfig, build_demo, vote
+from dialogbench.build.demo import BUDGETS, BuildConfig, build_demo, vote
 from dialogbench.build.demo_prompts import GOAL_TYPES
 from dialogbench.cli import app
 from dialogbench.data.demo.release import load_release
@@ -40,13 +41,20 @@ def _prompt(body: Body) -> str:
 class Scripted:
     """Answers each step's schema; counts what it was asked, by schema name."""
 
-    def __init__(self) -> None:
+    def __init__(self, end_at: int = 99) -> None:
         self.asked: Counter[str] = Counter()
         self.distilled = 0
+        self.end_at = end_at
+        """A turn at or past this index (from `min_turns` on) ends the dialogue."""
+        self.turns: list[int] = []
+        """The index of every turn asked for, in order."""
+        self.budgets: dict[str, set[int]] = {}
+        """Schema name -> the `max_tokens` its requests carried."""
 
     def __call__(self, body: Body) -> str:
         name, schema = _schema(body)
         self.asked[name] += 1
+        self.budgets.setdefault(name, set()).add(body["max_tokens"])
         prompt = _prompt(body)
         if name == "Distilled":
             kind = GOAL_TYPES[self.distilled % 3]
@@ -84,11 +92,13 @@ class Scripted:
                     "medium": "face-to-face",
                 }
             )
-        if name == "Script":
-            names = schema["$defs"]["Line"]["properties"]["person"]["enum"]
-            n = schema["properties"]["utterances"]["minItems"]
-            lines = [{"person": names[i % 2], "content": f"line {i + 1}"} for i in range(n)]
-            return json.dumps({"utterances": lines})
+        if name in ("Turn", "LastTurn"):
+            index = int(re.search(r"utterance (\d+) \(", prompt).group(1))  # type: ignore[union-attr]
+            self.turns.append(index)
+            reply: dict[str, Any] = {"content": f"line {index}"}
+            if name == "LastTurn":
+                reply["end"] = index >= self.end_at
+            return json.dumps(reply)
         n = schema["properties"]["utterances"]["minItems"]
         note = {
             "intent": "make an offer",
@@ -241,6 +251,87 @@ def test_resume_retries_failed_units_only(tmp_path: Path, monkeypatch: pytest.Mo
         script.asked.clear()
         third = _build(CONFIG, out, srv.base_url)  # all done: nothing asked
         assert sum(script.asked.values()) == 0 and third["output"] == second["output"]
+
+
+def test_the_dialogue_is_written_turn_by_turn(tmp_path: Path) -> None:
+    """One call per utterance, the speakers alternating from the first; from `min_turns`
+    on a reply may end the dialogue, and `max_turns` ends it in any case."""
+    config = BuildConfig(**{**CONFIG.__dict__, "limit": 1, "min_turns": 3, "max_turns": 6})
+    script = Scripted(end_at=4)
+    out = tmp_path / "b"
+    with ChatServer(reply=script) as srv:
+        summary = _build(config, out, srv.base_url)
+    assert summary["complete"] and summary["steps"]["generate"]["ok"] == 1
+    assert script.turns == [1, 2, 3, 4]  # the 4th says it ends
+    assert script.asked["Turn"] == 2 and script.asked["LastTurn"] == 2
+    made = json.loads((out / "dialogues.jsonl").read_text().splitlines()[0])
+    speakers = [u["speaker"] for u in made["utterances"]]
+    first, second = (p["name"] for p in made["participants"])
+    assert speakers == [first, second, first, second]
+    assert [u["text"] for u in made["utterances"]] == ["line 1", "line 2", "line 3", "line 4"]
+    capped = Scripted()  # never ends by itself
+    with ChatServer(reply=capped) as srv:
+        _build(config, tmp_path / "c", srv.base_url)
+    assert capped.turns == [1, 2, 3, 4, 5, 6]
+
+
+def test_each_step_asks_for_its_own_token_budget(tmp_path: Path) -> None:
+    script = Scripted()
+    with ChatServer(reply=script) as srv:
+        _build(BuildConfig(**{**CONFIG.__dict__, "limit": 1}), tmp_path / "b", srv.base_url)
+    n = CONFIG.max_turns
+    assert script.budgets["Distilled"] == {BUDGETS["distill"]}
+    assert script.budgets["Turn"] == script.budgets["LastTurn"] == {BUDGETS["turn"]}
+    assert script.budgets["Annotation"] == {
+        BUDGETS["annotate"] + n * BUDGETS["annotate_per_utterance"]
+    }
+    assert script.budgets["Review"] == {BUDGETS["review"] + n * BUDGETS["review_per_utterance"]}
+    capped = Scripted()  # --max-tokens caps every step
+    with ChatServer(reply=capped) as srv:
+        _build(
+            BuildConfig(**{**CONFIG.__dict__, "limit": 1, "max_tokens": 250}),
+            tmp_path / "c",
+            srv.base_url,
+        )
+    assert set().union(*capped.budgets.values()) == {250, BUDGETS["turn"]}
+
+
+def test_an_unreadable_verdict_is_unparsed_not_a_rejection(tmp_path: Path) -> None:
+    """A conflict answer that never fits its schema is counted `unparsed` (and asked again
+    on a rerun), never taken for a rejection; a turn that never fits fails its dialogue."""
+    script = Scripted()
+
+    def garbled(body: Body) -> str:
+        name, _ = _schema(body)
+        if name == "Assessment":
+            script.asked[name] += 1
+            return '{"reason": "a tiny model rambles", "reasonable": "perhaps"'
+        return script(body)
+
+    out = tmp_path / "b"
+    config = BuildConfig(**{**CONFIG.__dict__, "limit": 2})
+    with ChatServer(reply=garbled) as srv:
+        first = _build(config, out, srv.base_url)
+    conflict = first["steps"]["conflict"]
+    assert conflict["unparsed"] == 2 and conflict["rejected"] == 0 and conflict["ok"] == 0
+    assert conflict["rejections"] == [] and not first["complete"]
+    assert first["steps"]["generate"]["units"] == 0 and first["output"]["dialogues"] == 0
+    entries = [json.loads(x) for x in (out / "steps" / "3-conflict.jsonl").read_text().splitlines()]
+    assert {e["status"] for e in entries} == {"unparsed"} and all(e["raw"] for e in entries)
+    assert script.asked["Assessment"] == 2 * (1 + config.max_fixes)  # corrections were asked
+
+    def turn_garbled(body: Body) -> str:
+        name, _ = _schema(body)
+        return '{"content": ""}' if name == "LastTurn" else script(body)
+
+    with ChatServer(reply=turn_garbled) as srv:  # the conflict step is asked again
+        second = _build(config, out, srv.base_url)
+    steps = second["steps"]
+    assert steps["conflict"]["unparsed"] == 0
+    kept = steps["conflict"]["ok"]
+    assert kept >= 1 and steps["generate"]["unparsed"] == kept and not second["complete"]
+    entries = [json.loads(x) for x in (out / "steps" / "4-generate.jsonl").read_text().splitlines()]
+    assert all(e["stage"] == "dialogue" and e["turn"] == config.min_turns for e in entries)
 
 
 def test_other_settings_need_another_folder(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from dialogbench.models import embedded
 from dialogbench.models.embedded import (
@@ -183,6 +183,51 @@ def test_concurrent_calls_take_turns(model: LocalGGUF) -> None:
 
     texts = asyncio.run(three())
     assert len(set(texts)) == 1 and texts[0]
+
+
+@needs_model
+def test_a_model_queues_calls_one_at_a_time(model: LocalGGUF) -> None:
+    """`Model` caps its concurrency at the provider's `max_concurrency` (1 here), so a call
+    waits its turn before its timeout starts instead of spending it on the others' turns."""
+    from dialogbench.models.model import Model, endpoint_limiter
+
+    async def go() -> tuple[list[str], int]:
+        wrapped = Model(model, concurrency=16, timeout_s=None)
+        outs = await asyncio.gather(
+            *(wrapped.generate(ASK, GenerateConfig(max_tokens=4)) for _ in range(3))
+        )
+        return [o.text for o in outs], endpoint_limiter(model.endpoint, 16).max
+
+    texts, limit = asyncio.run(go())
+    assert LocalGGUF.max_concurrency == 1 and limit == 1
+    assert len(set(texts)) == 1 and texts[0]
+
+
+class Long(BaseModel):
+    numbers: list[int] = Field(min_length=500)
+
+
+@needs_model
+def test_a_call_that_times_out_stops_generating(model: LocalGGUF) -> None:
+    """A timed-out call's thread stops at its next token and frees the model, instead of
+    writing the rest of its reply for nobody while the next calls wait."""
+    import time
+
+    from dialogbench.models.model import Model
+
+    config = GenerateConfig(max_tokens=1500, json_schema=Long.model_json_schema())
+    asyncio.run(model.generate(ASK, GenerateConfig(max_tokens=1, json_schema=config.json_schema)))
+
+    async def go() -> ModelError:
+        wrapped = Model(model, timeout_s=0.5, max_retries=0)
+        with pytest.raises(ModelError) as err:
+            await wrapped.generate(ASK, config)
+        return err.value
+
+    started = time.perf_counter()
+    error = asyncio.run(go())  # returns once its worker thread has ended
+    assert error.kind == "timeout"
+    assert time.perf_counter() - started < 30  # 1000+ forced tokens take minutes here
 
 
 # -- the OpenAI-compatible server ----------------------------------------------------------

@@ -15,7 +15,8 @@
    seeded by the build seed and the goal's key); the model keeps or rejects the combination
    with a reason and adds relationship, familiarity (0-10) and medium to kept ones.
 4. **generate**: kept combinations are taken round-robin over goal types (balanced), the
-   model writes the dialogue, then annotates each utterance (intent, sentiment, emotion,
+   model writes the dialogue one utterance per call (the speakers alternating; from
+   `min_turns` on a reply says whether the dialogue ends; `max_turns` ends it), then annotates each utterance (intent, sentiment, emotion,
    stance, strategy) and the epilogue (goal completion, completion reason, information flow
    as workflow steps, one summary per participant).
 5. **quality**: two checker models each return an edited copy of the annotation; for each
@@ -76,11 +77,29 @@ from dialogbench.models.types import ChatMessage, GenerateConfig
 
 T = TypeVar("T", bound=BaseModel)
 STEPS = ("distill", "persona", "conflict", "generate", "quality")
-VERSION = 2
+VERSION = 3
 """Bumped when a step's logic changes what it produces (part of the identity)."""
 
-NonBlank = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=600)]
-"""A label or text: not blank, at most 600 characters (which also bounds a grammar)."""
+NonBlank = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=400)]
+"""A text (a goal, a reason, an utterance): not blank, at most 400 characters."""
+Label = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=80)]
+"""A short label (an emotion, a strategy type, a location): not blank, at most 80 characters.
+
+The limits bound the grammar a local model decodes with, so a small model has to close a
+string instead of running on inside it until its token budget is spent."""
+
+BUDGETS = {
+    "distill": 400,
+    "persona": 500,
+    "conflict": 300,
+    "turn": 200,
+    "annotate": 400,
+    "annotate_per_utterance": 160,
+    "review": 600,
+    "review_per_utterance": 180,
+}
+"""Each step's reply budget in tokens (the longest reply its schema allows, roughly; per
+utterance where the reply grows with the dialogue); `--max-tokens` caps them all."""
 
 
 # -- settings and seeds ---------------------------------------------------------------------
@@ -327,17 +346,17 @@ class Distilled(_Reply):
     goal1: NonBlank
     goal2: NonBlank
     goal_type: GoalType
-    topic: NonBlank
-    time: NonBlank
-    location: NonBlank
+    topic: Label
+    time: Label
+    location: Label
 
 
 class PersonaDetails(_Reply):
     background: NonBlank
-    hobby: NonBlank
-    education: NonBlank
-    occupation: NonBlank
-    culture: NonBlank
+    hobby: Label
+    education: Label
+    occupation: Label
+    culture: Label
     speaking_style: NonBlank
 
 
@@ -345,56 +364,52 @@ class Assessment(_Reply):
     reason: NonBlank
     """Asked before the verdict, so the verdict follows from it."""
     reasonable: bool
-    relationship: NonBlank
+    relationship: Label
     familiarity: int = Field(ge=0, le=10)
-    medium: NonBlank
+    medium: Label
 
 
 class StanceNote(_Reply):
-    aspect: NonBlank
+    aspect: Label
     viewpoint: NonBlank
 
 
 class StrategyNote(_Reply):
     description: NonBlank
-    type: NonBlank
+    type: Label
 
 
 class UtteranceNote(_Reply):
     intent: NonBlank
     sentiment: Literal["positive", "negative", "neutral"]
-    emotion: NonBlank
-    stance: list[StanceNote] = Field(default_factory=list)
+    emotion: Label
+    stance: list[StanceNote] = Field(default_factory=list, max_length=3)
     strategy: StrategyNote
 
 
 class EpilogueNote(_Reply):
     goal_completion: int = Field(ge=0, le=10)
     completion_reason: NonBlank
-    workflow: list[NonBlank] = Field(min_length=1)
+    workflow: list[NonBlank] = Field(min_length=1, max_length=8)
     summary1: NonBlank
     summary2: NonBlank
 
 
 class Reason(_Reply):
-    label: str
-    reason: str
+    label: Label
+    reason: NonBlank
 
 
-@functools.cache
-def script_schema(names: tuple[str, str], low: int, high: int) -> type[BaseModel]:
-    """A dialogue of `low`-`high` utterances whose speakers are the two `names`."""
-    line = create_model(
-        "Line",
-        __base__=_Reply,
-        person=(Literal[names], ...),  # type: ignore[arg-type]
-        content=(NonBlank, ...),
-    )
-    return create_model(
-        "Script",
-        __base__=_Reply,
-        utterances=(list[line], Field(min_length=low, max_length=high)),  # type: ignore[valid-type]
-    )
+class Turn(_Reply):
+    """One utterance of the dialogue, written in its own call (the speaker is fixed)."""
+
+    content: NonBlank
+
+
+class LastTurn(Turn):
+    """An utterance once the dialogue is long enough to end: `end` says whether it does."""
+
+    end: bool
 
 
 @functools.cache
@@ -405,16 +420,16 @@ def annotation_schema(n: int, review: bool = False) -> type[BaseModel]:
         "epilogue": (EpilogueNote, ...),
     }
     if review:
-        fields["reasons"] = (list[Reason], Field(default_factory=list))
+        fields["reasons"] = (list[Reason], Field(default_factory=list, max_length=2 * n + 5))
     return create_model("Review" if review else "Annotation", __base__=_Reply, **fields)
 
 
 def _schemas_digest() -> str:
     shapes = [
         m.model_json_schema()
-        for m in (Distilled, PersonaDetails, Assessment, UtteranceNote, EpilogueNote, Reason)
+        for m in (Distilled, PersonaDetails, Assessment, Turn, LastTurn, UtteranceNote)
     ]
-    shapes.append(script_schema(("a", "b"), 2, 3).model_json_schema())
+    shapes += [EpilogueNote.model_json_schema(), Reason.model_json_schema()]
     return hashlib.sha256(json.dumps(shapes, sort_keys=True).encode()).hexdigest()
 
 
@@ -587,9 +602,13 @@ class Builder:
         for n, step in enumerate(STEPS, 1):
             self.logs[step] = StepLog(self.steps_dir / f"{n}-{step}.jsonl")
 
-    def gen(self, temperature: float = 0.0) -> GenerateConfig:
+    def gen(self, step: str, temperature: float = 0.0, utterances: int = 0) -> GenerateConfig:
+        """A call's settings: `step`'s token budget (see `BUDGETS`), capped by `max_tokens`."""
+        budget = BUDGETS[step] + utterances * BUDGETS.get(f"{step}_per_utterance", 0)
         return GenerateConfig(
-            temperature=temperature, max_tokens=self.config.max_tokens, seed=self.config.seed
+            temperature=temperature,
+            max_tokens=min(budget, self.config.max_tokens),
+            seed=self.config.seed,
         )
 
     # 1 ---------------------------------------------------------------------------------------
@@ -601,7 +620,12 @@ class Builder:
             async def run() -> dict[str, Any]:
                 msgs = bp.distill_messages(seed.lang, seed.text(c.seed_lines), seed.speakers)
                 got = await ask(
-                    self.model, msgs, Distilled, self.gen(), max_fixes=c.max_fixes, tag="distill"
+                    self.model,
+                    msgs,
+                    Distilled,
+                    self.gen("distill"),
+                    max_fixes=c.max_fixes,
+                    tag="distill",
                 )
                 value = got.value.model_dump() if got.value else None
                 return _entry(seed.id, got, value, lang=seed.lang)
@@ -652,7 +676,7 @@ class Builder:
                     self.model,
                     bp.persona_messages(lang, attrs),
                     PersonaDetails,
-                    self.gen(c.temperature),
+                    self.gen("persona", c.temperature),
                     max_fixes=c.max_fixes,
                     tag="persona",
                 )
@@ -708,7 +732,12 @@ class Builder:
                     (goal["goal1"], goal["goal2"]),
                 )
                 got = await ask(
-                    self.model, msgs, Assessment, self.gen(), max_fixes=c.max_fixes, tag="conflict"
+                    self.model,
+                    msgs,
+                    Assessment,
+                    self.gen("conflict"),
+                    max_fixes=c.max_fixes,
+                    tag="conflict",
                 )
                 value = {**combo, **got.value.model_dump()} if got.value else None
                 entry = _entry(key, got, value, lang=lang)
@@ -755,39 +784,57 @@ class Builder:
         ]
         return lang, "\n\n".join(lines), (p1, p2)
 
+    async def write_turns(
+        self, key: str, lang: Lang, prelude: str, names: tuple[str, str]
+    ) -> tuple[list[dict[str, str]], dict[str, Any] | None]:
+        """The dialogue, one utterance per call, the two speakers taking turns (the first
+        speaker first); from `min_turns` on each reply also says whether the dialogue ends,
+        and it stops at `max_turns`. Returns the turns and, when a turn never came or never
+        fitted its schema, that turn's log entry (the unit is then not done)."""
+        c = self.config
+        turns: list[dict[str, str]] = []
+        while len(turns) < c.max_turns:
+            speaker = names[len(turns) % 2]
+            may_end = len(turns) + 1 >= c.min_turns
+            msgs = bp.turn_messages(
+                lang,
+                prelude,
+                numbered(turns),
+                speaker,
+                first=names[0],
+                index=len(turns) + 1,
+                span=(c.min_turns, c.max_turns),
+                may_end=may_end,
+            )
+            got: Structured[Turn] = await ask(
+                self.model,
+                msgs,
+                LastTurn if may_end else Turn,
+                self.gen("turn", c.temperature),
+                max_fixes=c.max_fixes,
+                tag="turn",
+            )
+            if got.value is None:
+                return turns, _entry(key, got, stage="dialogue", turn=len(turns) + 1, lang=lang)
+            turns.append({"person": speaker, "content": got.value.content})
+            if isinstance(got.value, LastTurn) and got.value.end:
+                break
+        return turns, None
+
     async def generate(self) -> None:
         log, c = self.logs["generate"], self.config
 
         def job(key: str) -> Callable[[], Awaitable[dict[str, Any]]]:
             async def run() -> dict[str, Any]:
                 lang, prelude, (p1, p2) = self.prelude(key)
-                names = (p1["name"], p2["name"])
-                schema = script_schema(names, c.min_turns, c.max_turns)
-
-                def both_speak(value: BaseModel) -> None:
-                    said = {u.person for u in value.utterances}  # type: ignore[attr-defined]
-                    if len(said) < 2:
-                        raise ValueError(f"both {names[0]} and {names[1]} must speak")
-
-                msgs = bp.dialogue_messages(lang, prelude, names[0], c.min_turns, c.max_turns)
-                script = await ask(
-                    self.model,
-                    msgs,
-                    schema,
-                    self.gen(c.temperature),
-                    max_fixes=c.max_fixes,
-                    tag="dialogue",
-                    check=both_speak,
-                )
-                if script.value is None:
-                    return _entry(key, script, stage="dialogue")
-                turns = [u.model_dump() for u in script.value.utterances]  # type: ignore[attr-defined]
-                text = numbered(turns)
+                turns, failed = await self.write_turns(key, lang, prelude, (p1["name"], p2["name"]))
+                if failed is not None:
+                    return failed
                 got = await ask(
                     self.model,
-                    bp.annotate_messages(lang, prelude, text, len(turns)),
+                    bp.annotate_messages(lang, prelude, numbered(turns), len(turns)),
                     annotation_schema(len(turns)),
-                    self.gen(),
+                    self.gen("annotate", utterances=len(turns)),
                     max_fixes=c.max_fixes,
                     tag="annotate",
                 )
@@ -822,7 +869,7 @@ class Builder:
                             m,
                             msgs,
                             annotation_schema(n, review=True),
-                            self.gen(),
+                            self.gen("review", utterances=n),
                             max_fixes=c.max_fixes,
                             tag=f"checker{i + 1}",
                             sample=i + 1,

@@ -97,16 +97,25 @@ _CONFLICT: dict[Lang, str] = {
     "网上聊天……）；若不合理，也请尽量给出。",
 }
 
-_DIALOGUE: dict[Lang, str] = {
-    "en": "Write the conversation these two people have.\n\n{prelude}\n\nWrite between "
-    "{low} and {high} utterances in all, the participants taking turns, {p1} first. Each "
-    'utterance is {{"person": name, "content": what they say}}. Let each pursue their '
-    "own goal in their own speaking style; neither knows the other's goal. Sound like "
-    "real people, not like an assistant.",
-    "zh": "写出这两个人之间的对话。\n\n{prelude}\n\n一共写 {low} 到 {high} 句，两人轮流"
-    '发言，{p1}先说。每句是 {{"person": 名字, "content": 说的话}}。让每个人以自己的说话'
-    "风格追求自己的目标；双方都不知道对方的目标。要像真实的人，不要像助手。",
+_TURN: dict[Lang, str] = {
+    "en": "Write the next utterance of a conversation between these two people.\n\n"
+    "{prelude}\n\n<dialogue>\n{so_far}\n</dialogue>\n\nIt is {speaker}'s turn: utterance "
+    "{index} (the conversation has {low} to {high} utterances, {p1} speaking first). Give "
+    "content: what {speaker} says now, in their own speaking style, pursuing their own "
+    "goal; neither knows the other's goal. Sound like a real person, not like an "
+    "assistant.",
+    "zh": "写出这两个人对话中的下一句话。\n\n{prelude}\n\n<dialogue>\n{so_far}\n"
+    "</dialogue>\n\n轮到{speaker}说话：第 {index} 句（整段对话共 {low} 到 {high} 句，{p1}"
+    "先说）。给出 content：{speaker}此刻说的话，用自己的说话风格追求自己的目标；双方都不知道"
+    "对方的目标。要像真实的人，不要像助手。",
 }
+
+_TURN_END: dict[Lang, str] = {
+    "en": " Also give end: true if the conversation ends with this utterance, otherwise false.",
+    "zh": "另外给出 end：如果对话在这句话后结束则为 true，否则为 false。",
+}
+
+_NOTHING_YET: dict[Lang, str] = {"en": "(nothing said yet)", "zh": "（还没有人说话）"}
 
 _ANNOTATE: dict[Lang, str] = {
     "en": "Annotate this conversation.\n\n{prelude}\n\n<dialogue>\n{dialogue}\n</dialogue>"
@@ -210,11 +219,29 @@ def conflict_messages(
     return _messages(lang, text)
 
 
-def dialogue_messages(
-    lang: Lang, prelude: str, first: str, low: int, high: int
+def turn_messages(
+    lang: Lang,
+    prelude: str,
+    so_far: str,
+    speaker: str,
+    *,
+    first: str,
+    index: int,
+    span: tuple[int, int],
+    may_end: bool,
 ) -> list[ChatMessage]:
-    """Step 4a: the conversation itself."""
-    return _messages(lang, _DIALOGUE[lang].format(prelude=prelude, p1=first, low=low, high=high))
+    """Step 4a: the dialogue's next utterance (`index`, from 1), by `speaker`; `so_far` is
+    the dialogue until now; `may_end` asks whether it ends there too."""
+    text = _TURN[lang].format(
+        prelude=prelude,
+        so_far=so_far or _NOTHING_YET[lang],
+        speaker=speaker,
+        index=index,
+        low=span[0],
+        high=span[1],
+        p1=first,
+    )
+    return _messages(lang, text + (_TURN_END[lang] if may_end else ""))
 
 
 def annotate_messages(lang: Lang, prelude: str, dialogue: str, n: int) -> list[ChatMessage]:
@@ -232,7 +259,9 @@ def review_messages(
 
 
 def _digest() -> str:
-    parts = [SYSTEM, _DISTILL, _PERSONA, _CONFLICT, _DIALOGUE, _ANNOTATE, _REVIEW, INSTRUCTIONS]
+    parts: list[object] = [SYSTEM, _DISTILL, _PERSONA, _CONFLICT, _TURN, _TURN_END]
+    parts += [_NOTHING_YET, _ANNOTATE]
+    parts += [_REVIEW, INSTRUCTIONS]
     text = json.dumps([parts, GOAL_TYPES], ensure_ascii=False, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -227,9 +227,15 @@ class LocalGGUF:
     `top_k`, `min_p` and `repeat_penalty`; other keys are ignored. Usage counts are real
     tokens: the templated prompt as tokenized, and every token sampled.
 
-    One generation runs at a time per instance (llama.cpp contexts are not thread-safe);
-    calls wait their turn in worker threads, never blocking the event loop.
+    One generation runs at a time per instance (llama.cpp contexts are not thread-safe), so
+    `max_concurrency` is 1: a `Model` queues calls before they start, and a call's timeout
+    counts only its own generation, not its wait for the others. A call cancelled while it
+    runs (a timeout, Ctrl-C) stops at the next prompt batch or token and frees the model;
+    its thread does not go on generating for nobody.
     """
+
+    max_concurrency = 1
+    """Calls one instance can run at once (a `Model` caps its concurrency to it)."""
 
     def __init__(
         self,
@@ -259,17 +265,27 @@ class LocalGGUF:
     # -- Provider ---------------------------------------------------------------------------
 
     async def generate(self, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
-        return await asyncio.to_thread(self.generate_sync, messages, config)
+        stop = threading.Event()
+        try:
+            return await asyncio.to_thread(self.generate_sync, messages, config, stop)
+        except asyncio.CancelledError:
+            stop.set()  # the thread cannot be killed: it stops at its next check
+            raise
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
 
     # -- blocking API -----------------------------------------------------------------------
 
-    def generate_sync(self, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
-        """`generate`, in the calling thread."""
+    def generate_sync(
+        self,
+        messages: list[ChatMessage],
+        config: GenerateConfig,
+        stop: threading.Event | None = None,
+    ) -> ModelOutput:
+        """`generate`, in the calling thread; setting `stop` ends it early (a `ModelError`)."""
         try:
-            return self._generate(messages, config)
+            return self._generate(messages, config, stop or threading.Event())
         except ModelError:
             raise
         except Exception as e:  # the engine's own errors, as a call failure
@@ -346,10 +362,18 @@ class LocalGGUF:
         sampler.add_dist(seed)
         return sampler
 
-    def _generate(self, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
+    def _generate(
+        self, messages: list[ChatMessage], config: GenerateConfig, stop: threading.Event
+    ) -> ModelOutput:
         started = time.perf_counter()
         grammar = None if config.json_schema is None else self._grammar(config.json_schema)
+
+        def check() -> None:
+            if stop.is_set():
+                raise ModelError(f"{self.name}: generation cancelled", retryable=False)
+
         with self._lock:
+            check()  # cancelled while it waited for the model
             model = self._load()
             llama_cpp = _cyllama()
             vocab = model.get_vocab()
@@ -371,12 +395,14 @@ class LocalGGUF:
             sampler = self._sampler(llama_cpp, vocab, config, grammar)
             ctx.kv_cache_clear()
             for i in range(0, n_prompt, self.n_batch):
+                check()
                 ctx.decode(llama_cpp.llama_batch_get_one(tokens[i : i + self.n_batch], i))
             out: list[int] = []
             finish = "length"
             cut: int | None = None
             longest_stop = max((len(s) for s in config.stop), default=0)
             while len(out) < budget:
+                check()
                 token = sampler.sample(ctx, -1)
                 if vocab.is_eog(token):
                     finish = "stop"

@@ -13,7 +13,9 @@ a Retry-After also halves the endpoint's concurrency, which then grows back by o
 of successes (with one, the server's wait is the back-off).
 An unreachable endpoint (connection refused, host not found) and an empty reply are retried
 at most twice, quickly. Each request has `timeout_s`; a call, all its retries and waits
-together, has `deadline_s`. Errors, empty replies included, are never cached (nor replayed
+together, has `deadline_s`. A provider that runs one call at a time in this process (its
+`max_concurrency`, 1 for an embedded or GGUF model) caps the endpoint's concurrency, so calls
+queue before their timeout starts. Errors, empty replies included, are never cached (nor replayed
 from a cache written before they counted as errors); each failure has a `ModelError.kind`.
 """
 
@@ -233,7 +235,9 @@ class Model:
         return out
 
     async def _call(self, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
-        limiter = endpoint_limiter(self.provider.endpoint, self.concurrency)
+        cap = getattr(self.provider, "max_concurrency", None)  # an in-process model: 1
+        limit = self.concurrency if cap is None else min(self.concurrency, int(cap))
+        limiter = endpoint_limiter(self.provider.endpoint, limit)
         attempt = 0
         spent = 0.0  # in requests and back-off waits; waits for a connection slot are free
         while True:
