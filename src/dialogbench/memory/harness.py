@@ -132,8 +132,13 @@ def replay(
     position = {m.id: m.position for m in messages}
     by_id = {m.id: m for m in messages}
 
-    def size(m: Memory) -> int:
-        return count(memory_text(m, by_id))
+    sizes: dict[tuple[str | None, str | None], int] = {}
+
+    def size(m: Memory) -> int:  # each message or text counted once per replay
+        key = (m.message_id, m.text)
+        if key not in sizes:
+            sizes[key] = count(memory_text(m, by_id))
+        return sizes[key]
 
     order = sorted(range(len(queries)), key=lambda i: (queries[i].cutoff, i))
     out: list[Recalled | None] = [None] * len(queries)
@@ -141,6 +146,7 @@ def replay(
     if isinstance(system, Resettable):
         _call(system, f"reset (subject {subject_id!r})", system.reset, subject_id)
 
+    indexing = system if isinstance(system, Indexing) else None  # checked once: it is slow
     fed: list[tuple[int, float]] = []  # what the next recall's ingest was: messages, seconds
 
     def feed(upto: int) -> None:
@@ -150,9 +156,9 @@ def replay(
         where = f"ingest (subject {subject_id!r}, {len(batch)} messages)"
         t0 = time.perf_counter()
         _call(system, where, system.ingest, subject_id, batch)
-        if isinstance(system, Indexing):
+        if indexing is not None:
             where = f"wait_until_indexed (subject {subject_id!r})"
-            _call(system, where, system.wait_until_indexed, subject_id)
+            _call(system, where, indexing.wait_until_indexed, subject_id)
         seconds = time.perf_counter() - t0
         result.ingest_s += seconds
         fed.append((upto - result.ingested, seconds))
