@@ -221,3 +221,26 @@ def test_costs_follow_the_definitions() -> None:
     )
     assert costs["context_tokens_per_query"] == pytest.approx(want)
     assert costs["system_tokens"] is None
+
+
+class Indexed(Recorder):
+    """Indexes in the background: the harness must wait before every recall after an ingest."""
+
+    def wait_until_indexed(self, subject: str) -> None:
+        self.log.append(("indexed", subject))
+
+
+def test_wait_until_indexed_comes_between_ingest_and_recall() -> None:
+    system = Indexed()
+    replay(system, "s", conversation(6), [query(2), query(2, "again"), query(5)], Budget())
+    kinds = [kind for kind, _ in system.log]
+    assert kinds == [
+        "reset",
+        "ingest",
+        "indexed",
+        "recall",
+        "recall",
+        "ingest",
+        "indexed",
+        "recall",
+    ]

@@ -19,6 +19,7 @@ system tokens           model calls and tokens the system reports spending itsel
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -30,6 +31,8 @@ from dialogbench.memory.base import Memory, SystemCost
 
 TokenCount = Callable[[str], int]
 _TOKEN = regex.compile(r"\p{L}+|\p{N}+|[^\p{L}\p{N}\s]")
+_ASCII_TOKEN = re.compile(r"[A-Za-z]+|[0-9]+|[^A-Za-z0-9\s]")
+_HAN = regex.compile(r"\p{Han}")  # compiled once: regex.match(pattern, ...) per token was 90%
 
 DEFINITIONS = {
     "ingest_ms_per_message": "wall time of ingest (+ wait_until_indexed) / messages ingested",
@@ -46,9 +49,11 @@ DEFINITIONS = {
 def approx_tokens(text: str) -> int:
     """A model-free token estimate: runs of letters, runs of digits and single punctuation
     marks (an ideograph run counts per character, as CJK tokenizers roughly do)."""
+    if text.isascii():  # the same tokens, found faster by the standard library
+        return len(_ASCII_TOKEN.findall(text))
     n = 0
     for t in _TOKEN.findall(text):
-        n += len(t) if regex.match(r"\p{Han}", t) else 1
+        n += len(t) if _HAN.match(t) else 1
     return n
 
 

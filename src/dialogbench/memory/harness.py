@@ -134,8 +134,13 @@ def replay(
     position = {m.id: m.position for m in messages}
     by_id = {m.id: m for m in messages}
 
-    def size(m: Memory) -> int:
-        return count(memory_text(m, by_id))
+    sizes: dict[tuple[str | None, str | None], int] = {}
+
+    def size(m: Memory) -> int:  # each message or text counted once per replay
+        key = (m.message_id, m.text)
+        if key not in sizes:
+            sizes[key] = count(memory_text(m, by_id))
+        return sizes[key]
 
     order = sorted(range(len(queries)), key=lambda i: (queries[i].cutoff, i))
     out: list[Recalled | None] = [None] * len(queries)
@@ -143,6 +148,7 @@ def replay(
     if isinstance(system, Resettable):
         _call(system, f"reset (subject {subject_id!r})", system.reset, subject_id)
 
+    indexing = system if isinstance(system, Indexing) else None  # checked once: it is slow
     fed: list[tuple[int, float]] = []  # what the next recall's ingest was: messages, seconds
 
     def feed(upto: int) -> None:
@@ -154,9 +160,9 @@ def replay(
         spent = _call(system, where, system.ingest, subject_id, batch)
         if isinstance(spent, SystemCost):  # what ingesting cost the system, when it says
             result.ingest_cost = spent if result.ingest_cost is None else result.ingest_cost + spent
-        if isinstance(system, Indexing):
+        if indexing is not None:
             where = f"wait_until_indexed (subject {subject_id!r})"
-            _call(system, where, system.wait_until_indexed, subject_id)
+            _call(system, where, indexing.wait_until_indexed, subject_id)
         seconds = time.perf_counter() - t0
         result.ingest_s += seconds
         fed.append((upto - result.ingested, seconds))
