@@ -171,6 +171,9 @@ class Recalled:
     """Positions of the valid message-id memories, best first, duplicates removed."""
     cited_positions: tuple[int, ...] = field(default_factory=tuple)
     """Positions cited by text memories, in order of first citation, duplicates removed."""
+    context_tokens: int | None = None
+    """Tokens of the kept memories' text, by the replay's counter (`costs.memory_text`),
+    counted where the subject's own messages are known (ids repeat across subjects)."""
 
     @property
     def id_memories(self) -> Sequence[Memory]:

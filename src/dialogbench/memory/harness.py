@@ -151,7 +151,8 @@ def replay(
         q = queries[i]
         memories, invalid, ids, cited = _check(system, q, got, position, budget, size)
         assert isinstance(got, Recall)
-        out[i] = Recalled(q, memories, seconds, got.cost, invalid, ids, cited)
+        tokens = sum(size(m) for m in memories)
+        out[i] = Recalled(q, memories, seconds, got.cost, invalid, ids, cited, tokens)
 
     if is_stateless(system) and queries:
         feed(max(q.cutoff for q in queries))
@@ -199,7 +200,11 @@ def query_of(probe: Probe, asked_at: datetime | None = None) -> Query:
 def replay_costs(
     replays: Sequence[Replay], messages: Mapping[str, Message], count: TokenCount = approx_tokens
 ) -> dict[str, Any]:
-    """One system's `memory_costs.json` entry over its subjects' replays (`costs.py`)."""
+    """One system's `memory_costs.json` entry over its subjects' replays (`costs.py`).
+
+    Context tokens are those `replay` counted with the subject's own messages; `messages`
+    and `count` size only a `Recalled` made elsewhere (message ids repeat across subjects,
+    so one mapping cannot stand for every subject)."""
     recalled = [r for rep in replays for r in rep.recalled]
     reported = [r.cost for r in recalled if r.cost is not None]
     reported += [rep.ingest_cost for rep in replays if rep.ingest_cost is not None]
@@ -213,7 +218,12 @@ def replay_costs(
         ingest_s=sum(rep.ingest_s for rep in replays),
         latencies_s=[r.latency_s for r in recalled],
         memories=[len(r.memories) for r in recalled],
-        context_tokens=[sum(count(memory_text(m, messages)) for m in r.memories) for r in recalled],
+        context_tokens=[
+            r.context_tokens
+            if r.context_tokens is not None
+            else sum(count(memory_text(m, messages)) for m in r.memories)
+            for r in recalled
+        ],
         invalid_ids=sum(len(r.invalid_ids) for r in recalled),
         system=system,
     )
