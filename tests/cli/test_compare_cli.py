@@ -180,3 +180,43 @@ def test_memory_field_names_the_system_and_its_budget_is_held_fixed() -> None:
     roles = {**base["roles"], "memory": {"model": "mem0", "budget": 5}}
     four = held_fixed({**base, "roles": roles}, track)
     assert four["memory role.budget"] == 5 and "memory model" not in four
+
+
+def test_memory_runs_ranked_like_for_like_and_refused_on_a_budget_difference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    cli = CliRunner()
+
+    def run(name: str, memory: str, *budget: str) -> Path:
+        out = tmp_path / name
+        got = cli.invoke(
+            app,
+            [
+                "run", "questions", "--dataset", "sample", "--systems", "retrieval",
+                "--memory", memory, *budget, "--model", "openai-compatible/m", "--base-url",
+                srv.base_url, "--n-boot", "50", "--limit", "6", "--out", str(out),
+            ],
+        )  # fmt: skip
+        assert got.exit_code in (0, 3), got.output
+        return out
+
+    def reply(body: dict[str, Any]) -> str:
+        if "<candidate>" in body["messages"][-1]["content"]:
+            return json.dumps({"reason": "r", "correct": 1, "abstains": 1})
+        return "a short answer"
+
+    with ChatServer(reply=reply) as srv:
+        bm25 = run("bm25", "bm25", "--memory-k", "5")
+        full = run("full", "full-context", "--memory-k", "5")
+        wider = run("wider", "full-context", "--memory-k", "8")
+        tokens = run("tokens", "full-context", "--memory-k", "5", "--memory-tokens", "300")
+    same = cli.invoke(app, ["compare", "questions", str(bm25), str(full)], terminal_width=200)
+    assert same.exit_code == 0, same.output  # the memory system may differ
+    assert "memory:bm25" in same.output and "memory:full-context" in same.output
+    for other, field in ((wider, "memory_k"), (tokens, "memory_tokens")):
+        got = cli.invoke(app, ["compare", "questions", str(full), str(other)])
+        text = " ".join(got.output.split())
+        assert got.exit_code == 2 and f"{field} differs" in text, got.output
+        assert "refusing to rank" in text
+    assert json.loads((full / "manifest.json").read_text())["config"]["memory_k"] == 5

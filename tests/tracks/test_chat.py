@@ -14,7 +14,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from dialogbench.cli import app
 from dialogbench.data.model import ChatItem, Message, Reading, Subject
 from dialogbench.data.registry import load_dataset
 from dialogbench.judging.prompts import JUDGE_SYSTEM
@@ -41,6 +43,7 @@ from dialogbench.tracks.realcompanion.chat import (
     share_outside,
     summarise,
 )
+from tracks.memory_support import FLAKY_SPEC, NOTES_SPEC, Flaky
 
 FAST = ChatConfig(n_boot=200)
 
@@ -457,3 +460,108 @@ def test_both_framings_make_the_one_framing_calls(
     }
     summary = json.loads((tmp_path / "both" / "summary.json").read_text())
     assert {"memory_use", "framing_difference", "no_need_share", "reading"} <= set(summary)
+
+
+# -- memory systems (--memory) ---------------------------------------------------------------
+
+_NOTES = re.compile(r"<notes>\n(.*?)\n</notes>", re.DOTALL)
+
+
+class ScriptedMemory(Scripted):
+    """`Scripted`, counting notes as shown too."""
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        got = super().__call__(body)
+        prompt = body["messages"][-1]["content"]
+        notes = _NOTES.search(prompt)
+        if body["messages"][0]["content"] == cp.REPLY_SYSTEM and notes:
+            return f"shown {int(got.split()[-1]) + len(notes.group(1).splitlines())}"
+        return got
+
+
+def test_memory_conditions_are_judged_with_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    ds = load_dataset("sample")
+    specs = ("bm25", "full-context", NOTES_SPEC)
+    config = ChatConfig(n_boot=50, limit=8, memory=specs)
+    out = tmp_path / "run"
+    with ChatServer(reply=ScriptedMemory("<never>")) as srv:
+        model = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
+        result = run_chat(ds, out, config, model=model)
+        assert srv.request_count == 8 * 8 + 8  # eight replies and one judge call per probe
+        bodies = [b["messages"] for b in srv.requests]
+        again = run_chat(ds, out, config, model=model)
+        assert srv.request_count == 8 * 8 + 8 and to_json(again.summary()) == to_json(
+            result.summary()
+        )
+    memory = ["M:bm25", "M:full-context", "M:notes"]
+    rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
+    assert len(rows) == 8 * 8
+    probes = {
+        (p.subject_id, p.item.probe_id): p for s in ds.subjects for p in build_chat_probes(s)[0]
+    }
+    subjects = {s.id: s for s in ds.subjects}
+    by = {(r["subject"], r["probe"], r["condition"]): r for r in rows}
+    for r in rows:
+        assert set(r["judge_labels"].values()) == {*CONDITIONS, *memory}  # one blinded call
+        if r["condition"] in CONDITIONS:
+            assert "memory_ids" not in r
+            continue
+        p, s = probes[(r["subject"], r["probe"])], subjects[r["subject"]]
+        assert r["framing"] == "turns" and r["memory_error"] is None
+        pos = s.position_of()
+        shown = [s.messages[pos[i]] for i in r["supplied"]]
+        notes = [t["text"] for t in r["memory_texts"]]
+        assert cp.memory_reply_messages(shown, notes, p.probe) in bodies  # what was recalled
+        assert r["reply"] == f"shown {len(shown) + len(notes)}"
+        assert all(pos[i] < p.probe.position for i in r["supplied"])
+        same = {"M:bm25": "C3", "M:full-context": "C4"}.get(r["condition"])
+        if same:  # BM25's ten and the last ten, through the memory interface
+            assert sorted(r["supplied"]) == sorted(by[(r["subject"], r["probe"], same)]["supplied"])
+        if r["condition"] == "M:notes":
+            assert r["supplied"] == [] and len(notes) == min(2, p.probe.position)
+            assert all(t["cites"][0] in pos for t in r["memory_texts"])
+    assert set(result.content_match) == {*CONDITIONS, *memory}
+    assert {"M:bm25-C1", "M:bm25-C0", "M:notes-C1"} <= set(result.gains)
+    noted = [min(2, len(r["memory_texts"])) for r in rows if r["condition"] == "M:notes"]
+    assert result.content_match["M:notes"]["all"].value == pytest.approx(np.mean(noted))
+    c4 = result.content_match["C4"]["all"].value
+    assert result.content_match["M:full-context"]["all"].value == pytest.approx(c4)
+    assert result.unscored["memory_failed"] == {c: 0 for c in memory}
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["memory"] == list(specs) and manifest["config"]["memory_k"] == 10
+    assert manifest["resolved"]["memory budget"] == {"k": 10, "tokens": None}
+    assert manifest["resolved"]["memory prompt_sha256"] == cp.MEMORY_PROMPT_SHA256
+    costs = json.loads((out / "memory_costs.json").read_text())
+    assert list(costs["systems"]) == ["bm25", "full-context", "notes"]
+    assert all(c["recall_ms"]["n"] == 8 for c in costs["systems"].values())
+    assert costs["systems"]["notes"]["system_tokens"] is None
+
+
+def test_a_failing_memory_system_fails_its_probes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    ds = load_dataset("sample")
+    monkeypatch.setattr(Flaky, "fail_on", {ds.subjects[0].id})
+    out = tmp_path / "run"
+    with ChatServer(reply=ScriptedMemory("<never>")) as srv:
+        argv = [
+            "run", "chat", "--dataset", "sample", "--limit", "6", "--memory", FLAKY_SPEC,
+            "--model", "openai-compatible/s", "--base-url", srv.base_url, "--n-boot", "50",
+            "--out", str(out),
+        ]  # fmt: skip
+        got = CliRunner().invoke(app, argv)
+        assert got.exit_code == 3 and "Traceback" not in got.output, got.output
+        rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
+        failed = [r for r in rows if r.get("memory_error")]
+        assert failed and all(r["subject"] == ds.subjects[0].id for r in failed)
+        assert all(r["reply"] is None and r["judge_skipped"] for r in failed)
+        warned = json.loads((out / "warnings.json").read_text())["failures"]
+        assert warned == {"replies not written: the memory system failed": len(failed)}
+        monkeypatch.setattr(Flaky, "fail_on", set())
+        assert CliRunner().invoke(app, argv).exit_code == 0
+    rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
+    assert not any(r.get("memory_error") for r in rows) and len(rows) == 6 * 6

@@ -45,8 +45,13 @@ from dialogbench.tracks.realcompanion.detection import (
     run_detection,
     session_openers,
 )
-from dialogbench.tracks.realcompanion.detection_prompts import PROMPT_SHA256
+from dialogbench.tracks.realcompanion.detection_prompts import (
+    MEMORY_PROMPT_SHA256,
+    PROMPT_SHA256,
+    memory_messages,
+)
 from dialogbench.tracks.realcompanion.memory import MemoryLabels, memory_labels
+from tracks.memory_support import NOTES_SPEC
 
 FAST = DetectionConfig(n_boot=200)
 PROPORTIONAL_FIGURES = {f"{k}{PROPORTIONAL}" for k in CHAT_CONTRASTS}
@@ -461,3 +466,69 @@ def test_strict_reading_moves_the_populations(tmp_path: Path) -> None:
     assert math.isnan(result.summary["bm25"][LEAKAGE].value)
     e = bootstrap_auroc([0.9], [0.1], n_boot=10)
     assert e.value == 1.0  # the helper the track calls, on a trivially separable case
+
+
+# -- memory systems (--memory) ---------------------------------------------------------------
+
+
+def test_memory_detectors_read_what_the_system_recalled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    ds = load_dataset("sample")
+    units = build_units(ds)
+    positives = {u.probe.text.strip() for u in units if u.positive}
+    specs = ("bm25", "full-context", NOTES_SPEC)
+    config = DetectionConfig(detectors=("model-retrieved",), memory=specs, n_boot=100)
+    out = tmp_path / "run"
+    with ChatServer(reply=Scripted(positives, set())) as srv:
+        model = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
+        result = run_detection(ds, out, config, model)
+        bodies = [b["messages"] for b in srv.requests]
+        asked = srv.request_count
+        run_detection(ds, out, config, model)
+        assert srv.request_count == asked  # resumed
+    names = ["model-memory:bm25", "model-memory:full-context", "model-memory:notes"]
+    assert list(result.summary) == ["model-retrieved", *names]
+    for name in names:  # a perfect scripted reader of every probe it is shown
+        assert result.summary[name]["auroc vs own target"].value > 0.9
+        assert result.contrasts[name]["auroc vs own target"].own_decision is not None
+    rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
+    assert [r["detector"] for r in rows[:: len(units)]] == ["model-retrieved", *names]
+    subjects = {s.id: s for s in ds.subjects}
+    sent = 0
+    for k, name in enumerate(names):
+        for u, r in zip(units, rows[(k + 1) * len(units) :], strict=False):
+            assert r["detector"] == name and r["probe"] == u.probe.id
+            s = subjects[u.probe.subject_id]
+            pos = s.position_of()
+            found = sorted(pos[i] for i in r["memory_ids"])
+            assert all(p < u.probe.cutoff for p in found) and len(r["memory_ids"]) <= 3
+            notes = [t["text"] for t in r["memory_texts"]]
+            if name.endswith("full-context"):  # the last window of three, newest first
+                cut = u.probe.cutoff
+                assert found == list(range(max(0, cut - 3), cut))
+            if name.endswith("notes"):
+                assert r["memory_ids"] == [] and len(notes) == min(2, u.probe.cutoff)
+            if not found and not notes:
+                assert r["score"] == 0.0 and "recalled nothing" in r["note"]
+                continue
+            speaker = u.probe.speakers[0] if u.probe.kind == "chat" else None
+            shown = [s.messages[p] for p in found]
+            expected = memory_messages(shown, notes, u.probe.text, speaker)
+            assert expected in bodies  # the model read exactly what was recalled
+            sent += 1
+    assert sent > 2 * len(units)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["memory"] == list(specs)
+    assert manifest["resolved"]["memory budget"] == {"k": 3, "tokens": None}
+    assert manifest["resolved"]["memory systems"]["model-memory:notes"] == NOTES_SPEC
+    assert manifest["resolved"]["memory prompt_sha256"] == MEMORY_PROMPT_SHA256
+    costs = json.loads((out / "memory_costs.json").read_text())
+    assert list(costs["systems"]) == ["bm25", "full-context", "notes"]
+    assert all(c["recall_ms"]["n"] == len(units) for c in costs["systems"].values())
+
+
+def test_a_memory_detector_needs_a_model(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="model-memory:bm25 need a model"):
+        run_detection(load_dataset("sample"), tmp_path, DetectionConfig(memory=("bm25",)))

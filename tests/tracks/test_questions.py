@@ -16,7 +16,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from dialogbench.cli import app
 from dialogbench.data.locomo import load_locomo
 from dialogbench.data.model import Dataset, Message, Question, Role, Subject
 from dialogbench.data.registry import load_dataset
@@ -36,6 +38,7 @@ from dialogbench.tracks.realcompanion.questions import (
     shown,
     uses_official,
 )
+from tracks.memory_support import FLAKY_SPEC, NOTES_SPEC, Flaky
 
 
 class Words:
@@ -364,3 +367,180 @@ def test_embedded_model_short_run(tmp_path: Path) -> None:
     assert all(r["judge_raw"] for r in rows if not r["judged"])
     assert result.usage["roles"]["model"]["completion_tokens"] > 0
     assert result.usage["roles"]["judge"]["model"] == "embedded"
+
+
+# -- memory systems (--memory) ---------------------------------------------------------------
+
+
+def _bodies(srv: ChatServer) -> list[list[dict[str, str]]]:
+    return [b["messages"] for b in srv.requests]
+
+
+def test_memory_systems_answer_from_what_they_recall(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    ds = load_dataset("sample")
+    answers, questions = sample_answers(ds)
+    n = len(questions)
+    specs = ("bm25", "full-context", NOTES_SPEC)
+    config = QuestionsConfig(systems=("full",), memory=specs, context_tokens=100_000, n_boot=50)
+    out = tmp_path / "run"
+    with ChatServer(reply=Scripted(answers)) as srv:
+        model = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
+        result = run_questions(ds, out, config, model=model, tokenizer=Words())
+        bodies = _bodies(srv)
+        asked = srv.request_count
+        run_questions(ds, out, config, model=model, tokenizer=Words())
+        assert srv.request_count == asked  # resumed: the memory units too
+    systems = ["full", "memory:bm25", "memory:full-context", "memory:notes"]
+    assert list(result.summary) == systems
+    assert result.summary["memory:notes"]["all"]["evidence_cited"].n > 0
+    assert "evidence_cited" not in result.summary["full"]["all"]
+    rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
+    assert len(rows) == 4 * n
+    by = {(r["system"], r["subject"], r["question"]): r for r in rows}
+    subjects = {s.id: s for s in ds.subjects}
+    for r in rows:
+        if r["system"] == "full":
+            assert "memory_ids" not in r  # the other systems' rows are as before
+            continue
+        assert r["shown"] == "memory" and r["memory_error"] is None
+        assert r["memory_latency_ms"] >= 0 and r["memory_invalid_ids"] == []
+        s = subjects[r["subject"]]
+        q = next(q for q in s.questions if q.id == r["question"])
+        pos = s.position_of()
+        lines = [qp.render(s.messages[pos[i]]) for i in r["context_ids"]]
+        assert [pos[i] for i in r["context_ids"]] == sorted(pos[i] for i in r["context_ids"])
+        notes = [t["text"] for t in r["memory_texts"]]
+        expected = qp.memory_answer_messages(lines, notes, q.text, q.asked_at)
+        assert expected in bodies  # the model was shown exactly what the memory recalled
+        full = by[("full", r["subject"], r["question"])]
+        if r["system"] == "memory:full-context":  # the whole history fits: same as `full`
+            assert full["shown"] == "full" and r["context_ids"] == full["context_ids"]
+            assert r["evidence_cited"] in (True, None)
+        if r["system"] == "memory:notes":  # text memories only, citing the last two messages
+            assert r["context_ids"] == [] and r["memory_ids"] == []
+            cutoff = len(full["context_ids"])
+            last = [m.text for m in s.messages[max(0, cutoff - 2) : cutoff]][::-1]
+            assert notes == [f"noted: {t}" for t in last]
+            assert f"\n- noted: {last[0]}\n" in expected[1]["content"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["memory"] == list(specs)
+    assert manifest["config"]["memory_k"] is None and manifest["config"]["memory_tokens"] is None
+    budget = manifest["resolved"]["memory budget"]
+    assert budget["k"] is None and 0 < budget["tokens"] < 100_000
+    assert manifest["resolved"]["memory systems"]["memory:notes"] == NOTES_SPEC
+    assert manifest["resolved"]["memory prompt_sha256"] == qp.MEMORY_PROMPT_SHA256
+    assert manifest["roles"]["model"]["model"] == "openai-compatible/scripted"
+    costs = json.loads((out / "memory_costs.json").read_text())
+    assert costs["budget"] == budget and set(costs["definitions"]) >= {"recall_ms"}
+    assert list(costs["systems"]) == ["bm25", "full-context", "notes"]
+    cutoffs: dict[str, int] = {}
+    for r in by.values():
+        if r["system"] == "full":
+            cutoffs[r["subject"]] = max(cutoffs.get(r["subject"], 0), len(r["context_ids"]))
+    for name, c in costs["systems"].items():
+        assert c["recall_ms"]["n"] == n and c["recall_ms"]["p50"] >= 0
+        assert c["messages_ingested"] == sum(cutoffs.values())  # fed once, up to the last
+        assert c["invalid_ids"] == 0 and c["subjects_failed"] == {}
+        mine = [r for r in rows if r["system"] == f"memory:{name}"]
+        assert c["memories_per_query"] == pytest.approx(
+            np.mean([len(r["memory_ids"]) + len(r["memory_texts"]) for r in mine])
+        )
+        assert c["context_tokens_per_query"] > 0
+    assert costs["systems"]["notes"]["memories_per_query"] == 2
+    counts = json.loads((out / "counts.json").read_text())["counts"]
+    assert counts["memory:notes"]["memory_failed"] == 0 and "memory_failed" not in counts["full"]
+
+
+def test_a_memory_budget_cuts_every_system_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    ds = load_dataset("sample")
+    answers, _ = sample_answers(ds)
+    config = QuestionsConfig(
+        systems=("retrieval",), memory=("bm25", "full-context"), memory_k=3, n_boot=50
+    )
+    with ChatServer(reply=Scripted(answers)) as srv:
+        model = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
+        run_questions(ds, tmp_path / "k", config, model=model, tokenizer=Words())
+        tight = replace(config, memory_k=None, memory_tokens=25)
+        run_questions(ds, tmp_path / "t", tight, model=model, tokenizer=Words())
+    for r in map(json.loads, (tmp_path / "k" / "items.jsonl").read_text().splitlines()):
+        if r["system"] == "memory:full-context":  # the newest three, in conversation order
+            assert len(r["context_ids"]) == 3
+        if r["system"].startswith("memory:"):
+            assert len(r["memory_ids"]) <= 3
+    subjects = {s.id: s for s in ds.subjects}
+    shown = []
+    for r in map(json.loads, (tmp_path / "t" / "items.jsonl").read_text().splitlines()):
+        if r["system"].startswith("memory:"):
+            s = subjects[r["subject"]]
+            pos = s.position_of()
+            used = sum(len(qp.render(s.messages[pos[i]]).split()) + 1 for i in r["context_ids"])
+            assert used <= 25  # each line with its break, by the run's counter
+            shown.append(used)
+    assert max(shown) > 15  # the budget is used, not merely respected
+    costs = json.loads((tmp_path / "t" / "memory_costs.json").read_text())
+    assert costs["budget"] == {"k": None, "tokens": 25}
+    assert all(c["context_tokens_per_query"] <= 25 for c in costs["systems"].values())
+
+
+def test_a_failing_memory_system_fails_its_units_and_a_rerun_retries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    ds = load_dataset("sample")
+    answers, _ = sample_answers(ds)
+    down = ds.subjects[0].id
+    monkeypatch.setattr(Flaky, "fail_on", {down})
+    out = tmp_path / "run"
+    argv = [
+        "run", "questions", "--dataset", "sample", "--systems", "retrieval", "--memory",
+        f"{FLAKY_SPEC},bm25", "--n-boot", "50", "--out", str(out),
+    ]  # fmt: skip
+    with ChatServer(reply=Scripted(answers)) as srv:
+        url = ["--model", "openai-compatible/scripted", "--base-url", srv.base_url]
+        got = CliRunner().invoke(app, [*argv, *url])
+        assert got.exit_code == 3, got.output
+        assert "Traceback" not in got.output
+        rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
+        failed = [r for r in rows if r.get("memory_error")]
+        mine = len(ds.subjects[0].questions)
+        assert len(failed) == mine and all(r["subject"] == down for r in failed)
+        assert all("memory service is down" in r["memory_error"] for r in failed)
+        assert all(r["system"] == "memory:flaky" and r["answer"] is None for r in failed)
+        assert all(r["judge_skipped"] == "the memory system failed" for r in failed)
+        warned = json.loads((out / "warnings.json").read_text())
+        assert warned["failures"] == {"questions whose memory system failed": mine}
+        counts = json.loads((out / "counts.json").read_text())["counts"]
+        assert counts["memory:flaky"]["memory_failed"] == mine
+        assert counts["memory:flaky"]["answer_failed"] == 0
+        costs = json.loads((out / "memory_costs.json").read_text())["systems"]
+        assert list(costs["flaky"]["subjects_failed"]) == [down]
+        before = srv.request_count
+        monkeypatch.setattr(Flaky, "fail_on", set())
+        again = CliRunner().invoke(app, [*argv, *url])
+        assert again.exit_code == 0, again.output
+        # only the failed units are done again: their answers (their verdicts, on answers
+        # another system gave word for word, come from the response cache)
+        assert srv.request_count == before + mine
+    rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
+    assert not any(r.get("memory_error") for r in rows)
+
+
+def test_a_bad_memory_spec_is_a_usage_error(tmp_path: Path) -> None:
+    got = CliRunner().invoke(
+        app,
+        ["run", "questions", "--dataset", "sample", "--model", "embedded", "--memory",
+         "bm25,nosuch", "--out", str(tmp_path / "x")],
+    )  # fmt: skip
+    assert got.exit_code == 2 and "--memory" in got.output and "nosuch" in got.output
+    twice = CliRunner().invoke(
+        app,
+        ["run", "questions", "--dataset", "sample", "--model", "embedded", "--memory",
+         "bm25,bm25", "--out", str(tmp_path / "y")],
+    )  # fmt: skip
+    assert twice.exit_code == 2 and "named 'bm25'" in " ".join(twice.output.split())

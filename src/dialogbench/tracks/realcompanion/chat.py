@@ -9,6 +9,15 @@ Conditions differ only in the messages shown before the probe (never the probe o
     C2   the recorded reference messages
     C3   BM25's top 10 over the history before the probe
     C4   the last 10 messages
+    M:NAME  (one per `--memory` spec) what the memory system recalled for the probe, fed the
+         conversation in time order up to it (`tracks/realcompanion/recall.py`): its message
+         memories and its text memories (as notes), in the memories framing whatever
+         `--framing` says (`chat_prompts.memory_reply_messages`); every memory system gets
+         the same `Budget(k=memory_k, tokens=memory_tokens)` (10 memories, like C3 and C4,
+         and no token cap by default; tokens counted by `memory.approx_tokens`). Its replies
+         are judged in the same blinded call as C0-C4 (of each framing run); its gains are
+         M-C1 and M-C0. For a like-for-like contrast with C3 (BM25 as earlier turns), run
+         with `--framing memories`.
 
 `framing` ("turns" | "memories" | "both") labels the same messages as earlier turns of this
 chat or as retrieved memories (`both`: each probe is answered under each framing, and each
@@ -44,7 +53,9 @@ framing_difference on the first framing run, "turns" under `both`):
                     to fourteen points)
     unscored        judge verdicts that could not be used (kept in items.jsonl with raw and
                     error, left out of every figure), and failed reply calls per condition
-                    (over every framing run)
+                    (over every framing run); with --memory also memory_failed: per memory
+                    condition, replies not written because the system failed on the subject
+                    (counted, exit status 3, done again on a rerun)
 
 One unit per probe (`subject/probe`): solve writes its five replies, score makes its one
 blinded judge call; the runner writes the run folder (manifest, parts, usage):
@@ -55,6 +66,12 @@ RUN_DIR/items.jsonl     one record per probe x condition x framing: the item's l
                         blinded label and the label mapping; raw + error if unscored),
                         content_match and uses_earlier_context
 RUN_DIR/summary.json    the figures above
+RUN_DIR/memory_costs.json  with --memory: the budget, the cost definitions and each system's
+                        ingest time, recall latency p50/p95/p99, memories and context tokens
+                        per probe (`memory/costs.py`); a memory condition's rows also carry
+                        memory_ids, memory_texts, memory_invalid_ids, evidence_cited (the
+                        memories cite a reference message), evidence_share,
+                        memory_latency_ms and memory_error
 RUN_DIR/warnings.json   data repairs, probes left out, unscored verdicts
 """
 
@@ -72,6 +89,7 @@ from rich.table import Table
 from dialogbench.data.model import ChatItem, Dataset, Message, Subject
 from dialogbench.judging import is_unscored, verdict_fields
 from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, BlindVerdict, Judge
+from dialogbench.memory import Budget, Query
 from dialogbench.models.model import Call, Model
 from dialogbench.models.types import GenerateConfig, ModelError
 from dialogbench.report.table import summary_table
@@ -89,6 +107,7 @@ from dialogbench.stats.bootstrap import (
 )
 from dialogbench.tracks.common import stratified_limit
 from dialogbench.tracks.realcompanion import chat_prompts as cp
+from dialogbench.tracks.realcompanion import recall as rc
 from dialogbench.tracks.realcompanion.memory import READING_HELP, MemoryLabels, memory_labels
 
 TRACK = "chat"
@@ -101,6 +120,9 @@ COLD, LOCUS_NONE = "cold open", "locus none"
 DEPENDENT = "dependent"
 FRAMING_ORDER: tuple[cp.Framing, ...] = ("turns", "memories")
 REPLY_TAG, JUDGE_TAG = "chat:reply", "chat:judge"
+MEMORY_PREFIX = "M:"
+MEMORY_GAINS = ("C1", "C0")
+"""What each memory condition's gain is taken against."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +133,16 @@ class ChatConfig:
         "turns",
         help="label the supplied messages as earlier turns or as retrieved memories "
         "(both: reply under each, and compare memory use)",
+    )
+    memory: tuple[str, ...] = option((), help=rc.MEMORY_HELP, nonempty=False)
+    memory_k: int | None = option(
+        TOP_K, help=rc.MEMORY_K_HELP + " (default: 10, like C3 and C4)", min=1
+    )
+    memory_tokens: int | None = option(
+        None,
+        help="tokens of memories per recall (approximate count), the same for every memory "
+        "system (default: no cap)",
+        min=1,
     )
     limit: int | None = option(
         None, help="at most this many probes, drawn in turn from each stratum x need", min=1
@@ -152,6 +184,8 @@ class ChatProbe:
     probe: Message
     contexts: dict[str, tuple[Message, ...]]
     labels: MemoryLabels
+    memory: dict[str, rc.Shown | str] = field(default_factory=dict)
+    """Memory condition -> what its system recalled, or why it failed (with --memory)."""
 
     @property
     def needs_memory(self) -> bool:
@@ -241,6 +275,52 @@ def limit_probes(probes: Sequence[ChatProbe], limit: int | None, seed: int) -> l
     return stratified_limit(probes, _group, limit, seed)
 
 
+def recall_memories(
+    probes: Sequence[ChatProbe],
+    subjects: dict[str, Subject],
+    systems: Sequence[rc.System],
+    budget: Budget,
+) -> tuple[list[ChatProbe], list[rc.MemoryRun]]:
+    """The probes with each memory system's recall (one replay per subject and system, of
+    that subject's probes in the run), and the replays."""
+    by_subject: dict[str, list[int]] = {}
+    for i, p in enumerate(probes):
+        by_subject.setdefault(p.subject_id, []).append(i)
+    queries = {
+        sid: (
+            subjects[sid],
+            [
+                Query(
+                    id=probes[i].item.probe_id,
+                    subject_id=sid,
+                    text=probes[i].probe.text,
+                    kind="chat",
+                    cutoff=probes[i].probe.position,
+                    speakers=(probes[i].probe.speaker,),
+                    asked_at=probes[i].probe.timestamp,
+                )
+                for i in idx
+            ],
+        )
+        for sid, idx in by_subject.items()
+    }
+    runs = [rc.replay_subjects(s, queries, budget) for s in systems]
+    out = list(probes)
+    for sid, idx in by_subject.items():
+        for j, i in enumerate(idx):
+            p = probes[i]
+            evidence = [m.position for m in p.contexts["C2"]]
+            memory: dict[str, rc.Shown | str] = {}
+            for run in runs:
+                got = run.recalled(sid, j)
+                name = MEMORY_PREFIX + run.name
+                memory[name] = (
+                    got if isinstance(got, str) else rc.shown_of(got, subjects[sid], evidence)
+                )
+            out[i] = replace(p, memory=memory)
+    return out, runs
+
+
 # -- running --------------------------------------------------------------------------------
 
 
@@ -273,8 +353,21 @@ class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
                 "track needs chat.jsonl items (probe, reference ids, reference reply)"
             )
         probes = limit_probes(probes, config.limit, config.seed)
+        resolved: dict[str, Any] = {"prompt_sha256": cp.PROMPT_SHA256}
+        costs = None
+        systems = rc.resolve_systems(config.memory, config.seed)
+        if systems:
+            budget = Budget(k=config.memory_k, tokens=config.memory_tokens)
+            subjects = {s.id: s for s in data.subjects}
+            probes, runs = recall_memories(probes, subjects, systems, budget)
+            costs = rc.costs_file(runs, budget)
+            resolved |= {
+                "memory budget": rc.budget_json(budget),
+                "memory systems": {MEMORY_PREFIX + s.name: s.spec for s in systems},
+                "memory prompt_sha256": cp.MEMORY_PROMPT_SHA256,
+            }
         units = {f"{p.subject_id}/{p.item.probe_id}": p for p in probes}
-        return Plan(units, warnings=warnings, resolved={"prompt_sha256": cp.PROMPT_SHA256})
+        return Plan(units, warnings=warnings, resolved=resolved, context=costs)
 
     async def solve(
         self, unit: ChatProbe, models: Models, config: ChatConfig, plan: Plan[ChatProbe]
@@ -294,11 +387,21 @@ class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
         )
         return await _judge(unit, rows, judge)
 
+    def unfinished(self, plan: Plan[ChatProbe], key: str, rows: Rows) -> bool:
+        """A probe whose memory system failed is replied to again on a rerun."""
+        return any(r.get("memory_error") for r in rows)
+
     def aggregate(self, plan: Plan[ChatProbe], rows: Rows, config: ChatConfig) -> Outcome:
         result = summarise(rows, config)
-        unscored = {"replies the judge left unscored": _unscored(rows)}
+        unscored = {
+            "replies the judge left unscored": _unscored(rows),
+            "replies not written: the memory system failed": sum(
+                1 for r in rows if r.get("memory_error")
+            ),
+        }
         outcome = Outcome(
             summary=result.summary(),
+            files={} if plan.context is None else {"memory_costs.json": plan.context},
             warnings=list(result.warnings),
             result=result,
             failures={k: v for k, v in unscored.items() if v},
@@ -385,10 +488,17 @@ async def _reply(p: ChatProbe, model: Model, config: ChatConfig) -> Rows:
     calls = [
         Call(cp.reply_messages(p.contexts[c], p.probe, f), config.reply_config()) for f, c in runs
     ]
+    recalled = {c: v for c, v in p.memory.items() if not isinstance(v, str)}
+    for f in config.framings:
+        for c, view in recalled.items():
+            runs.append((f, c))
+            prompt = cp.memory_reply_messages(view.messages, view.notes, p.probe)
+            calls.append(Call(prompt, config.reply_config()))
     outs = await model.generate_many(calls, tag=REPLY_TAG)
     rows = []
     for (f, c), got in zip(runs, outs, strict=True):
         failed = isinstance(got, ModelError)
+        supplied = p.contexts[c] if c in p.contexts else recalled[c].messages
         rows.append(
             {
                 "subject": p.subject_id,
@@ -400,12 +510,38 @@ async def _reply(p: ChatProbe, model: Model, config: ChatConfig) -> Rows:
                 **p.labels.fields(),
                 "cold_open": p.cold_open,
                 "locus_none": p.locus_none,
-                "supplied": _ids(p.contexts[c]),
+                "supplied": _ids(supplied),
                 "reply": None if isinstance(got, ModelError) else got.text,
                 "reply_error": str(got) if failed else None,
+                **(recalled[c].fields if c in recalled else {}),
             }
         )
+    for c, why in p.memory.items():
+        if isinstance(why, str):
+            rows += [_failed_row(p, f, c, why) for f in config.framings]
+    order = {c: i for i, c in enumerate([*CONDITIONS, *p.memory])}
+    framing = {f: i for i, f in enumerate(config.framings)}
+    rows.sort(key=lambda r: (framing[r["framing"]], order[r["condition"]]))
     return rows
+
+
+def _failed_row(p: ChatProbe, framing: str, condition: str, why: str) -> dict[str, Any]:
+    """The row of a memory condition whose system failed on the probe's subject."""
+    return {
+        "subject": p.subject_id,
+        "probe": p.item.probe_id,
+        "condition": condition,
+        "framing": framing,
+        "stratum": p.item.stratum,
+        "tier": p.item.tier,
+        **p.labels.fields(),
+        "cold_open": p.cold_open,
+        "locus_none": p.locus_none,
+        "supplied": [],
+        "reply": None,
+        "reply_error": None,
+        **rc.failed_fields(why),
+    }
 
 
 async def _judge(p: ChatProbe, rows: Rows, judge: Judge) -> Rows:
@@ -423,7 +559,10 @@ async def _judge(p: ChatProbe, rows: Rows, judge: Judge) -> Rows:
                 context=cp.judge_context(p.probe),
                 tag=JUDGE_TAG,
             )
-    return [{**r, **_verdict_fields(r["condition"], verdicts[r["framing"]])} for r in rows]
+    return [
+        {**r, **_verdict_fields(r["condition"], verdicts[r["framing"]], r.get("memory_error"))}
+        for r in rows
+    ]
 
 
 def _unscored(rows: Rows) -> int:
@@ -431,9 +570,13 @@ def _unscored(rows: Rows) -> int:
     return sum(1 for r in rows if is_unscored(r))
 
 
-def _verdict_fields(condition: str, v: BlindVerdict | None) -> dict[str, Any]:
+def _verdict_fields(
+    condition: str, v: BlindVerdict | None, memory_error: str | None = None
+) -> dict[str, Any]:
     """The common judge fields of one condition's row, and the two figures drawn from them."""
-    if v is None or condition not in v.labels.values():
+    if memory_error:
+        fields = verdict_fields(None, skipped="the memory system failed")
+    elif v is None or condition not in v.labels.values():
         fields = verdict_fields(None, skipped="the reply call failed")
     else:
         fields = verdict_fields(v, condition)
@@ -515,9 +658,11 @@ def summarise(rows: Sequence[dict[str, Any]], config: ChatConfig) -> ChatResult:
     at = {k: i for i, k in enumerate(keys)}
     n = len(keys)
     framings = [f for f in FRAMING_ORDER if any(r.get("framing", "turns") == f for r in rows)]
+    memory = list(dict.fromkeys(r["condition"] for r in rows if r["condition"] not in CONDITIONS))
+    conditions = (*CONDITIONS, *memory)
     by = {
         f: _Scores(
-            {c: np.full(n, np.nan) for c in CONDITIONS}, {c: np.full(n, np.nan) for c in CONDITIONS}
+            {c: np.full(n, np.nan) for c in conditions}, {c: np.full(n, np.nan) for c in conditions}
         )
         for f in framings
     }
@@ -525,7 +670,8 @@ def summarise(rows: Sequence[dict[str, Any]], config: ChatConfig) -> ChatResult:
     needs, dependent = np.zeros(n, bool), np.zeros(n, bool)
     cold, none = np.zeros(n, bool), np.zeros(n, bool)
     judge_unscored: set[tuple[str, str]] = set()
-    reply_failed = {c: 0 for c in CONDITIONS}
+    reply_failed = {c: 0 for c in conditions}
+    memory_failed = {c: 0 for c in memory}
     need_key = "needs_memory" if config.reading == "recorded" else "needs_memory_strict"
     for r in rows:
         i, c = at[(r["subject"], r["probe"])], r["condition"]
@@ -536,7 +682,9 @@ def summarise(rows: Sequence[dict[str, Any]], config: ChatConfig) -> ChatResult:
             r["cold_open"],
             r["locus_none"],
         )
-        if r["reply"] is None:
+        if r.get("memory_error"):
+            memory_failed[c] += 1
+        elif r["reply"] is None:
             reply_failed[c] += 1
         elif is_unscored(r):
             judge_unscored.add((r["subject"], r["probe"]))
@@ -548,11 +696,11 @@ def summarise(rows: Sequence[dict[str, Any]], config: ChatConfig) -> ChatResult:
     score, flag = first.score, first.flag
     facets = _facets(strata, needs, dependent)
     boot = (config.n_boot, config.seed)
-    content = {c: {f: _mean(score[c][m], config) for f, m in facets.items()} for c in CONDITIONS}
+    content = {c: {f: _mean(score[c][m], config) for f, m in facets.items()} for c in conditions}
     gains: dict[str, dict[str, Estimate]] = {}
     split: dict[str, dict[str, dict[str, Estimate]]] = {}
     share: dict[str, dict[str, Estimate]] = {}
-    for a, b in GAINS:
+    for a, b in [*GAINS, *((c, against) for c in memory for against in MEMORY_GAINS)]:
         name = f"{a}-{b}"
         gains[name] = {f: paired_gain(score[a][m], score[b][m], *boot) for f, m in facets.items()}
         pooled = {f: m for f, m in facets.items() if f == "all" or f.startswith("stratum=")}
@@ -564,7 +712,7 @@ def summarise(rows: Sequence[dict[str, Any]], config: ChatConfig) -> ChatResult:
         }
     misfire = {
         c: {COLD: _mean(flag[c][cold], config), LOCUS_NONE: _mean(flag[c][none], config)}
-        for c in CONDITIONS
+        for c in conditions
     }
     populations = {
         "all": np.ones(n, bool),
@@ -576,7 +724,7 @@ def summarise(rows: Sequence[dict[str, Any]], config: ChatConfig) -> ChatResult:
     memory_use: dict[str, dict[str, dict[str, Estimate]]] = {
         f: {
             c: {p: _mean(by[f].flag[c][m], config) for p, m in populations.items()}
-            for c in CONDITIONS
+            for c in conditions
         }
         for f in framings
     }
@@ -585,7 +733,7 @@ def summarise(rows: Sequence[dict[str, Any]], config: ChatConfig) -> ChatResult:
         turns, memories = by["turns"].flag, by["memories"].flag
         difference = {
             c: {p: paired_gain(memories[c][m], turns[c][m], *boot) for p, m in populations.items()}
-            for c in CONDITIONS
+            for c in conditions
         }
     warnings = []
     if judge_unscored:
@@ -595,12 +743,20 @@ def summarise(rows: Sequence[dict[str, Any]], config: ChatConfig) -> ChatResult:
         )
     if any(reply_failed.values()):
         warnings.append(f"reply calls failed per condition: {reply_failed}")
+    if any(memory_failed.values()):
+        warnings.append(
+            f"memory systems failed, replies not written per condition: {memory_failed} "
+            "(rerun to retry; the errors are in items.jsonl)"
+        )
+    unscored: dict[str, Any] = {"judge": len(judge_unscored), "replies_failed": reply_failed}
+    if memory:
+        unscored["memory_failed"] = memory_failed
     return ChatResult(
         content_match=content,
         gains=gains,
         gain_split=split,
         misfire=misfire,
-        unscored={"judge": len(judge_unscored), "replies_failed": reply_failed},
+        unscored=unscored,
         probes=n,
         no_need_share=share,
         memory_use=memory_use,

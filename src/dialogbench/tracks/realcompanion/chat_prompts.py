@@ -11,7 +11,13 @@ The judge scores every condition's reply to one probe in one blinded call (`CHAT
 `uses_earlier_context`. The judge sees only the probe, so the flag asks whether the reply
 draws on something the person did not say in that message.
 
-`PROMPT_SHA256` digests every constant here, so a change of wording starts a run afresh.
+A memory system's condition (`--memory`) shows what it recalled in the memories framing:
+its message memories under the same heading as the other conditions' "Retrieved memories"
+(oldest first), its text memories as a list of notes under `NOTES_HEADING` (in the order
+recalled); nothing else changes.
+
+`PROMPT_SHA256` digests every constant here, so a change of wording starts a run afresh;
+`MEMORY_PROMPT_SHA256` digests the memory wording (recorded only in runs with `--memory`).
 """
 
 from __future__ import annotations
@@ -81,6 +87,9 @@ CHAT_RUBRIC = Rubric(
 )
 
 
+NOTES_HEADING = "Notes from memory, most relevant first:"
+
+
 def _constants() -> dict[str, object]:
     return {
         "MESSAGE_CHARS": MESSAGE_CHARS,
@@ -94,6 +103,7 @@ def _constants() -> dict[str, object]:
 
 
 PROMPT_SHA256 = digest(_constants())
+MEMORY_PROMPT_SHA256 = digest({"NOTES_HEADING": NOTES_HEADING, "base": PROMPT_SHA256})
 
 
 def render(message: Message) -> str:
@@ -120,6 +130,27 @@ def reply_messages(
     return [
         {"role": "system", "content": REPLY_SYSTEM},
         {"role": "user", "content": "\n\n".join(parts)},
+    ]
+
+
+def notes_block(notes: Sequence[str]) -> str:
+    """Text memories as a list under `NOTES_HEADING`; "" when none."""
+    if not notes:
+        return ""
+    body = "\n".join("- " + " ".join(n.split()) for n in notes)
+    return f"{NOTES_HEADING}\n<notes>\n{body}\n</notes>"
+
+
+def memory_reply_messages(
+    messages: Sequence[Message], notes: Sequence[str], probe: Message
+) -> list[ChatMessage]:
+    """The reply prompt of a memory system's condition: its recalled messages (memories
+    framing), its notes, then the probe."""
+    new = f"{NEW_MESSAGE_HEADING}\n<new_message>\n{render(probe)}\n</new_message>"
+    blocks = (context_block(messages, "memories"), notes_block(notes), new, REPLY_TASK)
+    return [
+        {"role": "system", "content": REPLY_SYSTEM},
+        {"role": "user", "content": "\n\n".join(p for p in blocks if p)},
     ]
 
 

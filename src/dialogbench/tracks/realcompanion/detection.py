@@ -51,9 +51,20 @@ RUN_DIR/contrasts.json    the same with operating points (threshold, own decisio
                           unscored counts
 RUN_DIR/populations.json  population sizes, contrast definitions, empty contrasts and why,
                           unscored probes per detector and population
+RUN_DIR/memory_costs.json with --memory: the budget (k = window), the cost definitions and
+                          each system's ingest time, recall latency and context tokens per
+                          probe (`memory/costs.py`)
 RUN_DIR/usage.json        calls and tokens of the model role (the model detectors)
 RUN_DIR/warnings.json     data repairs, empty contrasts, unscored replies
 RUN_DIR/parts/solved.jsonl  one line per finished detector; a rerun of the same run keeps them
+
+`--memory SPEC[,SPEC...]` adds a detector per memory system, `model-memory:NAME`: the
+model reads the probe and what the system recalled for it (at most `window` memories; the
+system is fed each subject's conversation in time order up to each probe, once per subject,
+at plan time: `tracks/realcompanion/recall.py`), as model-retrieved reads BM25's top
+`window`. Its rows carry the recalled ids and texts and the recall's latency; a subject the
+system failed on leaves its probes unscored with the error (counted, exit status 3, done
+again on a rerun).
 
 Units: one detector over every probe (the text detectors are vectorised per subject; a
 model detector sends every probe's prompt as one batch, then the corrections).
@@ -72,6 +83,7 @@ from pydantic import BaseModel
 from rich.table import Table
 
 from dialogbench.data.model import Dataset, Reading, Subject
+from dialogbench.memory import Budget, query_of
 from dialogbench.models.model import Model
 from dialogbench.models.types import GenerateConfig
 from dialogbench.report.table import summary_table
@@ -89,13 +101,16 @@ from dialogbench.stats.roc import (
 )
 from dialogbench.tracks.common import stratified_limit
 from dialogbench.tracks.realcompanion import detectors as det
-from dialogbench.tracks.realcompanion.detection_prompts import PROMPT_SHA256
+from dialogbench.tracks.realcompanion import recall as rc
+from dialogbench.tracks.realcompanion.detection_prompts import MEMORY_PROMPT_SHA256, PROMPT_SHA256
 from dialogbench.tracks.realcompanion.memory import READING_HELP, MemoryLabels, labels_of
 
 TRACK = "detection"
 TEXT_DETECTORS = ("lexical", "bm25")
 MODEL_DETECTORS = ("model-context", "model-retrieved")
 ALL_DETECTORS = TEXT_DETECTORS + MODEL_DETECTORS
+MEMORY_DETECTOR = "model-memory:"
+"""The prefix of a memory system's detector (`--memory`)."""
 
 NEEDS, RECENT, COLD, ABSENT = "needs memory", "recent thread", "cold open", "referent absent"
 QUESTION, OPENER = "question", "session opener"
@@ -135,6 +150,11 @@ class DetectionConfig:
         min=0,
         max=1,
         stage="aggregate",
+    )
+    memory: tuple[str, ...] = option(
+        (),
+        help=rc.MEMORY_HELP + "; each gives a detector model-memory:NAME reading its recall",
+        nonempty=False,
     )
     seed: int = option(0, help="seed of the probe limit, the replies and the bootstrap", min=0)
     n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
@@ -286,6 +306,12 @@ class Probes:
     units: list[Unit]
     subjects: dict[str, Subject]
     by_subject: dict[str, list[int]]
+    detectors: list[str] = field(default_factory=list)
+    """Every detector run, the memory ones last."""
+    memory: dict[str, list[rc.Shown | str]] = field(default_factory=dict)
+    """Memory detector -> each unit's recall (or why the system failed), in unit order."""
+    costs: dict[str, Any] | None = None
+    """memory_costs.json (None without --memory)."""
 
 
 class DetectionTrack(TrackBase[DetectionConfig, str]):
@@ -311,6 +337,7 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
         if unknown:
             raise ValueError(f"unknown detector(s) {unknown}; known: {', '.join(ALL_DETECTORS)}")
         wants_model = [d for d in config.chosen if d in MODEL_DETECTORS]
+        wants_model += [MEMORY_DETECTOR + spec for spec in config.memory]
         if wants_model and "model" not in roles:
             raise ValueError(
                 f"detector(s) {', '.join(wants_model)} need a model: pass --model "
@@ -323,11 +350,40 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
         by_subject: dict[str, list[int]] = {}
         for i, u in enumerate(units):
             by_subject.setdefault(u.probe.subject_id, []).append(i)
-        context = Probes(units, {s.id: s for s in data.subjects}, by_subject)
+        subjects = {s.id: s for s in data.subjects}
+        context = Probes(units, subjects, by_subject, list(config.chosen))
+        resolved: dict[str, Any] = {"prompt_sha256": PROMPT_SHA256, "cues_sha256": det.CUES_SHA256}
+        systems = rc.resolve_systems(config.memory, config.seed)
+        if systems:
+            budget = Budget(k=config.window)
+            queries = {
+                sid: (subjects[sid], [query_of(units[i].probe) for i in idx])
+                for sid, idx in by_subject.items()
+            }
+            runs = [rc.replay_subjects(s, queries, budget) for s in systems]
+            for run in runs:
+                shown: list[rc.Shown | str] = [""] * len(units)
+                for sid, idx in by_subject.items():
+                    for j, i in enumerate(idx):
+                        got = run.recalled(sid, j)
+                        evidence = units[i].probe.reference_positions
+                        shown[i] = (
+                            got
+                            if isinstance(got, str)
+                            else rc.shown_of(got, subjects[sid], evidence)
+                        )
+                context.memory[MEMORY_DETECTOR + run.name] = shown
+            context.detectors += list(context.memory)
+            context.costs = rc.costs_file(runs, budget)
+            resolved |= {
+                "memory budget": rc.budget_json(budget),
+                "memory systems": {MEMORY_DETECTOR + s.name: s.spec for s in systems},
+                "memory prompt_sha256": MEMORY_PROMPT_SHA256,
+            }
         return Plan(
-            {name: name for name in config.chosen},
+            {name: name for name in context.detectors},
             warnings=list(data.warnings),
-            resolved={"prompt_sha256": PROMPT_SHA256, "cues_sha256": det.CUES_SHA256},
+            resolved=resolved,
             context=context,
         )
 
@@ -336,21 +392,29 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
     ) -> Rows:
         ctx: Probes = plan.context
         scored: list[det.Scored | None] = [None] * len(ctx.units)
-        for sid, idx in ctx.by_subject.items():
-            got = _detect(unit, ctx.subjects[sid], [ctx.units[i].probe for i in idx], config)
-            for i, one in zip(idx, got, strict=True):
-                scored[i] = one
-        if unit in MODEL_DETECTORS:
+        if unit in ctx.memory:
+            probes = [u.probe for u in ctx.units]
+            scored = list(det.memory_prompts(probes, ctx.memory[unit]))
+        else:
+            for sid, idx in ctx.by_subject.items():
+                got = _detect(unit, ctx.subjects[sid], [ctx.units[i].probe for i in idx], config)
+                for i, one in zip(idx, got, strict=True):
+                    scored[i] = one
+        if unit in MODEL_DETECTORS or unit in ctx.memory:
             await _ask_model(unit, scored, models["model"], config)
         return [_row(unit, u, s) for u, s in zip(ctx.units, scored, strict=True)]
+
+    def unfinished(self, plan: Plan[str], key: str, rows: Rows) -> bool:
+        """A memory detector whose system failed on a subject is run again on a rerun."""
+        return any(r.get("memory_error") for r in rows)
 
     def aggregate(self, plan: Plan[str], rows: Rows, config: DetectionConfig) -> Outcome:
         ctx: Probes = plan.context
         by_detector: dict[str, Rows] = {}
         for row in rows:
             by_detector.setdefault(row["detector"], []).append(row)
-        result = summarise(by_detector, ctx.units, config)
-        files = {
+        result = summarise(by_detector, ctx.units, config, ctx.detectors)
+        files: dict[str, Any] = {
             "contrasts.json": result.contrasts,
             "populations.json": {
                 "populations": result.populations,
@@ -373,11 +437,20 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
                 "unscored": result.unscored,
             },
         }
-        failures = {
-            f"unscored {name} replies": sum(counts.values())
-            for name, counts in result.unscored.items()
-            if any(counts.values())
+        if ctx.costs is not None:
+            files["memory_costs.json"] = ctx.costs
+        memory_failed = {
+            name: sum(1 for r in mine if r.get("memory_error"))
+            for name, mine in by_detector.items()
         }
+        failures = {
+            f"unscored {name} replies": sum(counts.values()) - memory_failed.get(name, 0)
+            for name, counts in result.unscored.items()
+        }
+        failures |= {
+            f"{name}: probes whose memory system failed": n for name, n in memory_failed.items()
+        }
+        failures = {k: v for k, v in failures.items() if v}
         outcome = Outcome(
             summary=result.summary,
             files=files,
@@ -548,9 +621,13 @@ def leakage(
 
 
 def summarise(
-    rows: dict[str, Rows], units: Sequence[Unit], config: DetectionConfig
+    rows: dict[str, Rows],
+    units: Sequence[Unit],
+    config: DetectionConfig,
+    detectors: Sequence[str] | None = None,
 ) -> DetectionResult:
-    """Figures from each detector's rows (one per probe, in the order of `units`)."""
+    """Figures from each detector's rows (one per probe, in the order of `units`), for
+    `detectors` (default: the configured ones)."""
     masks, populations = contrast_masks(units, config.reading)
     groups = np.array([u.group_under(config.reading) for u in units])
     empty = {
@@ -564,7 +641,7 @@ def summarise(
     contrasts: dict[str, dict[str, Contrast]] = {}
     unscored: dict[str, dict[str, int]] = {}
     warnings = [f"{name}: {why}" for name, why in empty.items()]
-    for name in config.chosen:
+    for name in config.chosen if detectors is None else detectors:
         mine = rows[name]
         score = np.array([np.nan if r["score"] is None else r["score"] for r in mine], float)
         decision = np.array([np.nan if r["decision"] is None else r["decision"] for r in mine])
@@ -575,7 +652,7 @@ def summarise(
                 f"{name}: {int(missing.sum())} of {len(mine)} probes unscored (the reply could "
                 "not be used); left out of its AUROCs and operating points"
             )
-        own = name in MODEL_DETECTORS
+        own = name in MODEL_DETECTORS or name.startswith(MEMORY_DETECTOR)
         for cname, (pos_all, neg_all) in masks.items():
             pos, neg = pos_all & ~missing, neg_all & ~missing
             c = Contrast(

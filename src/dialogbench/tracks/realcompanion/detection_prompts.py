@@ -10,7 +10,9 @@ scores on [0, 1]. A 0-10 integer scale is easier for small models to fill in tha
 probability, and gives AUROC eleven levels to rank with.
 
 Shown messages are wrapped in tags and cut to `MESSAGE_CHARS` characters. `PROMPT_SHA256`
-digests every constant here, so a change of wording starts a run afresh.
+digests every constant here, so a change of wording starts a run afresh; `MEMORY_TASK` and
+`NOTES_HEADING`, the model-memory detector's own wording, are digested apart
+(`MEMORY_PROMPT_SHA256`, recorded only in runs with `--memory`).
 """
 
 from __future__ import annotations
@@ -51,6 +53,17 @@ RETRIEVED_TASK = (
 
 NO_MESSAGES = "(none: nothing was said before this message)"
 
+MEMORY_TASK = (
+    "Below is a new message from a long conversation, then what a memory system recalled "
+    "for it: {n} earlier messages and {k} notes. Decide whether a good reply to the new "
+    "message needs what these memories say. Recalled memories often match words without "
+    "mattering; say yes only when a reply that ignored them would miss something the "
+    "person expects to be remembered."
+)
+
+NOTES_HEADING = "notes"
+"""The tag around the memory system's text memories (one per line, as a list)."""
+
 ANSWER_FORMAT = (
     'Reply with {"needs_memory": true or false, "likelihood": N}, where N is an integer '
     "from 0 (a good reply certainly needs nothing older) to 10 (it certainly does)."
@@ -77,6 +90,9 @@ def _constants() -> dict[str, object]:
 
 
 PROMPT_SHA256 = digest(_constants())
+MEMORY_PROMPT_SHA256 = digest(
+    {"MEMORY_TASK": MEMORY_TASK, "NOTES_HEADING": NOTES_HEADING, "base": PROMPT_SHA256}
+)
 
 
 def render(message: Message) -> str:
@@ -117,3 +133,16 @@ def retrieved_messages(
     """The model-retrieved detector's prompt: the probe, then what the search found."""
     task = RETRIEVED_TASK.format(n=len(found))
     return _ask(task, [_new(probe, speaker), _block("search_results", found)])
+
+
+def memory_messages(
+    found: Sequence[Message], notes: Sequence[str], probe: str, speaker: str | None
+) -> list[ChatMessage]:
+    """The model-memory detector's prompt: the probe, then the recalled messages (in
+    conversation order) and the recalled notes (in the order recalled)."""
+    task = MEMORY_TASK.format(n=len(found), k=len(notes))
+    listed = "\n".join("- " + " ".join(n.split()) for n in notes)
+    blocks = [_new(probe, speaker), _block("recalled_messages", found)]
+    if notes:
+        blocks.append(f"<{NOTES_HEADING}>\n{listed}\n</{NOTES_HEADING}>")
+    return _ask(task, blocks)

@@ -7,10 +7,14 @@ lexical          back-reference cues in the probe's own words (no model; see `CU
 bm25             how well the best earlier message matches the probe under BM25
 model-context    a model reads the last `window` messages and the probe
 model-retrieved  a model reads the probe and the `window` messages BM25 ranks highest
+model-memory:NAME  (`--memory`) a model reads the probe and what a memory system recalled
+                 for it (at most `window` memories, fed the conversation up to the probe)
 
 A model detector's reply that cannot be used after corrections is *unscored* (score None,
 raw text and error kept), never scored 0. model-retrieved makes no call, and scores 0, when
-BM25 finds no earlier message sharing a word with the probe (nothing to show).
+BM25 finds no earlier message sharing a word with the probe (nothing to show); so does
+model-memory when the system recalls nothing. A probe whose subject the memory system failed
+on is unscored, with the error (`memory_error`).
 """
 
 from __future__ import annotations
@@ -34,8 +38,10 @@ from dialogbench.retrieval.bm25 import STOPWORDS, BM25Index, BM25Params, rank_sp
 from dialogbench.tracks.realcompanion.detection_prompts import (
     MemoryNeed,
     context_messages,
+    memory_messages,
     retrieved_messages,
 )
+from dialogbench.tracks.realcompanion.recall import Shown
 
 _MAX_POSTINGS = 1 << 22  # (probe, posting) pairs BM25 expands per block
 
@@ -251,6 +257,22 @@ def retrieved_prompts(
         found_ids.append([m.id for m in found])
         prompts.append(retrieved_messages(found, p.text, _speaker(p)) if found else None)
     return prompts, found_ids
+
+
+def memory_prompts(probes: Sequence[Probe], recalled: Sequence[Shown | str]) -> list[Scored]:
+    """The model-memory detector's placeholders: the prompt to send with the row fields of
+    the recall; a final 0 where nothing was recalled; unscored where the system failed."""
+    out = []
+    for p, got in zip(probes, recalled, strict=True):
+        if isinstance(got, str):
+            out.append(Scored(None, detail={"memory_error": got}))
+        elif not got.messages and not got.notes:
+            note = "the memory system recalled nothing"
+            out.append(Scored(0.0, False, {**got.fields, "note": note}))
+        else:
+            prompt = memory_messages(got.messages, got.notes, p.text, _speaker(p))
+            out.append(Scored(None, detail={"prompt": prompt, **got.fields}))
+    return out
 
 
 def _speaker(p: Probe) -> str | None:

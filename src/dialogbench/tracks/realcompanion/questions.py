@@ -8,6 +8,17 @@ Systems (each is a context choice; a run answers with every configured one):
                 (the estimated prompt plus `max_tokens` for the answer); otherwise the
                 question falls back to `retrieval` and its row says so (`fell_back`)
     retrieval   BM25's top `k` messages before the question, shown in conversation order
+    memory:NAME one per `--memory` spec: what the memory system recalled for the question
+                (`tracks/realcompanion/recall.py`): its message memories as the message
+                lines, in conversation order, and its text memories as a list of notes
+                (`questions_prompts.memory_answer_messages`). Every memory system gets the
+                same `Budget(k=memory_k, tokens=memory_tokens)`; `memory_tokens` defaults
+                to `context_tokens` less the largest fixed part of a memory prompt in the
+                run (system prompt, headings, question, task, template overhead and the
+                answer's `max_tokens`), counted with the same tokenizer, each message as
+                its rendered line. So `memory:full-context` shows exactly what `full` shows
+                whenever the whole history fits that budget. The answer model, prompt,
+                budget and judge are the same for every system (like for like).
 
 Prompt tokens are estimated with a tokenizer (default: the embedded SmolLM2's): each
 rendered message line, plus one token per line break, plus the fixed parts of the prompt
@@ -32,10 +43,17 @@ One unit per system x question (`system/subject/question`): solve asks for its a
 score judges and scores it; the runner writes the run folder (manifest, parts, usage):
 
 RUN_DIR/items.jsonl     one record per question x system: context ids, fell_back, answer,
-                        the judge fields (`judging.verdict_fields`), every score
+                        the judge fields (`judging.verdict_fields`), every score; a memory
+                        system's rows also: memory_ids, memory_texts, memory_invalid_ids,
+                        evidence_cited, evidence_share, memory_latency_ms, memory_error
 RUN_DIR/summary.json    system -> facet (all, answerable, unanswerable, category=C) ->
                         metric -> {value, ci_low, ci_high, n}
 RUN_DIR/counts.json     questions, unscored verdicts, failed answers, fallbacks per system
+                        (a memory system: and memory_failed, questions whose subject's
+                        replay failed: counted, exit status 3, done again on a rerun)
+RUN_DIR/memory_costs.json  with --memory: the budget, the cost definitions, and per system
+                        ingest time, recall latency p50/p95/p99, memories and context
+                        tokens per query (`memory/costs.py`)
 RUN_DIR/warnings.json   data repairs, unscored verdicts, questions left out of a score
 """
 
@@ -55,6 +73,8 @@ from dialogbench.data.model import Dataset, Question, Subject
 from dialogbench.judging import is_unscored, verdict_fields
 from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge, Verdict
 from dialogbench.judging.rubric import Rubric
+from dialogbench.memory import Budget, Query, Recalled
+from dialogbench.memory.costs import TokenCount
 from dialogbench.models.model import Call, Model
 from dialogbench.models.tokenizer import GGUFTokenizer, TokenCounter
 from dialogbench.models.types import GenerateConfig, ModelError
@@ -79,10 +99,14 @@ from dialogbench.scoring.locomo import set_f1 as set_f1_score
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 from dialogbench.tracks.common import stratified_limit
 from dialogbench.tracks.realcompanion import questions_prompts as qp
+from dialogbench.tracks.realcompanion import recall as rc
 
 TRACK = "questions"
 SYSTEMS = ("full", "retrieval")
 METRICS = ("judge", "abstention_rule", "official_f1", "set_f1")
+MEMORY_METRICS = ("evidence_cited",)
+"""Figures only a memory system has: the share of questions whose memories cite evidence."""
+MEMORY_PREFIX = "memory:"
 MAX_K = 10_000
 ANSWER_TAG, JUDGE_TAG = "questions:answer", "questions:judge"
 
@@ -107,6 +131,14 @@ class QuestionsConfig:
     )
     tokenizer: str = option(
         "embedded", help="counts tokens for the budget: embedded (SmolLM2-135M) or a GGUF path"
+    )
+    memory: tuple[str, ...] = option((), help=rc.MEMORY_HELP, nonempty=False)
+    memory_k: int | None = option(None, help=rc.MEMORY_K_HELP + " (default: no cap)", min=1)
+    memory_tokens: int | None = option(
+        None,
+        help="tokens of memories per recall, the same for every memory system (default: "
+        "--context-tokens less the prompt's fixed parts)",
+        min=1,
     )
     limit: int | None = option(
         None, help="at most this many questions, drawn in turn from each category", min=1
@@ -147,6 +179,10 @@ class Asked:
     """BM25's top k positions before the question, in conversation order."""
     full_tokens: int | None = None
     """Estimated prompt tokens with the whole history (None when `full` is not run)."""
+    speakers: tuple[str, ...] = ()
+    """The people the question names (what a memory query is about)."""
+    evidence: tuple[int, ...] = ()
+    """Positions of the question's evidence messages."""
 
 
 @dataclass
@@ -159,6 +195,8 @@ class QuestionsResult:
     official: bool
     usage: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    memory_costs: dict[str, Any] | None = None
+    """memory_costs.json, with --memory."""
 
 
 # -- questions and contexts -----------------------------------------------------------------
@@ -193,6 +231,33 @@ def fixed_tokens(q: Question, counter: TokenCounter, max_tokens: int) -> int:
     return int(np.sum(counter.count(texts))) + overhead + max_tokens
 
 
+def memory_fixed_tokens(q: Question, counter: TokenCounter, max_tokens: int) -> int:
+    """`fixed_tokens` for a memory system's prompt: both blocks shown, with no message and
+    one empty note (an upper bound on what is not a memory)."""
+    empty = qp.memory_answer_messages([], [""], q.text, q.asked_at)
+    texts = [m["content"] for m in empty]
+    overhead = counter.overhead("system") + counter.overhead("user")
+    return int(np.sum(counter.count(texts))) + overhead + max_tokens
+
+
+def memory_counter(subject: Subject, counter: TokenCounter) -> TokenCount:
+    """Tokens of a memory as the prompt shows it: a message memory (`memory_text`'s
+    "speaker: text") as its rendered line plus its line break, a text memory as its note
+    line plus its line break."""
+    lines = line_tokens(subject, counter)
+    known: dict[str, int] = {}
+    for m, n in zip(subject.messages, lines, strict=True):
+        key = f"{m.speaker}: {m.text}"
+        known[key] = max(known.get(key, 0), int(n))
+
+    def count(text: str) -> int:
+        if text not in known:
+            known[text] = int(counter.count([qp.note(text)])[0]) + 1
+        return known[text]
+
+    return count
+
+
 def build_asked(
     subject: Subject, k: int, counter: TokenCounter | None, max_tokens: int
 ) -> list[Asked]:
@@ -211,7 +276,7 @@ def build_asked(
         full = None
         if cum is not None and counter is not None:
             full = int(cum[p.cutoff]) + fixed_tokens(q, counter, max_tokens)
-        out.append(Asked(subject.id, q, p.cutoff, found, full))
+        out.append(Asked(subject.id, q, p.cutoff, found, full, p.speakers, p.reference_positions))
     return out
 
 
@@ -240,10 +305,73 @@ Unit = tuple[str, Asked]
 
 @dataclass
 class Context:
-    """What every unit shares: the subjects' messages and whether the official scorer runs."""
+    """What every unit shares: the subjects' messages, whether the official scorer runs,
+    and, with `--memory`, each memory system's recalls and their costs."""
 
     subjects: dict[str, Subject]
     official: bool
+    memory: dict[str, rc.MemoryRun] = field(default_factory=dict)
+    """System (`memory:NAME`) -> its replays."""
+    index: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(subject, question id) -> the question's place in its subject's replay."""
+    costs: dict[str, Any] | None = None
+    """memory_costs.json (None without --memory)."""
+
+
+def memory_budget(asked: Sequence[Asked], counter: TokenCounter, config: QuestionsConfig) -> Budget:
+    """The one budget of every memory system (see the module docstring)."""
+    tokens = config.memory_tokens
+    if tokens is None:
+        fixed = max(memory_fixed_tokens(a.question, counter, config.max_tokens) for a in asked)
+        tokens = config.context_tokens - fixed
+        if tokens < 1:
+            raise OptionError(
+                "context_tokens",
+                f"{config.context_tokens} leaves no room for memories (the prompt's fixed "
+                f"parts take {fixed} tokens): raise it, or give --memory-tokens",
+            )
+    return Budget(k=config.memory_k, tokens=tokens)
+
+
+def replay_memories(
+    asked: Sequence[Asked],
+    subjects: dict[str, Subject],
+    systems: Sequence[rc.System],
+    budget: Budget,
+    counter: TokenCounter,
+) -> tuple[dict[str, rc.MemoryRun], dict[tuple[str, str], int]]:
+    """Each memory system's recalls of the run's questions: one replay per subject."""
+    by_subject: dict[str, list[Asked]] = {}
+    for a in asked:
+        by_subject.setdefault(a.subject_id, []).append(a)
+    queries = {
+        sid: (
+            subjects[sid],
+            [
+                Query(
+                    id=a.question.id,
+                    subject_id=sid,
+                    text=a.question.text,
+                    kind="question",
+                    cutoff=a.cutoff,
+                    speakers=a.speakers,
+                    asked_at=a.question.asked_at,
+                )
+                for a in mine
+            ],
+        )
+        for sid, mine in by_subject.items()
+    }
+    index = {
+        (a.subject_id, a.question.id): i for mine in by_subject.values() for i, a in enumerate(mine)
+    }
+    runs = {
+        MEMORY_PREFIX + s.name: rc.replay_subjects(
+            s, queries, budget, lambda subject: memory_counter(subject, counter)
+        )
+        for s in systems
+    }
+    return runs, index
 
 
 class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
@@ -267,37 +395,54 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
     def plan(self, data: Dataset, config: QuestionsConfig) -> Plan[Unit]:
         if len(set(config.systems)) < len(config.systems):
             raise OptionError("systems", f"a system is named twice: {','.join(config.systems)}")
+        memories = rc.resolve_systems(config.memory, config.seed)
         counter: TokenCounter | None = None
-        if "full" in config.systems:
+        if "full" in config.systems or memories:
             counter = self.tokenizer or GGUFTokenizer(_gguf_path(config.tokenizer))
+        full_counter = counter if "full" in config.systems else None
+        subjects = {s.id: s for s in data.subjects}
+        context = Context(subjects, uses_official(data, config))
+        resolved: dict[str, Any] = {}
         try:
             asked = [
                 a
                 for s in data.subjects
-                for a in build_asked(s, config.k, counter, config.max_tokens)
+                for a in build_asked(s, config.k, full_counter, config.max_tokens)
             ]
+            if not asked:
+                raise ValueError(f"dataset {data.name!r} has no questions")
+            if not any(a.question.answer is not None or not a.question.answerable for a in asked):
+                raise ValueError(
+                    f"dataset {data.name!r} has questions but no gold answers (and none "
+                    "marked unanswerable): the question track scores against gold"
+                )
+            asked = limit_asked(asked, config.limit, config.seed)
+            if memories:
+                assert counter is not None
+                budget = memory_budget(asked, counter, config)
+                context.memory, context.index = replay_memories(
+                    asked, subjects, memories, budget, counter
+                )
+                context.costs = rc.costs_file(list(context.memory.values()), budget)
+                resolved = {
+                    "memory budget": rc.budget_json(budget),
+                    "memory systems": {MEMORY_PREFIX + s.name: s.spec for s in memories},
+                    "memory prompt_sha256": qp.MEMORY_PROMPT_SHA256,
+                }
         finally:
             if self.tokenizer is None and isinstance(counter, GGUFTokenizer):
                 counter.close()  # ours to free
-        if not asked:
-            raise ValueError(f"dataset {data.name!r} has no questions")
-        if not any(a.question.answer is not None or not a.question.answerable for a in asked):
-            raise ValueError(
-                f"dataset {data.name!r} has questions but no gold answers (and none marked "
-                "unanswerable): the question track scores against gold"
-            )
-        asked = limit_asked(asked, config.limit, config.seed)
         units: dict[str, Unit] = {}
-        for system in config.systems:
+        for system in [*config.systems, *context.memory]:
             for a in asked:
                 key = f"{system}/{a.subject_id}/{a.question.id}"
                 if key in units:
                     raise ValueError(f"dataset {data.name!r}: question id {key!r} appears twice")
                 units[key] = (system, a)
-        context = Context({s.id: s for s in data.subjects}, uses_official(data, config))
         resolved = {
             "prompt_sha256": qp.PROMPT_SHA256,
             "tokenizer name": counter.name if counter is not None else None,
+            **resolved,
         }
         return Plan(units, warnings=list(data.warnings), resolved=resolved, context=context)
 
@@ -306,7 +451,17 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
     ) -> Rows:
         ctx: Context = plan.context
         system, a = unit
-        return [await _answer(system, a, ctx.subjects[a.subject_id], models["model"], config)]
+        subject = ctx.subjects[a.subject_id]
+        if system in ctx.memory:
+            got = ctx.memory[system].recalled(
+                a.subject_id, ctx.index[(a.subject_id, a.question.id)]
+            )
+            return [await _answer_memory(system, a, subject, got, models["model"], config)]
+        return [await _answer(system, a, subject, models["model"], config)]
+
+    def unfinished(self, plan: Plan[Unit], key: str, rows: Rows) -> bool:
+        """A question whose memory system failed is asked again on a rerun."""
+        return any(r.get("memory_error") for r in rows)
 
     async def score(
         self, unit: Unit, rows: Rows, models: Models, config: QuestionsConfig, plan: Plan[Unit]
@@ -320,17 +475,28 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
 
     def aggregate(self, plan: Plan[Unit], rows: Rows, config: QuestionsConfig) -> Outcome:
         ctx: Context = plan.context
-        parts: dict[str, Rows] = {s: [] for s in config.systems}
+        parts: dict[str, Rows] = {s: [] for s in [*config.systems, *ctx.memory]}
         for row in rows:
             parts[row["system"]].append(row)
         result = summarise(parts, ctx.official, config)
         unscored = sum(c["judge_unscored"] for c in result.counts.values())
+        memory_failed = sum(c.get("memory_failed", 0) for c in result.counts.values())
+        files: dict[str, Any] = {
+            "counts.json": {"official scorer": ctx.official, "counts": result.counts}
+        }
+        if ctx.costs is not None:
+            files["memory_costs.json"] = ctx.costs
+            result.memory_costs = ctx.costs
+        failures = {
+            "answers the judge left unscored": unscored,
+            "questions whose memory system failed": memory_failed,
+        }
         outcome = Outcome(
             summary=result.summary,
-            files={"counts.json": {"official scorer": ctx.official, "counts": result.counts}},
+            files=files,
             warnings=list(result.warnings),
             result=result,
-            failures={"answers the judge left unscored": unscored} if unscored else {},
+            failures={k: v for k, v in failures.items() if v},
         )
         return outcome
 
@@ -344,6 +510,15 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
                 summary_table(title, facets, columns, row_label="questions"),
                 f"counts: {result.counts.get(system, {})}",
             ]
+        costs = (result.memory_costs or {}).get("systems", {})
+        for name, c in costs.items():
+            ms = c["recall_ms"]
+            shown.append(
+                f"memory:{name}: recall p50 {_ms(ms['p50'])} / p95 {_ms(ms['p95'])} ms, "
+                f"ingest {_ms(c['ingest_ms_per_message'])} ms per message, "
+                f"{_ms(c['memories_per_query'])} memories and "
+                f"{_ms(c['context_tokens_per_query'])} context tokens per question"
+            )
         return shown
 
     def judgments(self, rows: Rows) -> dict[str, float]:
@@ -366,6 +541,10 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
 
 
 QUESTIONS = register(QuestionsTrack())
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
 
 
 def run_questions(
@@ -418,6 +597,47 @@ async def _answer(
     return row
 
 
+async def _answer_memory(
+    system: str,
+    a: Asked,
+    subject: Subject,
+    got: Recalled | str,
+    model: Model,
+    config: QuestionsConfig,
+) -> dict[str, Any]:
+    """One answer from what a memory system recalled (or a row saying it failed)."""
+    q = a.question
+    row: dict[str, Any] = {
+        "system": system,
+        "subject": a.subject_id,
+        "question": q.id,
+        "category": q.category,
+        "answerable": q.answerable,
+        "text": q.text,
+        "gold": q.answer,
+        "shown": "memory",
+        "fell_back": False,
+        "full_tokens_est": a.full_tokens,
+    }
+    if isinstance(got, str):
+        return {
+            **row,
+            "context_ids": [],
+            **rc.failed_fields(got),
+            "answer": None,
+            "answer_error": None,
+        }
+    view = rc.shown_of(got, subject, a.evidence)
+    row |= {"context_ids": [m.id for m in view.messages], **view.fields}
+    lines = [qp.render(m) for m in view.messages]
+    messages = qp.memory_answer_messages(lines, view.notes, q.text, q.asked_at)
+    (out,) = await model.generate_many([Call(messages, config.answer_config())], tag=ANSWER_TAG)
+    failed = isinstance(out, ModelError)
+    row["answer"] = None if isinstance(out, ModelError) else out.text.strip()
+    row["answer_error"] = str(out) if failed else None
+    return row
+
+
 async def judge_row(
     row: dict[str, Any],
     model: Model,
@@ -431,7 +651,8 @@ async def judge_row(
     if rubric is None or not row["answerable"]:
         rubric = qp.CORRECTNESS_RUBRIC if row["answerable"] else qp.ABSTENTION_RUBRIC
     if row["answer"] is None:
-        return judge_fields(None, rubric, skipped="the answer call failed")
+        why = "the memory system failed" if row.get("memory_error") else "the answer call failed"
+        return judge_fields(None, rubric, skipped=why)
     if row["answerable"] and row["gold"] is None:
         return judge_fields(None, rubric, skipped="no gold answer")
     judge = Judge(model, rubric, config.judge_config(), max_fixes=config.max_fixes)
@@ -501,24 +722,34 @@ def summarise(
     counts: dict[str, dict[str, int]] = {}
     warnings: list[str] = []
     for system, rows in parts.items():
+        memory = system.startswith(MEMORY_PREFIX)
+        mine = [*metrics, *MEMORY_METRICS] if memory else metrics
         facets = _facets(rows)
-        cols = np.column_stack([_column(rows, m) for m in metrics]) if rows else np.zeros((0, 0))
+        cols = np.column_stack([_column(rows, m) for m in mine]) if rows else np.zeros((0, 0))
         summary[system] = {}
         for name, mask in facets.items():
             with warnings_module.catch_warnings():  # a metric that applies to none: NaN
                 warnings_module.simplefilter("ignore", RuntimeWarning)
                 ests = bootstrap_means(cols[mask], n_boot=config.n_boot, seed=config.seed)
-            summary[system][name] = dict(zip(metrics, ests, strict=True))
+            summary[system][name] = dict(zip(mine, ests, strict=True))
         answered = [r for r in rows if r["answer"] is not None]
+        memory_failed = sum(1 for r in rows if r.get("memory_error"))
         c = {
             "questions": len(rows),
-            "answer_failed": len(rows) - len(answered),
+            "answer_failed": len(rows) - len(answered) - memory_failed,
             "judge_unscored": sum(1 for r in answered if is_unscored(r)),
             "no_gold": sum(1 for r in answered if r["answerable"] and r["gold"] is None),
             "fell_back": sum(1 for r in rows if r["fell_back"]),
         }
         if official:
             c["official_not_applicable"] = sum(1 for r in answered if r.get("official_f1") is None)
+        if memory:
+            c["memory_failed"] = memory_failed
+            if memory_failed:
+                warnings.append(
+                    f"{system}: the memory system failed on {memory_failed} questions' "
+                    "subjects; left out (rerun to retry; the errors are in items.jsonl)"
+                )
         counts[system] = c
         if c["judge_unscored"]:
             warnings.append(

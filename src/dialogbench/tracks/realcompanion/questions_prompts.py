@@ -15,7 +15,14 @@ Judging (temperature 0):
 * unanswerable questions: `ABSTENTION_RUBRIC`, `abstains` 0 or 1 (1: the answer declines
   or says the information is not there; 0: it asserts an answer, hedged or not).
 
-`PROMPT_SHA256` digests every constant here, so a change of wording starts a run afresh.
+A memory system (`--memory`) answers from what it recalled: its message memories under
+`MEMORY_HEADING` (oldest first, rendered as above), its text memories as a list of notes
+under `NOTES_HEADING` (in the order recalled); the question, the task and the system prompt
+are the same as for the other systems.
+
+`PROMPT_SHA256` digests every constant here, so a change of wording starts a run afresh;
+`MEMORY_PROMPT_SHA256` digests the memory wording (recorded only in runs with `--memory`, so
+runs without it keep their identity).
 """
 
 from __future__ import annotations
@@ -100,6 +107,11 @@ ABSTENTION_RUBRIC = Rubric(
 )
 
 
+MEMORY_HEADING = "Messages a memory system recalled for this question, oldest first:"
+
+NOTES_HEADING = "Notes a memory system kept about the conversation, most relevant first:"
+
+
 def _constants() -> dict[str, object]:
     return {
         "MESSAGE_CHARS": MESSAGE_CHARS,
@@ -114,6 +126,9 @@ def _constants() -> dict[str, object]:
 
 
 PROMPT_SHA256 = digest(_constants())
+MEMORY_PROMPT_SHA256 = digest(
+    {"MEMORY_HEADING": MEMORY_HEADING, "NOTES_HEADING": NOTES_HEADING, "base": PROMPT_SHA256}
+)
 
 
 def render(message: Message) -> str:
@@ -135,6 +150,34 @@ def answer_messages(
     body = "\n".join(lines) if lines else NO_MESSAGES
     context = f"{HEADINGS[mode]}\n<messages>\n{body}\n</messages>"
     user = "\n\n".join([context, question_block(question, asked_at), ANSWER_TASK])
+    return [
+        {"role": "system", "content": ANSWER_SYSTEM},
+        {"role": "user", "content": user},
+    ]
+
+
+def note(text: str) -> str:
+    """One text memory as shown: a list item on one line."""
+    return "- " + " ".join(text.split())
+
+
+def memory_answer_messages(
+    lines: Sequence[str],
+    notes: Sequence[str],
+    question: str,
+    asked_at: datetime | None = None,
+) -> list[ChatMessage]:
+    """The answer prompt of a memory system: the recalled messages' rendered `lines` (shown
+    when there are any, or when there are no notes either), its `notes`, then the question
+    and the task."""
+    blocks = []
+    if lines or not notes:
+        body = "\n".join(lines) if lines else NO_MESSAGES
+        blocks.append(f"{MEMORY_HEADING}\n<messages>\n{body}\n</messages>")
+    if notes:
+        body = "\n".join(note(n) for n in notes)
+        blocks.append(f"{NOTES_HEADING}\n<notes>\n{body}\n</notes>")
+    user = "\n\n".join([*blocks, question_block(question, asked_at), ANSWER_TASK])
     return [
         {"role": "system", "content": ANSWER_SYSTEM},
         {"role": "user", "content": user},
