@@ -77,6 +77,10 @@ class DenseRetriever(ScoreRetriever):
         vectors: np.ndarray = self._cache[key]
         return vectors
 
+    def prepare(self, subject: Subject) -> None:
+        """Embed the subject's messages ahead of any probe (a memory system's ingest)."""
+        self.message_vectors(subject)
+
     def scores(self, subject: Subject, probes: Sequence[Probe]) -> FloatArray:
         docs = self.message_vectors(subject)
         if not probes or not len(docs):
@@ -108,6 +112,10 @@ class HybridRetriever(ScoreRetriever):
     def __init__(self, dense: DenseRetriever | None = None, rrf_k: int = RRF_K) -> None:
         self.dense = dense or DenseRetriever()
         self.rrf_k = rrf_k
+
+    def prepare(self, subject: Subject) -> None:
+        """Embed the subject's messages ahead of any probe (a memory system's ingest)."""
+        self.dense.prepare(subject)
 
     def scores(self, subject: Subject, probes: Sequence[Probe]) -> FloatArray:
         n = len(subject.messages)
