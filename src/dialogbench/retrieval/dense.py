@@ -53,12 +53,17 @@ class DenseRetriever(ScoreRetriever):
 
     name = "dense"
 
-    def __init__(self, embedder: Embedder | None = None, batch_size: int = 64) -> None:
+    def __init__(
+        self, embedder: Embedder | None = None, batch_size: int = 64, share: bool = True
+    ) -> None:
+        """`share`: with the packaged MiniLM, reuse the message embeddings every other
+        sharing instance of the process made (False: embed on its own, as a memory system
+        whose ingest cost is measured must)."""
         if embedder is None:
             check_minilm()
         self._embedder = embedder
         self.batch_size = batch_size
-        self._cache: dict[str, np.ndarray] = _SHARED if embedder is None else {}
+        self._cache: dict[str, np.ndarray] = _SHARED if embedder is None and share else {}
 
     @property
     def embedder(self) -> Embedder:
