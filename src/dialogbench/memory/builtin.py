@@ -30,7 +30,13 @@ class RetrieverMemory:
         self._messages: dict[str, list[Message]] = {}
 
     def ingest(self, subject: str, messages: Sequence[Message]) -> None:
-        self._messages.setdefault(subject, []).extend(messages)
+        """Keep the messages; a retriever with `prepare(subject)` (dense, hybrid: embed the
+        messages) does its indexing here, so it is charged to ingest, not to recall."""
+        held = self._messages.setdefault(subject, [])
+        held.extend(messages)
+        prepare = getattr(self.retriever, "prepare", None)
+        if callable(prepare):
+            prepare(Subject(id=subject, messages=held))
 
     def reset(self, subject: str) -> None:
         self._messages.pop(subject, None)

@@ -34,8 +34,9 @@ BUILTIN_MEMORY: dict[str, Callable[[int], MemorySystem]] = {
     "recency": lambda seed: RetrieverMemory(RecencyRetriever()),
     "recency-user": lambda seed: RetrieverMemory(RecencyUserRetriever()),
     "random": lambda seed: RetrieverMemory(RandomRetriever(seed)),
-    "dense": lambda seed: RetrieverMemory(DenseRetriever()),
-    "hybrid": lambda seed: RetrieverMemory(HybridRetriever()),
+    # each embeds on its own: a cache shared in the process would hide the second's ingest cost
+    "dense": lambda seed: RetrieverMemory(DenseRetriever(share=False)),
+    "hybrid": lambda seed: RetrieverMemory(HybridRetriever(DenseRetriever(share=False))),
     "full-context": lambda seed: FullContextMemory(),
 }
 

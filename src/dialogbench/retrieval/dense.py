@@ -53,12 +53,17 @@ class DenseRetriever(ScoreRetriever):
 
     name = "dense"
 
-    def __init__(self, embedder: Embedder | None = None, batch_size: int = 64) -> None:
+    def __init__(
+        self, embedder: Embedder | None = None, batch_size: int = 64, share: bool = True
+    ) -> None:
+        """`share`: with the packaged MiniLM, reuse the message embeddings every other
+        sharing instance of the process made (False: embed on its own, as a memory system
+        whose ingest cost is measured must)."""
         if embedder is None:
             check_minilm()
         self._embedder = embedder
         self.batch_size = batch_size
-        self._cache: dict[str, np.ndarray] = _SHARED if embedder is None else {}
+        self._cache: dict[str, np.ndarray] = _SHARED if embedder is None and share else {}
 
     @property
     def embedder(self) -> Embedder:
@@ -76,6 +81,10 @@ class DenseRetriever(ScoreRetriever):
             self._cache[key] = self.embedder.encode(texts, batch_size=self.batch_size)
         vectors: np.ndarray = self._cache[key]
         return vectors
+
+    def prepare(self, subject: Subject) -> None:
+        """Embed the subject's messages ahead of any probe (a memory system's ingest)."""
+        self.message_vectors(subject)
 
     def scores(self, subject: Subject, probes: Sequence[Probe]) -> FloatArray:
         docs = self.message_vectors(subject)
@@ -108,6 +117,10 @@ class HybridRetriever(ScoreRetriever):
     def __init__(self, dense: DenseRetriever | None = None, rrf_k: int = RRF_K) -> None:
         self.dense = dense or DenseRetriever()
         self.rrf_k = rrf_k
+
+    def prepare(self, subject: Subject) -> None:
+        """Embed the subject's messages ahead of any probe (a memory system's ingest)."""
+        self.dense.prepare(subject)
 
     def scores(self, subject: Subject, probes: Sequence[Probe]) -> FloatArray:
         n = len(subject.messages)
