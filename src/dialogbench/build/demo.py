@@ -16,9 +16,10 @@
    with a reason and adds relationship, familiarity (0-10) and medium to kept ones.
 4. **generate**: kept combinations are taken round-robin over goal types (balanced), the
    model writes the dialogue one utterance per call (the speakers alternating; from
-   `min_turns` on a reply says whether the dialogue ends; `max_turns` ends it), then annotates each utterance (intent, sentiment, emotion,
-   stance, strategy) and the epilogue (goal completion, completion reason, information flow
-   as workflow steps, one summary per participant).
+   `min_turns` on a reply says whether the dialogue ends; `max_turns` ends it), then
+   annotates each utterance (intent, sentiment, emotion, stance, strategy) and the epilogue
+   (goal completion, completion reason, information flow as workflow steps, one summary per
+   participant).
 5. **quality**: two checker models each return an edited copy of the annotation; for each
    label the generator's value and the two checkers' values vote, and a value two of the
    three share wins (no majority: the generator's value stays, counted). `audit.jsonl`
