@@ -14,7 +14,14 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from dialogbench.build.demo import BUDGETS, BuildConfig, build_demo, vote
+from dialogbench.build.demo import (
+    BUDGET_FACTOR,
+    BUDGETS,
+    BuildConfig,
+    Builder,
+    build_demo,
+    vote,
+)
 from dialogbench.build.demo_prompts import GOAL_TYPES
 from dialogbench.cli import app
 from dialogbench.data.demo.release import load_release
@@ -294,6 +301,11 @@ def test_each_step_asks_for_its_own_token_budget(tmp_path: Path) -> None:
             srv.base_url,
         )
     assert set().union(*capped.budgets.values()) == {250, BUDGETS["turn"]}
+    builder = Builder(CONFIG, tmp_path / "d", *_models("http://127.0.0.1:9/v1"))
+    for step in ("distill", "turn"):  # Chinese replies get more tokens (a byte-level tokenizer)
+        assert builder.gen(step, "zh").max_tokens == BUDGET_FACTOR["zh"] * BUDGETS[step]
+        assert builder.gen(step, "en").max_tokens == BUDGETS[step]
+    assert BUDGET_FACTOR["zh"] > 1
 
 
 def test_an_unreadable_verdict_is_unparsed_not_a_rejection(tmp_path: Path) -> None:

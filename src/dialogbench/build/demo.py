@@ -99,8 +99,12 @@ BUDGETS = {
     "review": 600,
     "review_per_utterance": 180,
 }
-"""Each step's reply budget in tokens (the longest reply its schema allows, roughly; per
-utterance where the reply grows with the dialogue); `--max-tokens` caps them all."""
+"""Each step's reply budget in tokens for an English reply (per utterance where the reply
+grows with the dialogue); `--max-tokens` caps them all."""
+BUDGET_FACTOR: dict[Lang, int] = {"en": 1, "zh": 2}
+"""A Chinese reply gets twice the budget: a byte-level tokenizer trained mostly on English
+spends far more tokens on a Chinese character (SmolLM2's: about 1.7, against about 0.2 per
+English character), so the same reply in Chinese runs out of an English budget."""
 
 
 # -- settings and seeds ---------------------------------------------------------------------
@@ -603,9 +607,13 @@ class Builder:
         for n, step in enumerate(STEPS, 1):
             self.logs[step] = StepLog(self.steps_dir / f"{n}-{step}.jsonl")
 
-    def gen(self, step: str, temperature: float = 0.0, utterances: int = 0) -> GenerateConfig:
-        """A call's settings: `step`'s token budget (see `BUDGETS`), capped by `max_tokens`."""
+    def gen(
+        self, step: str, lang: Lang, temperature: float = 0.0, utterances: int = 0
+    ) -> GenerateConfig:
+        """A call's settings: `step`'s token budget in `lang` (`BUDGETS`, `BUDGET_FACTOR`),
+        capped by `max_tokens`."""
         budget = BUDGETS[step] + utterances * BUDGETS.get(f"{step}_per_utterance", 0)
+        budget *= BUDGET_FACTOR[lang]
         return GenerateConfig(
             temperature=temperature,
             max_tokens=min(budget, self.config.max_tokens),
@@ -624,7 +632,7 @@ class Builder:
                     self.model,
                     msgs,
                     Distilled,
-                    self.gen("distill"),
+                    self.gen("distill", seed.lang),
                     max_fixes=c.max_fixes,
                     tag="distill",
                 )
@@ -677,7 +685,7 @@ class Builder:
                     self.model,
                     bp.persona_messages(lang, attrs),
                     PersonaDetails,
-                    self.gen("persona", c.temperature),
+                    self.gen("persona", lang, c.temperature),
                     max_fixes=c.max_fixes,
                     tag="persona",
                 )
@@ -736,7 +744,7 @@ class Builder:
                     self.model,
                     msgs,
                     Assessment,
-                    self.gen("conflict"),
+                    self.gen("conflict", lang),
                     max_fixes=c.max_fixes,
                     tag="conflict",
                 )
@@ -811,7 +819,7 @@ class Builder:
                 self.model,
                 msgs,
                 LastTurn if may_end else Turn,
-                self.gen("turn", c.temperature),
+                self.gen("turn", lang, c.temperature),
                 max_fixes=c.max_fixes,
                 tag="turn",
             )
@@ -835,7 +843,7 @@ class Builder:
                     self.model,
                     bp.annotate_messages(lang, prelude, numbered(turns), len(turns)),
                     annotation_schema(len(turns)),
-                    self.gen("annotate", utterances=len(turns)),
+                    self.gen("annotate", lang, utterances=len(turns)),
                     max_fixes=c.max_fixes,
                     tag="annotate",
                 )
@@ -870,7 +878,7 @@ class Builder:
                             m,
                             msgs,
                             annotation_schema(n, review=True),
-                            self.gen("review", utterances=n),
+                            self.gen("review", lang, utterances=n),
                             max_fixes=c.max_fixes,
                             tag=f"checker{i + 1}",
                             sample=i + 1,
