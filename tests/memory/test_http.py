@@ -308,7 +308,7 @@ def test_url_credentials_reach_the_server_and_nothing_else(
         caplog.at_level(logging.DEBUG),
     ):
         url = srv.base_url.replace("http://", "http://alice:s3cr3t-pw@")
-        memory = resolve_memory(url)
+        memory = resolve_memory(url, allow_credentials=True)
         assert isinstance(memory, HttpMemory)
         memory.retries, memory.backoff = 2, 0.02
         with pytest.raises(MemorySystemError) as caught:
@@ -425,3 +425,24 @@ def test_redirects_are_not_followed_so_the_key_stays_home(
         redirector.server_close()
         thread.join(5)
     assert server.requests == []  # the redirect's target was never asked
+
+
+def test_a_track_spec_with_credentials_is_refused_without_echoing_them() -> None:
+    with pytest.raises(MemorySpecError) as caught:
+        resolve_memory("http://alice:s3cr3t-pw@127.0.0.1:9/mem")
+    assert "s3cr3t-pw" not in str(caught.value) and "alice" not in str(caught.value)
+    assert "DIALOGBENCH_MEMORY_BASIC_AUTH" in str(caught.value)
+
+
+def test_basic_auth_from_the_environment_is_sent_and_never_shown(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DIALOGBENCH_MEMORY_API_KEY", raising=False)
+    monkeypatch.setenv("DIALOGBENCH_MEMORY_BASIC_AUTH", "alice:s3cr3t-pw")
+    basic = "Basic YWxpY2U6czNjcjN0LXB3"  # alice:s3cr3t-pw
+    with MemoryServer(require_auth=basic) as srv, caplog.at_level(logging.DEBUG):
+        memory = resolve_memory(srv.base_url)
+        replay(memory, SUBJECT, MESSAGES, QUERIES, Budget(k=2))
+        assert {r.authorization for r in srv.requests} == {basic}
+    for text in (memory.name, repr(memory), caplog.text):
+        assert "s3cr3t-pw" not in text and "YWxpY2U6" not in text

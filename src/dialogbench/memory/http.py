@@ -131,6 +131,7 @@ class HttpMemory:
         url: str,
         *,
         api_key_env: str | None = "DIALOGBENCH_MEMORY_API_KEY",
+        basic_auth_env: str | None = "DIALOGBENCH_MEMORY_BASIC_AUTH",
         timeout: float = 60.0,
         retries: int = 5,
         backoff: float = 0.5,
@@ -156,6 +157,11 @@ class HttpMemory:
             token = base64.b64encode(f"{user}:{password}".encode()).decode()
             self._auth = f"Basic {token}"
             self._secrets += [password, token, parts.password or ""]
+        basic = os.environ.get(basic_auth_env) if basic_auth_env else None
+        if basic and self._auth is None:  # USER:PASSWORD from the environment
+            token = base64.b64encode(basic.encode()).decode()
+            self._auth = f"Basic {token}"
+            self._secrets += [basic, basic.partition(":")[2], token]
         key = os.environ.get(api_key_env) if api_key_env else None
         if key:
             self._auth = f"Bearer {key}"

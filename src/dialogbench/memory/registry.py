@@ -52,13 +52,21 @@ class MemorySpecError(ValueError):
     """A `--memory` value names no memory system; the message says what would."""
 
 
-def resolve_memory(spec: str, *, seed: int = 0) -> MemorySystem:
-    """Build the memory system `spec` names (see the module docstring)."""
+def resolve_memory(spec: str, *, seed: int = 0, allow_credentials: bool = False) -> MemorySystem:
+    """Build the memory system `spec` names (see the module docstring). A URL with a user or
+    password is refused unless `allow_credentials` (tracks record their specs)."""
     if spec in BUILTIN_MEMORY:
         return BUILTIN_MEMORY[spec](seed)
     if spec.startswith(("http://", "https://")):
-        from dialogbench.memory.http import HttpMemory, HttpMemoryError
+        from dialogbench.memory.http import HttpMemory, HttpMemoryError, public_url
 
+        if "@" in spec.split("/", 3)[2] and not allow_credentials:
+            raise MemorySpecError(
+                f"--memory {public_url(spec)}: credentials in the URL would be recorded with "
+                "the run (manifest, items); drop them from the URL and set "
+                "DIALOGBENCH_MEMORY_API_KEY=KEY (sent as a bearer token) or "
+                "DIALOGBENCH_MEMORY_BASIC_AUTH=USER:PASSWORD in the environment"
+            )
         try:
             return HttpMemory(spec)
         except HttpMemoryError as e:
