@@ -45,7 +45,7 @@ def _tiny_model(folder: Path) -> Path:
         ["hello there how are you today", "user assistant system fine thanks"],
         trainers.WordLevelTrainer(special_tokens=special),
     )
-    tok = PreTrainedTokenizerFast(
+    tok = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call,unused-ignore]
         tokenizer_object=words, unk_token="[UNK]", pad_token="[PAD]", eos_token="<|im_end|>"
     )
     tok.chat_template = TEMPLATE

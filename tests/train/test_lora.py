@@ -41,7 +41,7 @@ def tiny_tokenizer(texts: list[str]) -> Any:
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
     tok.train_from_iterator(texts, trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<|pad|>", eos_token="<|end|>")
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<|pad|>", eos_token="<|end|>")  # type: ignore[no-untyped-call,unused-ignore]
     fast.chat_template = TEMPLATE
     return fast
 

@@ -122,7 +122,7 @@ def train_lora(
     import torch
     from datasets import Dataset
     from peft import LoraConfig
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTConfig, SFTTrainer  # type: ignore[attr-defined,unused-ignore]
 
     train_path = data / "train.jsonl" if data.is_dir() else data
     val_path = data / "val.jsonl" if data.is_dir() else None
