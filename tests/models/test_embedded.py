@@ -185,6 +185,36 @@ def test_concurrent_calls_take_turns(model: LocalGGUF) -> None:
     assert len(set(texts)) == 1 and texts[0]
 
 
+@needs_model
+def test_a_model_lets_in_one_call_at_a_time(model: LocalGGUF) -> None:
+    """`slots` is 1, so a `Model` with 16 connections still lets one call in at a time: a
+    call's timeout runs from when it is served, not while it queues behind the others."""
+    from dialogbench.models.model import Model, endpoint_limiter
+
+    async def go() -> int:
+        m = Model(model, concurrency=16)
+        await asyncio.gather(*(m.generate(ASK, GenerateConfig(max_tokens=4)) for _ in range(2)))
+        return endpoint_limiter(model.endpoint, 99).max
+
+    assert model.slots == 1
+    assert asyncio.run(go()) == 1
+
+
+@needs_model
+def test_a_cancelled_call_stops_generating(model: LocalGGUF) -> None:
+    """A call whose caller gave up (a timeout) stops at its next token and frees the model,
+    instead of generating on while the retry waits behind it."""
+    long: list[ChatMessage] = [{"role": "user", "content": "Count from 1 to 2000, one a line."}]
+
+    async def go() -> None:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(model.generate(long, GenerateConfig(max_tokens=4000)), 0.5)
+
+    asyncio.run(go())
+    assert model._lock.acquire(timeout=15)  # a full 4000-token reply would hold it minutes
+    model._lock.release()
+
+
 # -- the OpenAI-compatible server ----------------------------------------------------------
 
 

@@ -227,9 +227,14 @@ class LocalGGUF:
     `top_k`, `min_p` and `repeat_penalty`; other keys are ignored. Usage counts are real
     tokens: the templated prompt as tokenized, and every token sampled.
 
-    One generation runs at a time per instance (llama.cpp contexts are not thread-safe);
-    calls wait their turn in worker threads, never blocking the event loop.
+    One generation runs at a time per instance (llama.cpp contexts are not thread-safe), so
+    `slots` is 1: a `Model` lets one call in at a time, and a call's timeout counts its own
+    generation, not the wait behind others. A call that is cancelled (its timeout passed)
+    stops generating at the next token, so a retry does not queue behind a dead one.
     """
+
+    slots: int = 1
+    """Calls served at once (`Model` lets no more than this many in flight)."""
 
     def __init__(
         self,
@@ -259,17 +264,28 @@ class LocalGGUF:
     # -- Provider ---------------------------------------------------------------------------
 
     async def generate(self, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
-        return await asyncio.to_thread(self.generate_sync, messages, config)
+        cancel = threading.Event()
+        try:
+            return await asyncio.to_thread(self.generate_sync, messages, config, cancel)
+        except asyncio.CancelledError:
+            cancel.set()  # the worker thread stops at its next batch or token
+            raise
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
 
     # -- blocking API -----------------------------------------------------------------------
 
-    def generate_sync(self, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
-        """`generate`, in the calling thread."""
+    def generate_sync(
+        self,
+        messages: list[ChatMessage],
+        config: GenerateConfig,
+        cancel: threading.Event | None = None,
+    ) -> ModelOutput:
+        """`generate`, in the calling thread; `cancel`, once set, ends it early (the caller
+        no longer waits for the reply)."""
         try:
-            return self._generate(messages, config)
+            return self._generate(messages, config, cancel)
         except ModelError:
             raise
         except Exception as e:  # the engine's own errors, as a call failure
@@ -346,7 +362,12 @@ class LocalGGUF:
         sampler.add_dist(seed)
         return sampler
 
-    def _generate(self, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
+    def _generate(
+        self,
+        messages: list[ChatMessage],
+        config: GenerateConfig,
+        cancel: threading.Event | None = None,
+    ) -> ModelOutput:
         started = time.perf_counter()
         grammar = None if config.json_schema is None else self._grammar(config.json_schema)
         with self._lock:
@@ -371,12 +392,16 @@ class LocalGGUF:
             sampler = self._sampler(llama_cpp, vocab, config, grammar)
             ctx.kv_cache_clear()
             for i in range(0, n_prompt, self.n_batch):
+                if cancel is not None and cancel.is_set():
+                    raise ModelError(f"{self.name}: cancelled", retryable=True, kind="timeout")
                 ctx.decode(llama_cpp.llama_batch_get_one(tokens[i : i + self.n_batch], i))
             out: list[int] = []
             finish = "length"
             cut: int | None = None
             longest_stop = max((len(s) for s in config.stop), default=0)
             while len(out) < budget:
+                if cancel is not None and cancel.is_set():
+                    raise ModelError(f"{self.name}: cancelled", retryable=True, kind="timeout")
                 token = sampler.sample(ctx, -1)
                 if vocab.is_eog(token):
                     finish = "stop"

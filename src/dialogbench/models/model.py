@@ -233,7 +233,11 @@ class Model:
         return out
 
     async def _call(self, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
-        limiter = endpoint_limiter(self.provider.endpoint, self.concurrency)
+        # a provider that serves fewer calls at once (the embedded model: one) gets no more,
+        # so a call's timeout runs from when it is served, not while it queues
+        slots = getattr(self.provider, "slots", None)
+        limit = self.concurrency if slots is None else min(self.concurrency, int(slots))
+        limiter = endpoint_limiter(self.provider.endpoint, limit)
         attempt = 0
         spent = 0.0  # in requests and back-off waits; waits for a connection slot are free
         while True:
