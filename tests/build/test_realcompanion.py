@@ -244,7 +244,8 @@ def test_release_validates_and_loads_into_the_chat_and_detection_tracks(tmp_path
     items = [i for s in built.subjects for i in s.chat_items]
     assert len(items) == 15
     assert all(i.rule in RULE_IDS and i.surface_tier and i.supported is not None for i in items)
-    assert sum(len(s.questions) for s in built.subjects) == 34  # kept from the source
+    kept = [q for s in built.subjects for q in s.questions]
+    assert kept == [q for s in data.subjects for q in s.questions]  # kept from the source
     chat = CHAT.plan(built, ChatConfig())
     assert len(chat.units) == 15
     detection = DETECTION.plan(built, DetectionConfig())
