@@ -37,6 +37,7 @@ from dialogbench.tracks.realcompanion.detection import (
     OPENER,
     PROPORTIONAL,
     QUESTION,
+    QUESTION_CONTRAST,
     RECENT,
     DetectionConfig,
     build_units,
@@ -351,11 +352,20 @@ def test_model_detectors_against_a_scripted_server(
             assert absent_contrast.unscored_neg == 2
             assert absent_contrast.auroc.n == hand[NEEDS] + hand[ABSENT] - 2
             assert result.contrasts[name]["auroc vs own target"].own_decision is not None
+        # a session opener that needs memory is a positive chat probe and, as the same
+        # message, a negative of the question contrast: the perfect need detector flags it
+        openers = [u.probe.text.strip() for u in units if u.group == OPENER]
+        flagged = sum(t in positives for t in openers)
+        question_auroc = (len(openers) - flagged + 0.5 * flagged) / len(openers)
+        assert 0 < flagged < len(openers)
         for contrast, e in result.summary["model-context"].items():
-            if contrast == LEAKAGE:
-                assert e.value == 0.0  # perfect on both tracks: no difference
+            if contrast == LEAKAGE:  # the question contrast minus a perfect own target
+                assert e.value == pytest.approx(question_auroc - 1.0)
                 continue
-            assert e.value == 1.0, contrast  # the script is a perfect detector
+            if contrast == QUESTION_CONTRAST:
+                assert e.value == pytest.approx(question_auroc)
+                continue
+            assert e.value == 1.0, contrast  # the script is a perfect need detector
             op = result.contrasts["model-context"][contrast]
             assert op.threshold.false_alarms == 0 and op.threshold.missed == 0
         assert result.summary["model-retrieved"]["auroc vs own target"].value > 0.9
