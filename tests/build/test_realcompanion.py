@@ -244,7 +244,8 @@ def test_release_validates_and_loads_into_the_chat_and_detection_tracks(tmp_path
     items = [i for s in built.subjects for i in s.chat_items]
     assert len(items) == 15
     assert all(i.rule in RULE_IDS and i.surface_tier and i.supported is not None for i in items)
-    assert sum(len(s.questions) for s in built.subjects) == 34  # kept from the source
+    kept = [q for s in built.subjects for q in s.questions]
+    assert kept == [q for s in data.subjects for q in s.questions]  # kept from the source
     chat = CHAT.plan(built, ChatConfig())
     assert len(chat.units) == 15
     detection = DETECTION.plan(built, DetectionConfig())
@@ -399,3 +400,21 @@ def test_a_killed_build_resumes_where_it_stopped(tmp_path: Path) -> None:
     # arriving at the kill (answered, not yet cached)
     assert len(answered & set(scripted.calls)) <= 1
     assert sum(len(s.chat_items) for s in result.dataset.subjects) == 15
+
+
+def test_reply_schemas_bound_every_id_list() -> None:
+    """An id and a list of ids are bounded in the schemas (so a grammar-constrained small
+    model cannot run on inside one until its token budget is spent, as SmolLM2 did)."""
+    from pydantic import ValidationError
+
+    from dialogbench.build import realcompanion_prompts as bp
+
+    ok = {"reasoning": "r", "kind": "answer", "reading": "x"}
+    assert bp.ResolveReply.model_validate({**ok, "referent_ids": ["D1:3"]}).referent_ids
+    with pytest.raises(ValidationError):
+        bp.ResolveReply.model_validate({**ok, "referent_ids": ["id_" * 30]})
+    with pytest.raises(ValidationError):
+        bp.ResolveReply.model_validate({**ok, "referent_ids": [f"m{i}" for i in range(11)]})
+    for schema in bp.SCHEMAS:
+        text = json.dumps(schema.model_json_schema())
+        assert '"items": {"type": "string"}' not in text, schema.__name__  # every id bounded

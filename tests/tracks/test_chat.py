@@ -106,8 +106,9 @@ def test_framing_changes_only_the_label() -> None:
 
 
 def test_limit_draws_from_every_group() -> None:
-    probes = [p for s in load_dataset("sample").subjects for p in build_chat_probes(s)[0]]
-    assert len(probes) == 64
+    ds = load_dataset("sample")
+    probes = [p for s in ds.subjects for p in build_chat_probes(s)[0]]
+    assert len(probes) == sum(len(s.chat_items) for s in ds.subjects)  # every item a probe
     few = limit_probes(probes, 4, seed=0)
     assert len({(p.item.stratum, p.needs_memory) for p in few}) == 4
     assert few == limit_probes(probes, 4, seed=0)
@@ -208,23 +209,26 @@ def test_run_against_a_scripted_server(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
     ds = load_dataset("sample")
     probes = [p for s in ds.subjects for p in build_chat_probes(s)[0]]
+    n = len(probes)
+    assert n == sum(len(s.chat_items) for s in ds.subjects)
     broken = probes[5].probe.text.strip()
+    assert sum(p.probe.text.strip() == broken for p in probes) == 1
     with ChatServer(reply=Scripted(broken)) as srv:
         model = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
         config = ChatConfig(n_boot=200, framing="memories")
         out = tmp_path / "run"
         result = run_chat(ds, out, config, model=model)
         asked = srv.request_count
-        assert asked == 64 * 5 + 64 + 2  # replies, one judge call per probe, 2 corrections
+        assert asked == n * 5 + n + 2  # replies, one judge call per probe, 2 corrections
         again = run_chat(ds, out, config, model=model)  # resume
         assert to_json(again.summary()) == to_json(result.summary())
         assert srv.request_count == asked
         # an aggregation setting re-aggregates the saved probes: no call at all
         fewer = run_chat(ds, out, replace(config, n_boot=100), model=model)
-        assert srv.request_count == asked and fewer.probes == 64
+        assert srv.request_count == asked and fewer.probes == n
 
     rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
-    assert len(rows) == 64 * 5 and result.unscored["judge"] == 1 and result.probes == 64
+    assert len(rows) == n * 5 and result.unscored["judge"] == 1 and result.probes == n
     bad = [r for r in rows if not r["judged"]]
     assert len(bad) == 5 and all(
         r["judge_raw"].startswith("They") and r["judge_error"] for r in bad
@@ -246,11 +250,11 @@ def test_run_against_a_scripted_server(tmp_path: Path, monkeypatch: pytest.Monke
     orders = {tuple(r["judge_labels"].values()) for r in rows}
     assert len(orders) > 1  # each probe has its own shuffled order
     assert result.content_match["C0"]["all"].value == 0.0
-    assert result.content_match["C0"]["all"].n == 63
+    assert result.content_match["C0"]["all"].n == n - 1
     assert result.misfire["C0"][COLD].value == 0.0 and result.misfire["C0"][LOCUS_NONE].value == 0
     scored = [p for p in probes if p.probe.text.strip() != broken]
     c2_c1 = sum(min(3, len(p.contexts["C2"])) - min(3, len(p.contexts["C1"])) for p in scored)
-    assert result.gains["C2-C1"]["all"].value == pytest.approx(c2_c1 / 63)
+    assert result.gains["C2-C1"]["all"].value == pytest.approx(c2_c1 / (n - 1))
     split = result.gain_split["C2-C1"]["stratum=enriched"]
     assert split[NEEDS].value + split[NO_NEED].value == pytest.approx(
         result.gains["C2-C1"]["stratum=enriched"].value
@@ -262,9 +266,9 @@ def test_run_against_a_scripted_server(tmp_path: Path, monkeypatch: pytest.Monke
     assert manifest["resolved"]["prompt_sha256"] == cp.PROMPT_SHA256
     assert manifest["roles"]["judge"] == {"same_as": "model"}
     usage = json.loads((out / "usage.json").read_text())
-    assert usage["roles"]["model"]["calls"] == 320 and usage["roles"]["judge"]["calls"] == 66
-    assert usage["stages"]["solve"]["model"]["calls"] == 320
-    assert usage["stages"]["score"]["judge"]["calls"] == 66
+    assert usage["roles"]["model"]["calls"] == 5 * n and usage["roles"]["judge"]["calls"] == n + 2
+    assert usage["stages"]["solve"]["model"]["calls"] == 5 * n
+    assert usage["stages"]["score"]["judge"]["calls"] == n + 2
     solved = [json.loads(x) for x in (out / "parts" / "solved.jsonl").read_text().splitlines()]
     assert sorted(u["unit"] for u in solved) == sorted(
         f"{p.subject_id}/{p.item.probe_id}" for p in probes

@@ -199,37 +199,76 @@ def test_bootstrap_quantile_by_cluster_matches_brute_force() -> None:
 # -- the built-in sample --------------------------------------------------------------------
 
 
+def _quantile(values: list[int], q: float) -> float:
+    """The q-quantile by hand: linear interpolation between the sorted values."""
+    xs = sorted(values)
+    at = q * (len(xs) - 1)
+    lo = int(at)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (at - lo) * (xs[hi] - xs[lo])
+
+
 def test_sample_against_its_files(tmp_path: Path) -> None:
-    ds = load_dataset("sample")
-    result = run_demand(ds, tmp_path, FAST)
-    prop = needed = 0
-    with_refs = near_in = needed_refs = needed_near_in = 0
-    for s in ds.subjects:
-        pos = s.position_of()
-        for item in s.chat_items:
-            back = [pos[item.probe_id] - pos[r] for r in item.reference_ids]
-            labelled = item.needs_memory
-            needs = labelled if labelled is not None else bool(back) and max(back) > 8
-            if item.stratum == "proportional":
-                prop += 1
-                needed += needs
-            if back:
+    """Every headline figure of the built-in sample, counted again with plain loops over its
+    chat.jsonl and conversation.jsonl (not the track's code)."""
+    root = Path(__file__).resolve().parents[2] / "src" / "dialogbench" / "data" / "sample"
+    prop = {"recorded": 0, "strict": 0}
+    n_prop = 0
+    back: dict[str, list[tuple[int, int]]] = {"recorded": [], "strict": []}  # nearest, furthest
+    with_refs = near_in = all_in = 0
+    window: dict[str, list[tuple[bool, bool]]] = {"recorded": [], "strict": []}
+    contributes: dict[str, set[str]] = {"recorded": set(), "strict": set()}
+    subjects = []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        subjects.append(folder.name)
+        lines = (folder / "conversation.jsonl").read_text("utf-8").splitlines()
+        position = {json.loads(line)["id"]: i for i, line in enumerate(lines)}
+        for line in (folder / "chat.jsonl").read_text("utf-8").splitlines():
+            item = json.loads(line)
+            dist = [position[item["probe_id"]] - position[r] for r in item.get("reference_ids", [])]
+            needs = {"recorded": item["needs_memory"], "strict": item["needs_memory_strict"]}
+            if item.get("stratum", "proportional") == "proportional":  # the default
+                n_prop += 1
+                for reading in prop:
+                    prop[reading] += needs[reading]
+            if dist:
                 with_refs += 1
-                near_in += min(back) <= 8
-                if needs:
-                    needed_refs += 1
-                    needed_near_in += min(back) <= 8
-    rate = result.readings["recorded"]["demand rate"]
-    assert rate.value == pytest.approx(needed / prop) and rate.n == prop
-    assert rate.ci_low <= rate.value <= rate.ci_high
-    window = result.window
-    assert window["probes with references"]["finds nearest"].value == pytest.approx(
-        near_in / with_refs
-    )
-    assert window["needs memory (recorded)"]["finds nearest"].value == pytest.approx(
-        needed_near_in / needed_refs
-    )
-    assert len(result.subjects) == len(ds.subjects)
+                near_in += min(dist) <= 8
+                all_in += max(dist) <= 8
+            for reading in needs:
+                if needs[reading]:
+                    back[reading].append((min(dist), max(dist)))
+                    window[reading].append((min(dist) <= 8, max(dist) <= 8))
+                    contributes[reading].add(folder.name)
+
+    result = run_demand(load_dataset("sample"), tmp_path, FAST)
+    for reading in ("recorded", "strict"):
+        got = result.readings[reading]
+        rate = got["demand rate"]
+        assert rate.n == n_prop == 40
+        assert rate.value == pytest.approx(prop[reading] / n_prop)
+        assert rate.ci_low <= rate.value <= rate.ci_high
+        nearest = [a for a, _ in back[reading]]
+        furthest = [b for _, b in back[reading]]
+        assert got["nearest median"].n == len(nearest) > 0
+        assert got["nearest median"].value == pytest.approx(_quantile(nearest, 0.5))
+        assert got["nearest p75"].value == pytest.approx(_quantile(nearest, 0.75))
+        assert got["nearest max"].value == max(nearest)
+        assert got["furthest median"].value == pytest.approx(_quantile(furthest, 0.5))
+        assert got["furthest p75"].value == pytest.approx(_quantile(furthest, 0.75))
+        assert got["furthest max"].value == max(furthest)
+        found = result.window[f"needs memory ({reading})"]
+        hits = window[reading]
+        assert found["finds nearest"].value == pytest.approx(sum(a for a, _ in hits) / len(hits))
+        assert found["finds all"].value == pytest.approx(sum(b for _, b in hits) / len(hits))
+    everyone = result.window["probes with references"]
+    assert everyone["finds nearest"].value == pytest.approx(near_in / with_refs)
+    assert everyone["finds all"].value == pytest.approx(all_in / with_refs)
+    assert len(result.subjects) == len(subjects) == 2
+    # the rebuilt sample: memory is the exception on the proportional stratum, and the
+    # strict reading is the narrower one
+    assert 0 < prop["strict"] < prop["recorded"] < n_prop / 4
+    assert contributes["recorded"] == set(subjects)
 
 
 def test_the_command_line(tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ from dialogbench.tracks.realcompanion.detection import (
     OPENER,
     PROPORTIONAL,
     QUESTION,
+    QUESTION_CONTRAST,
     RECENT,
     DetectionConfig,
     build_units,
@@ -108,17 +109,39 @@ def test_session_openers_are_first_user_messages() -> None:
     assert session_openers(subject(["a", "b", "c"])) == [0]  # no sessions: the first one
 
 
+def hand_groups(reading: Reading = "recorded", stratum: str | None = None) -> dict[str, int]:
+    """The sample's detection populations counted by hand from its labels: memory-needing
+    items; else cold opens (abstention stratum or the person's first message of a session);
+    else recent thread (it has references) or referent absent; and every question and every
+    session opener."""
+    ds = load_dataset("sample")
+    out = dict.fromkeys((NEEDS, RECENT, COLD, ABSENT, QUESTION, OPENER), 0)
+    for s in ds.subjects:
+        sessions: set[str | None] = set()
+        openers = set()
+        for m in s.messages:
+            if m.role == "user" and m.session not in sessions:
+                sessions.add(m.session)
+                openers.add(m.id)
+        out[OPENER] += len(openers)
+        out[QUESTION] += len(s.questions)
+        for i in s.chat_items:
+            if stratum is not None and i.stratum != stratum:
+                continue
+            needs = i.needs_memory if reading == "recorded" else i.needs_memory_strict
+            if needs:
+                out[NEEDS] += 1
+            elif i.stratum == "abstention" or i.probe_id in openers:
+                out[COLD] += 1
+            else:
+                out[RECENT if i.reference_ids else ABSENT] += 1
+    return out
+
+
 def test_sample_populations_and_limit() -> None:
     units = build_units(load_dataset("sample"))
     counts = {g: sum(u.group == g for u in units) for g in {u.group for u in units}}
-    assert counts == {
-        NEEDS: 26,
-        RECENT: 10,
-        COLD: 12,
-        ABSENT: 16,
-        QUESTION: 34,
-        OPENER: 24,
-    }
+    assert counts == hand_groups()
     few = limit_units(units, 8, seed=0)
     assert len(few) == 8 and len({u.group for u in few}) == 6  # every population in turn
     assert few == limit_units(units, 8, seed=0)
@@ -218,7 +241,10 @@ def test_sample_end_to_end_and_resume(tmp_path: Path) -> None:
         leak = result.summary[name][LEAKAGE]
         assert -1.0 <= leak.ci_low <= leak.value <= leak.ci_high <= 1.0
         op = result.contrasts[name]["auroc vs own target"].threshold
-        assert (op.n_pos, op.n_neg) == (26, 38) and op.caught + op.missed == 26
+        hand = hand_groups()
+        negatives = hand[COLD] + hand[RECENT] + hand[ABSENT]
+        assert (op.n_pos, op.n_neg) == (hand[NEEDS], negatives)
+        assert op.caught + op.missed == hand[NEEDS]
     assert result.empty == {}
     assert result.usage["roles"] == {} and result.usage["total"]["calls"] == 0
 
@@ -229,15 +255,16 @@ def test_sample_end_to_end_and_resume(tmp_path: Path) -> None:
     assert manifest["resolved"]["prompt_sha256"] == PROMPT_SHA256
     assert manifest["resolved"]["cues_sha256"] == det.CUES_SHA256
     items = [json.loads(x) for x in (tmp_path / "items.jsonl").read_text().splitlines()]
-    assert len(items) == 2 * 122
+    assert len(items) == 2 * sum(hand_groups().values())  # each probe, by both detectors
     assert {"detector", "probe", "population", "label", "score", "track"} <= set(items[0])
     assert {r["population"] for r in items if r["label"]} == {NEEDS, QUESTION}
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert set(summary["bm25"]["auroc vs cold opens"]) == {"value", "ci_low", "ci_high", "n"}
     pops = json.loads((tmp_path / "populations.json").read_text())
-    assert pops["populations"][NEEDS] == 26 and pops["empty"] == {}
+    assert pops["populations"][NEEDS] == hand_groups()[NEEDS] and pops["empty"] == {}
     contrasts = json.loads((tmp_path / "contrasts.json").read_text())
-    assert contrasts["lexical"]["auroc vs referent absent"]["threshold"]["n_neg"] == 16
+    absent = contrasts["lexical"]["auroc vs referent absent"]["threshold"]["n_neg"]
+    assert absent == hand_groups()[ABSENT]
 
     part = tmp_path / "parts" / "solved.jsonl"
     units = [json.loads(x) for x in part.read_text().splitlines()]
@@ -326,13 +353,24 @@ def test_model_detectors_against_a_scripted_server(
             assert result.unscored[name][ABSENT] == 2 and result.unscored[name][QUESTION] == 1
             assert sum(result.unscored[name].values()) == 3
             absent_contrast = result.contrasts[name]["auroc vs referent absent"]
-            assert absent_contrast.unscored_neg == 2 and absent_contrast.auroc.n == 26 + 14
+            hand = hand_groups()
+            assert absent_contrast.unscored_neg == 2
+            assert absent_contrast.auroc.n == hand[NEEDS] + hand[ABSENT] - 2
             assert result.contrasts[name]["auroc vs own target"].own_decision is not None
+        # a session opener that needs memory is a positive chat probe and, as the same
+        # message, a negative of the question contrast: the perfect need detector flags it
+        openers = [u.probe.text.strip() for u in units if u.group == OPENER]
+        flagged = sum(t in positives for t in openers)
+        question_auroc = (len(openers) - flagged + 0.5 * flagged) / len(openers)
+        assert 0 < flagged < len(openers)
         for contrast, e in result.summary["model-context"].items():
-            if contrast == LEAKAGE:
-                assert e.value == 0.0  # perfect on both tracks: no difference
+            if contrast == LEAKAGE:  # the question contrast minus a perfect own target
+                assert e.value == pytest.approx(question_auroc - 1.0)
                 continue
-            assert e.value == 1.0, contrast  # the script is a perfect detector
+            if contrast == QUESTION_CONTRAST:
+                assert e.value == pytest.approx(question_auroc)
+                continue
+            assert e.value == 1.0, contrast  # the script is a perfect need detector
             op = result.contrasts["model-context"][contrast]
             assert op.threshold.false_alarms == 0 and op.threshold.missed == 0
         assert result.summary["model-retrieved"]["auroc vs own target"].value > 0.9
@@ -347,7 +385,8 @@ def test_model_detectors_against_a_scripted_server(
         parts = [json.loads(x) for x in (out / "parts" / "solved.jsonl").read_text().splitlines()]
         spent = {p["unit"]: p["usage"] for p in parts}
         assert spent["lexical"] == {} and spent["bm25"] == {}
-        assert spent["model-context"]["model"]["calls"] == 122 + 3  # one fix per broken reply
+        probes = sum(hand_groups().values())
+        assert spent["model-context"]["model"]["calls"] == probes + 3  # a fix per broken reply
         assert spent["model-context"]["model"]["model"] == "openai-compatible/scripted"
         usage = json.loads((out / "usage.json").read_text())
         assert usage["roles"]["model"]["calls"] == asked
@@ -448,7 +487,9 @@ def test_proportional_contrasts_and_leakage_against_brute_force(tmp_path: Path) 
             pos, neg, n_boot=200, seed=int(c_seed)
         )
         assert (leak.ci_low, leak.ci_high) == pytest.approx(tuple(np.percentile(reps, [2.5, 97.5])))
-    assert result.populations[f"{NEEDS}{PROPORTIONAL}"] == 6
+    assert (
+        result.populations[f"{NEEDS}{PROPORTIONAL}"] == hand_groups(stratum="proportional")[NEEDS]
+    )
     pops = json.loads((tmp_path / "populations.json").read_text())
     assert pops["reading"] == "recorded" and LEAKAGE in pops["contrasts"]
 
@@ -458,12 +499,13 @@ def u_key(r: dict[str, Any]) -> tuple[str, str, str, str]:
 
 
 def test_strict_reading_moves_the_populations(tmp_path: Path) -> None:
-    ds = load_dataset("sample")  # no item is marked dependent: nothing needs memory strictly
+    ds = load_dataset("sample")
     result = run_detection(ds, tmp_path, DetectionConfig(n_boot=50, reading="strict"))
-    assert result.populations[NEEDS] == 0
-    assert result.populations[RECENT] == 10 + 26
-    assert "auroc vs own target" in result.empty and LEAKAGE in result.empty
-    assert math.isnan(result.summary["bm25"][LEAKAGE].value)
+    strict, recorded = hand_groups("strict"), hand_groups("recorded")
+    assert {g: result.populations[g] for g in strict} == strict
+    assert 0 < strict[NEEDS] < recorded[NEEDS]  # strict is the narrower reading
+    assert sum(strict.values()) == sum(recorded.values())  # the others move, none is lost
+    assert not math.isnan(result.summary["bm25"][LEAKAGE].value)
     e = bootstrap_auroc([0.9], [0.1], n_boot=10)
     assert e.value == 1.0  # the helper the track calls, on a trivially separable case
 

@@ -38,6 +38,11 @@ REASONING_CHARS = 300
 held to it, so a small model cannot ramble past its token budget)."""
 TEXT_CHARS = 400
 """Longest reading, reply, statement or name."""
+ID_CHARS = 64
+"""Longest message id a reply may name (the ids shown are short; the schema says so, so a
+grammar-constrained model cannot run on inside an id until its token budget is spent)."""
+MAX_IDS = 10
+"""Most message ids one reply may name (referents, kept, needed, evidence, grounds)."""
 
 SYSTEM = (
     "You help build ground truth for a benchmark of AI companions from a real conversation "
@@ -145,6 +150,9 @@ REPLY_HEADING = "The reply:"
 
 Reasoning = Annotated[str, Field(max_length=REASONING_CHARS)]
 Short = Annotated[str, Field(min_length=1, max_length=TEXT_CHARS)]
+RefId = Annotated[str, Field(min_length=1, max_length=ID_CHARS)]
+Ids = Annotated[list[RefId], Field(default_factory=list, max_length=MAX_IDS)]
+"""Message ids, bounded in length and number."""
 
 
 class ResolveReply(BaseModel):
@@ -153,21 +161,21 @@ class ResolveReply(BaseModel):
     reasoning: Reasoning
     kind: Kind = Field(description=" | ".join(KINDS))
     reading: Short
-    referent_ids: list[str] = Field(default_factory=list)
+    referent_ids: Ids
 
 
 class VerifyReply(BaseModel):
     """Stage B's reply."""
 
     reasoning: Reasoning
-    kept_ids: list[str] = Field(default_factory=list)
+    kept_ids: Ids
 
 
 class ClassifyReply(BaseModel):
     """Stage C's reply."""
 
     reasoning: Reasoning
-    needed_ids: list[str] = Field(default_factory=list)
+    needed_ids: Ids
 
 
 class ReplyReply(BaseModel):
@@ -192,7 +200,7 @@ class ClaimProposal(BaseModel):
     confidence: float = Field(default=1.0, ge=0.0, le=1.0)
     valid_from: str | None = None
     valid_to: str | None = None
-    evidence_ids: list[str] = Field(default_factory=list)
+    evidence_ids: Ids
 
 
 class ProfileReply(BaseModel):
@@ -214,7 +222,7 @@ class PersonaProposal(BaseModel):
 
     dimension: str = Field(min_length=1)
     statement: Short
-    grounds: list[str] = Field(default_factory=list)
+    grounds: Ids
 
 
 class HypothesisProposal(BaseModel):
@@ -222,7 +230,7 @@ class HypothesisProposal(BaseModel):
 
     name: Short
     statement: Short
-    grounds: list[str] = Field(default_factory=list)
+    grounds: Ids
 
 
 class PersonaReply(BaseModel):

@@ -31,6 +31,6 @@ def summary_table(
     table.add_column("n", justify="right")
     for name, row in summary.items():
         cells = [fmt(row[m]) if m in row else "" for m in metrics]
-        n = max((e.n for e in row.values()), default=0)
+        n = max((row[m].n for m in metrics if m in row), default=0)  # of the cells shown
         table.add_row(name, *cells, str(n))
     return table
