@@ -18,6 +18,7 @@ from dialogbench.data.registry import load_dataset
 from dialogbench.memory import Budget, Memory, Query, Recall, query_of, replay, replay_costs
 from dialogbench.memory.registry import resolve_memory
 from dialogbench.stats.metrics import metric_table
+from dialogbench.testing.memoryserver import MemoryServer
 from dialogbench.tracks.realcompanion.retrieval import (
     CHAT,
     CITED,
@@ -243,3 +244,25 @@ def test_the_session_memory_example_end_to_end(
     assert costs["memory:session-memory"]["messages_ingested"] > 0
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["config"]["memory"] == ["bm25", "examples.session_memory:SessionMemory"]
+
+
+def test_a_memory_service_over_http_end_to_end_through_the_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DIALOGBENCH_MEMORY_API_KEY", "sk-test-4b3a2c1d0e9f")
+    with MemoryServer(require_auth="Bearer sk-test-4b3a2c1d0e9f") as srv:
+        args = ["run", "retrieval", "--retrievers", "bm25", "--memory", srv.base_url]
+        result = runner.invoke(app, [*args, "--n-boot", "50", "--out", str(tmp_path)])
+        assert result.exit_code == 0, result.output
+        asked = srv.count("recall")
+        assert {r.authorization for r in srv.requests} == {"Bearer sk-test-4b3a2c1d0e9f"}
+    probes, _ = scoreable_probes(load_dataset("sample"))
+    assert asked == len(probes)  # one recall per probe
+    costs = json.loads((tmp_path / "memory_costs.json").read_text())["systems"]
+    (name,) = costs
+    assert costs[name]["invalid_ids"] == 0 and costs[name]["recall_ms"]["n"] == len(probes)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert 0 < summary[POOLED][name]["hit@10"]["value"] <= 1
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert "sk-test-4b3a2c1d0e9f" not in path.read_text(errors="replace"), path
