@@ -129,7 +129,6 @@ def test_text_memories_are_scored_by_what_they_cite_and_apart(tmp_path: Path) ->
     # the id figures count only the one id memory (the newest message), never the citations
     ids = summary[POOLED]["memory:notes"]["hit@10"]["value"]
     assert ids == pytest.approx(float(np.mean(id_hits)))
-    assert ids < cited["cite-hit@10"]["value"]
     costs = result.costs["memory:notes"]
     assert costs["memories_per_query"] == 4.0 and costs["invalid_ids"] == 0
 
