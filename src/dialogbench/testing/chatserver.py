@@ -21,7 +21,6 @@ benchmarks the client side is what saturates.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import threading
 import time
@@ -29,10 +28,11 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, Literal
 
 from aiohttp import web
+
+from dialogbench.testing.loopback import LoopbackServer
 
 __all__ = ["ChatServer", "Fault", "JsonMode", "delay", "drop", "empty", "malformed", "ok", "status"]
 
@@ -86,7 +86,7 @@ def empty(*, delay: float = 0.0) -> Fault:
     return Fault("empty", delay=delay)
 
 
-class ChatServer:
+class ChatServer(LoopbackServer):
     """An OpenAI-compatible server on 127.0.0.1 (a free port) in a background thread.
 
     reply: request body -> content; default: the last user message echoed (as JSON when a
@@ -120,18 +120,12 @@ class ChatServer:
         self.latency = latency
         self.rules = rules
         self.embed = embed
-        self.host, self.port, self.backlog = host, port, backlog
-        self.shutdown_timeout = shutdown_timeout
-        self.base_url = ""
+        super().__init__(host, port, shutdown_timeout, backlog)
         self._script: deque[Fault] = deque(script)
         self._requests: list[Body] = []
         self._auth: list[str | None] = []
         self._embedding_requests: list[Body] = []
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stopping: asyncio.Event | None = None
-        self._error: BaseException | None = None
 
     # -- what tests look at ------------------------------------------------------------------
 
@@ -171,74 +165,17 @@ class ChatServer:
             self._embedding_requests.clear()
             self._script.clear()
 
-    # -- lifecycle ---------------------------------------------------------------------------
+    # -- lifecycle (LoopbackServer) -----------------------------------------------------------
 
-    def start(self) -> ChatServer:
-        if self._thread is not None:
-            raise RuntimeError("ChatServer already started")
-        ready = threading.Event()
-        self._thread = threading.Thread(
-            target=self._serve, args=(ready,), name="ChatServer", daemon=True
-        )
-        self._thread.start()
-        if not ready.wait(30) or self._error is not None:
-            self.stop()
-            raise RuntimeError(f"ChatServer failed to start: {self._error!r}")
-        return self
+    _path = "/v1"
 
-    def stop(self) -> None:
-        loop, stopping, thread = self._loop, self._stopping, self._thread
-        if loop is not None and stopping is not None and not loop.is_closed():
-            with contextlib.suppress(RuntimeError):  # the loop closed in between
-                loop.call_soon_threadsafe(stopping.set)
-        if thread is not None:
-            thread.join(self.shutdown_timeout + 10)
-
-    def __enter__(self) -> ChatServer:
-        return self.start()
-
-    def __exit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    async def __aenter__(self) -> ChatServer:
-        return await asyncio.to_thread(self.start)
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await asyncio.to_thread(self.stop)
-
-    def _serve(self, ready: threading.Event) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        try:
-            loop.run_until_complete(self._main(ready))
-        except BaseException as e:
-            self._error = e
-        finally:
-            ready.set()
-            loop.close()
-
-    async def _main(self, ready: threading.Event) -> None:
-        self._stopping = asyncio.Event()
+    def _app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 2**20)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
         if self.embed is not None:
             app.router.add_post("/v1/embeddings", self._embeddings)
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=self.shutdown_timeout)
-        await runner.setup()
-        try:
-            site = web.TCPSite(runner, self.host, self.port, backlog=self.backlog)
-            await site.start()
-            host, port = runner.addresses[0][:2]
-            self.base_url = f"http://{host}:{port}/v1"
-            ready.set()
-            await self._stopping.wait()
-        finally:
-            await runner.cleanup()
+        return app
 
     # -- handlers ----------------------------------------------------------------------------
 

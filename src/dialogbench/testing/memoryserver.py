@@ -27,7 +27,6 @@ Authorization header.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import math
 import re
@@ -36,10 +35,11 @@ import time
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any, Literal
 
 from aiohttp import web
+
+from dialogbench.testing.loopback import LoopbackServer
 
 __all__ = ["ENDPOINTS", "LoggedRequest", "MemoryFault", "MemoryServer"]
 
@@ -151,7 +151,7 @@ def _bm25(
     return [(i, s) for i, s, _ in scored]
 
 
-class MemoryServer:
+class MemoryServer(LoopbackServer):
     """The reference memory service on 127.0.0.1 (a free port) in a background thread.
 
     memories: "ids" | "text" | "mixed"; what a recall answers (see the module docstring).
@@ -191,19 +191,14 @@ class MemoryServer:
         self.absent = absent
         self.require_auth = require_auth
         self.prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
-        self.host, self.port = host, port
-        self.shutdown_timeout = shutdown_timeout
-        self.base_url = ""
+        self._path = self.prefix
+        super().__init__(host, port, shutdown_timeout)
         self._faults: dict[str, deque[MemoryFault]] = {e: deque() for e in ENDPOINTS}
         for endpoint, queue in (faults or {}).items():
             self._faults[endpoint].extend(queue)
         self._stores: dict[str, _Store] = {}
         self._log: list[LoggedRequest] = []
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stopping: asyncio.Event | None = None
-        self._error: BaseException | None = None
 
     # -- what tests look at ------------------------------------------------------------------
 
@@ -231,50 +226,9 @@ class MemoryServer:
         with self._lock:
             self._faults[endpoint].extend(faults)
 
-    # -- lifecycle ---------------------------------------------------------------------------
+    # -- lifecycle (LoopbackServer) -----------------------------------------------------------
 
-    def start(self) -> MemoryServer:
-        if self._thread is not None:
-            raise RuntimeError("MemoryServer already started")
-        ready = threading.Event()
-        self._thread = threading.Thread(
-            target=self._serve, args=(ready,), name="MemoryServer", daemon=True
-        )
-        self._thread.start()
-        if not ready.wait(30) or self._error is not None:
-            self.stop()
-            raise RuntimeError(f"MemoryServer failed to start: {self._error!r}")
-        return self
-
-    def stop(self) -> None:
-        loop, stopping, thread = self._loop, self._stopping, self._thread
-        if loop is not None and stopping is not None and not loop.is_closed():
-            with contextlib.suppress(RuntimeError):  # the loop closed in between
-                loop.call_soon_threadsafe(stopping.set)
-        if thread is not None:
-            thread.join(self.shutdown_timeout + 10)
-
-    def __enter__(self) -> MemoryServer:
-        return self.start()
-
-    def __exit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    def _serve(self, ready: threading.Event) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        try:
-            loop.run_until_complete(self._main(ready))
-        except BaseException as e:
-            self._error = e
-        finally:
-            ready.set()
-            loop.close()
-
-    async def _main(self, ready: threading.Event) -> None:
-        self._stopping = asyncio.Event()
+    def _app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 2**20)
         routes: dict[str, tuple[str, Callable[[Body], Body]]] = {
             "ingest": ("POST", self._ingest),
@@ -287,17 +241,7 @@ class MemoryServer:
             app.router.add_route(
                 method, f"{self.prefix}/{endpoint}", self._handler(endpoint, handler)
             )
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=self.shutdown_timeout)
-        await runner.setup()
-        try:
-            site = web.TCPSite(runner, self.host, self.port)
-            await site.start()
-            host, port = runner.addresses[0][:2]
-            self.base_url = f"http://{host}:{port}{self.prefix}"
-            ready.set()
-            await self._stopping.wait()
-        finally:
-            await runner.cleanup()
+        return app
 
     # -- handlers ----------------------------------------------------------------------------
 
