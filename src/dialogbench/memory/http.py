@@ -35,6 +35,7 @@ from typing import Any
 
 from dialogbench.data.model import Message
 from dialogbench.memory.base import Budget, Memory, Query, Recall, SystemCost
+from dialogbench.models.spec import public_url as shown_url
 
 logger = logging.getLogger(__name__)
 
@@ -47,14 +48,9 @@ class HttpMemoryError(RuntimeError):
 
 
 def public_url(url: str) -> str:
-    """`url` without user, password, query or fragment (what may be shown or recorded)."""
-    parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:  # an IPv6 literal
-        host = f"[{host}]"
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urllib.parse.urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+    """`url` as it may be shown or recorded (`models.spec.public_url`), without a trailing
+    slash: the base the endpoints' paths are appended to."""
+    return shown_url(url).rstrip("/")
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):

@@ -21,7 +21,7 @@ import os
 import re
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from dialogbench.models.types import Provider
 
@@ -64,6 +64,21 @@ def check_base_url(url: str, option: str = "--base-url") -> None:
             f"{parts.scheme}://{parts.hostname}{f':{port}' if port else ''}{parts.path}. If it "
             "held a key, put the key in an environment variable and pass --api-key-env NAME"
         )
+
+
+def public_url(url: str) -> str:
+    """A server URL as a message may show it: no user, password or query."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "?"
+    if not parts.scheme or not parts.netloc:
+        return url.split("?")[0]
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def redacted_url(url: str) -> str:

@@ -16,10 +16,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from dialogbench import __version__
 from dialogbench.models.model import Model
+from dialogbench.models.spec import public_url
 from dialogbench.models.types import ModelError, Usage
 from dialogbench.models.usage import Scope, UsageTotals, failure_kind, usage_scope, watch_calls
 from dialogbench.runner.executor import Executor, LocalExecutor, Work
@@ -312,21 +312,6 @@ class Reachability:
         if self.failed[role] >= self.after and self.stopped is None:
             self.stopped = role
             self.stop.set()
-
-
-def public_url(url: str) -> str:
-    """A server URL as a message may show it: no user, password or query."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "?"
-    if not parts.scheme or not parts.netloc:
-        return url.split("?")[0]
-    host = parts.hostname or ""
-    netloc = f"[{host}]" if ":" in host else host
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def _failed(record: UnitRecord) -> bool:

@@ -569,6 +569,23 @@ def run_questions(
     return result
 
 
+def _row(system: str, a: Asked, shown: str, *, fell_back: bool) -> dict[str, Any]:
+    """The fields every answer row starts with: the question and what was shown."""
+    q = a.question
+    return {
+        "system": system,
+        "subject": a.subject_id,
+        "question": q.id,
+        "category": q.category,
+        "answerable": q.answerable,
+        "text": q.text,
+        "gold": q.answer,
+        "shown": shown,
+        "fell_back": fell_back,
+        "full_tokens_est": a.full_tokens,
+    }
+
+
 async def _answer(
     system: str, a: Asked, subject: Subject, model: Model, config: QuestionsConfig
 ) -> dict[str, Any]:
@@ -577,19 +594,8 @@ async def _answer(
     q, msgs = a.question, subject.messages
     lines = [qp.render(msgs[i]) for i in positions]
     call = Call(qp.answer_messages(lines, mode, q.text, q.asked_at), config.answer_config())
-    row: dict[str, Any] = {
-        "system": system,
-        "subject": a.subject_id,
-        "question": q.id,
-        "category": q.category,
-        "answerable": q.answerable,
-        "text": q.text,
-        "gold": q.answer,
-        "shown": mode,
-        "fell_back": system == "full" and mode != "full",
-        "full_tokens_est": a.full_tokens,
-        "context_ids": [msgs[i].id for i in positions],
-    }
+    row = _row(system, a, mode, fell_back=system == "full" and mode != "full")
+    row["context_ids"] = [msgs[i].id for i in positions]
     (got,) = await model.generate_many([call], tag=ANSWER_TAG)
     failed = isinstance(got, ModelError)
     row["answer"] = None if isinstance(got, ModelError) else got.text.strip()
@@ -607,18 +613,7 @@ async def _answer_memory(
 ) -> dict[str, Any]:
     """One answer from what a memory system recalled (or a row saying it failed)."""
     q = a.question
-    row: dict[str, Any] = {
-        "system": system,
-        "subject": a.subject_id,
-        "question": q.id,
-        "category": q.category,
-        "answerable": q.answerable,
-        "text": q.text,
-        "gold": q.answer,
-        "shown": "memory",
-        "fell_back": False,
-        "full_tokens_est": a.full_tokens,
-    }
+    row = _row(system, a, "memory", fell_back=False)
     if isinstance(got, str):
         return {
             **row,
