@@ -23,9 +23,9 @@ from typer.testing import CliRunner
 from dialogbench.cli import app
 from dialogbench.data.registry import load_dataset
 from dialogbench.models import Model, ModelSpec, make_provider
+from dialogbench.models.spec import public_url
 from dialogbench.runner import run_track
 from dialogbench.runner.record import RunLock
-from dialogbench.runner.runner import public_url
 from dialogbench.runner.status import (
     EXIT_STATUS_HELP,
     ExitCode,
