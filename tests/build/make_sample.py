@@ -8,9 +8,11 @@ The script's answers are our own reading of each sampled message (written for di
 CC0): `LABELS` says, per probe, how it points back (stage A's kind), which earlier messages
 it points at, which of them the judge keeps (B), which a reply needs (C), the reference reply
 (D: the companion's recorded next turn unless written here) and whether the judge finds it
-supported (E). A probe without a label is read as an answer to the turn before it (or, for a
-session opener, as pointing at nothing). The rules, the strata, the counts and the files are
-the builder's own. `PROFILE` and `PERSONA` are what the profile and persona passes propose.
+supported (E). The everyday sessions (s15 on) are read from `everyday_labels.json`: each
+person message there is complete on its own or answers the turn before. A session opener
+without a label points at nothing; any other probe without one is an error. The rules, the
+strata, the counts and the files are the builder's own. `PROFILE` and `PERSONA` are what the
+profile and persona passes propose.
 
 Strata: `PROPORTIONAL` probes drawn uniformly with `SEED`; then every remaining session opener
 (abstention) and every remaining message the surface signal marks as reaching outside the
@@ -41,7 +43,9 @@ from .scripted import ID, _probe
 
 SAMPLE = Path(__file__).resolve().parents[2] / "src" / "dialogbench" / "data" / "sample"
 SEED = 0
-PROPORTIONAL = 40
+PROPORTIONAL = 60
+ENRICHED: int | None = None
+ABSTENTION: int | None = None
 WRITTEN = ("chat.jsonl", "profile.json", "persona.json")
 
 
@@ -72,30 +76,38 @@ def answer(note: str = "", *more: str, **kw: Any) -> L:
 LABELS: dict[str, L] = {
     # -- maya -------------------------------------------------------------------------------
     "maya/m0001": L("none", note="Maya introduces herself; a friend suggested the app."),
+    "maya/m0005": answer(
+        "What she does: packaging and branding at a small studio; a yoghurt label today."
+    ),
     "maya/m0009": answer(
         "How the strawberry label ended: pink, and nobody really happy.",
         "m0007",
         supported=False,
         why="The reply says she mentioned feeding the dog; neither recorded message shows it.",
     ),
+    "maya/m0011": answer("Who the dog she fed is: Biscuit, a rescue greyhound.", "m0003"),
     "maya/m0013": answer("How long she has had Biscuit, and why the dog matters.", "m0011"),
     "maya/m0017": answer(
         "She feels a bit better after typing it out.",
         reply="Glad it helped a bit. And no need to ask about my day; this space is for you.",
     ),
     "maya/m0019": answer("She is going to bed.", reply="Goodnight, Maya. Sleep well."),
+    "maya/m0033": answer("Her maid of honour duty: planning the hen do to Jo's brief."),
     "maya/m0037": answer(
         "She is going to bed stressed about the hen do.",
         reply="A solid plan for tonight. Sleep well, Maya.",
     ),
     "maya/m0045": answer("What the GP said about a review and a headache diary."),
+    "maya/m0047": answer("Her guesses at what sets off the migraines."),
     "maya/m0049": answer("Her sleep is bad: she lies awake thinking about kerning.", "m0047"),
+    "maya/m0069": answer("Her proudest work for the portfolio: the Hearth rebrand.", "m0067"),
     "maya/m0079": L(
         "answer",
         ("m0067", "m0069", "@p"),
         "She will go back to the portfolio she was panicking about, Hearth first.",
         need=(),
     ),
+    "maya/m0083": answer("Her plan for the rainy Sunday: sourdough with her starter, Gerald."),
     "maya/m0087": answer(
         "What she is changing in this sourdough attempt.",
         reply="The overnight cold proof is exactly what a lot of bakers swear by. Fingers crossed.",
@@ -138,6 +150,7 @@ LABELS: dict[str, L] = {
         need=(),
     ),
     "maya/m0149": answer("She would ask for two days from home, mostly for Biscuit."),
+    "maya/m0153": answer("How Priya will take the news: kindly, which makes it harder."),
     "maya/m0159": L(
         "back-reference",
         ("m0043",),
@@ -153,6 +166,7 @@ LABELS: dict[str, L] = {
         need=("@p",),
         reply="Good idea. Put it at the top of the list.",
     ),
+    "maya/m0169": answer("She would freelance for Priya, but only once settled.", "m0167"),
     "maya/m0171": L(
         "update",
         ("m0147", "m0149", "m0151", "@p"),
@@ -225,6 +239,11 @@ LABELS: dict[str, L] = {
         "Biscuit's birthday, marked by even more sleep than her usual 20 hours.",
         need=("m0259", "@p"),
     ),
+    "maya/m0263": L(
+        "absent",
+        note="A lighthouse film she says she told the companion about: no such message is in "
+        "the record.",
+    ),
     "maya/m0265": L(
         "answer",
         ("@p", "m0263", "m0251", "m0253"),
@@ -263,6 +282,10 @@ LABELS: dict[str, L] = {
     "tomas/m0013": answer("Lucia's age and the custody arrangement."),
     "tomas/m0015": answer("What he and Lucia do together; her career plans."),
     "tomas/m0029": answer("He takes the metformin with dinner, but dinner was a kebab."),
+    "tomas/m0033": answer("When the diabetes food course is: two Saturdays in October."),
+    "tomas/m0039": answer(
+        "Vespa parts: the Italian ones are dear; he hunts the side panel online.", "m0037"
+    ),
     "tomas/m0041": answer(
         "The Vespa's original colour, the same as his dad's.",
         reply="That's lovely, so in a way you're bringing back your dad's scooter.",
@@ -272,6 +295,12 @@ LABELS: dict[str, L] = {
         "back-reference",
         ("m0031",),
         "He finally cooked the brown rice that sat in the cupboard.",
+    ),
+    "tomas/m0053": L(
+        "continuation",
+        ("m0049",),
+        "Lucia, over for dinner, has a part in the school play: the Tin Man.",
+        need=(),
     ),
     "tomas/m0069": answer("The application deadline is the end of the month."),
     "tomas/m0071": answer("He will not decide tonight."),
@@ -412,6 +441,12 @@ LABELS: dict[str, L] = {
         why="The reply says he worried about managing friends in the role; the recorded "
         "message does not show it.",
     ),
+    "tomas/m0211": L(
+        "back-reference",
+        ("m0057", "@p"),
+        "The day shift he asked for in September was approved by Gary, before Darren.",
+        need=("@p",),
+    ),
     "tomas/m0213": answer("He will talk to Darren and not miss the play.", reply="Good plan."),
     "tomas/m0217": L(
         "back-reference",
@@ -512,6 +547,17 @@ LABELS: dict[str, L] = {
 }
 
 OPENER = L("none", note="A session opener that points at nothing earlier.")
+EVERYDAY: dict[str, L] = {
+    "none": L("none", note="Everyday talk, complete on its own."),
+    "answer": answer("Reacts to the companion's last turn."),
+}
+"""Our reading of the everyday sessions (s15 on): `everyday_labels.json` says, per person
+message, whether it is complete on its own or answers the turn before."""
+
+
+def everyday_labels() -> dict[str, L]:
+    raw = json.loads((Path(__file__).with_name("everyday_labels.json")).read_text("utf-8"))
+    return {f"{sid}/{mid}": EVERYDAY[kind] for sid, got in raw.items() for mid, kind in got.items()}
 
 
 def _claims(subject: str, edits: Callable[[dict[str, Any]], dict[str, Any]]) -> list[Any]:
@@ -561,6 +607,7 @@ class SampleModel:
     claims: dict[str, list[dict[str, Any]]]
     persona: dict[str, dict[str, Any]]
     calls: list[str] = field(default_factory=list)
+    everyday: dict[str, L] = field(default_factory=everyday_labels)
 
     def subject_of(self, user: str) -> str:
         for person, sid in self.persons.items():
@@ -571,7 +618,7 @@ class SampleModel:
         raise AssertionError(f"no subject in {user[:200]!r}")
 
     def label(self, sid: str, probe: str) -> L:
-        got = LABELS.get(f"{sid}/{probe}")
+        got = LABELS.get(f"{sid}/{probe}") or self.everyday.get(f"{sid}/{probe}")
         if got is not None:
             return got
         s = self.subjects[sid]
@@ -652,11 +699,15 @@ class SampleModel:
 
 
 def sizes(data: Dataset) -> Sizes:
-    """PROPORTIONAL probes, then every remaining opener and every remaining message the
-    surface signal marks: counted by a dry draw with the same seed, so nothing is short."""
+    """The strata's sizes: ENRICHED and ABSTENTION where set, else every remaining message
+    the surface signal marks and every remaining opener (counted by a dry draw)."""
     picks, _ = sample_strata(data, Sizes(PROPORTIONAL, 10**6, 10**6), SEED)
     n = {s: sum(p.stratum == s for p in picks) for s in ("enriched", "abstention")}
-    return Sizes(PROPORTIONAL, n["enriched"], n["abstention"])
+    return Sizes(
+        PROPORTIONAL,
+        n["enriched"] if ENRICHED is None else ENRICHED,
+        n["abstention"] if ABSTENTION is None else ABSTENTION,
+    )
 
 
 def persona_of(sid: str) -> dict[str, Any]:

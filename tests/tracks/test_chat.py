@@ -549,11 +549,14 @@ def test_a_failing_memory_system_fails_its_probes(
 ) -> None:
     monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
     ds = load_dataset("sample")
-    monkeypatch.setattr(Flaky, "fail_on", {ds.subjects[0].id})
+    drawn = limit_probes([p for s in ds.subjects for p in build_chat_probes(s)[0]], 8, 0)
+    failing = drawn[0].subject_id
+    assert {p.subject_id for p in drawn} != {failing}, "the draw should hold both subjects"
+    monkeypatch.setattr(Flaky, "fail_on", {failing})
     out = tmp_path / "run"
     with ChatServer(reply=ScriptedMemory("<never>")) as srv:
         argv = [
-            "run", "chat", "--dataset", "sample", "--limit", "6", "--memory", FLAKY_SPEC,
+            "run", "chat", "--dataset", "sample", "--limit", "8", "--memory", FLAKY_SPEC,
             "--model", "openai-compatible/s", "--base-url", srv.base_url, "--n-boot", "50",
             "--out", str(out),
         ]  # fmt: skip
@@ -561,11 +564,11 @@ def test_a_failing_memory_system_fails_its_probes(
         assert got.exit_code == 3 and "Traceback" not in got.output, got.output
         rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
         failed = [r for r in rows if r.get("memory_error")]
-        assert failed and all(r["subject"] == ds.subjects[0].id for r in failed)
+        assert failed and all(r["subject"] == failing for r in failed)
         assert all(r["reply"] is None and r["judge_skipped"] for r in failed)
         warned = json.loads((out / "warnings.json").read_text())["failures"]
         assert warned == {"replies not written: the memory system failed": len(failed)}
         monkeypatch.setattr(Flaky, "fail_on", set())
         assert CliRunner().invoke(app, argv).exit_code == 0
     rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
-    assert not any(r.get("memory_error") for r in rows) and len(rows) == 6 * 6
+    assert not any(r.get("memory_error") for r in rows) and len(rows) == 8 * 6

@@ -245,7 +245,7 @@ def test_sample_against_its_files(tmp_path: Path) -> None:
     for reading in ("recorded", "strict"):
         got = result.readings[reading]
         rate = got["demand rate"]
-        assert rate.n == n_prop == 40
+        assert rate.n == n_prop == 60
         assert rate.value == pytest.approx(prop[reading] / n_prop)
         assert rate.ci_low <= rate.value <= rate.ci_high
         nearest = [a for a, _ in back[reading]]
@@ -265,9 +265,9 @@ def test_sample_against_its_files(tmp_path: Path) -> None:
     assert everyone["finds nearest"].value == pytest.approx(near_in / with_refs)
     assert everyone["finds all"].value == pytest.approx(all_in / with_refs)
     assert len(result.subjects) == len(subjects) == 2
-    # the rebuilt sample: memory is the exception on the proportional stratum, and the
-    # strict reading is the narrower one
-    assert 0 < prop["strict"] < prop["recorded"] < n_prop / 4
+    # the rebuilt sample: memory is the exception on the proportional stratum (a few percent,
+    # as in real companion logs), and the strict reading is the narrower one
+    assert 0 < prop["strict"] < prop["recorded"] < n_prop / 10
     assert contributes["recorded"] == set(subjects)
 
 
