@@ -755,7 +755,9 @@ def fix_claim(sid: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
     return edit
 
 
-def main() -> int:
+def build_sample(out: Path) -> dict[str, Any]:
+    """Run the builder on the sample's conversations with the scripted model into `out`;
+    return its build.json (raises if the build fails)."""
     data = load_dataset(str(SAMPLE))
     subjects = {s.id: s for s in data.subjects}
     persons = {s.messages[0].speaker: s.id for s in data.subjects}
@@ -774,17 +776,26 @@ def main() -> int:
         profile_parts=1,
         claims_per_part=16,
     )
-    with ChatServer(reply=model) as srv, tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "built"
+    with ChatServer(reply=model) as srv:
         given = RoleSpec("openai-compatible/sample-script", base_url=srv.base_url)
         _, finished = build_realcompanion(data, out, config, model=given)
-        if finished.exit_code != 0:
-            print(f"build failed ({finished.exit_code}): {finished.failures}", file=sys.stderr)
+    if finished.exit_code != 0:
+        raise RuntimeError(f"build failed ({finished.exit_code}): {finished.failures}")
+    report: dict[str, Any] = json.loads((out / "build.json").read_text("utf-8"))
+    return report
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "built"
+        try:
+            report = build_sample(out)
+        except RuntimeError as e:
+            print(e, file=sys.stderr)
             return 1
-        for sid in subjects:
+        for sid in (p.name for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")):
             for name in WRITTEN:
                 shutil.copyfile(out / sid / name, SAMPLE / sid / name)
-        report = json.loads((out / "build.json").read_text("utf-8"))
     for line in report["sentences"]:
         print(line)
     print(json.dumps({k: report[k] for k in ("strata", "rules", "readings")}, indent=1))
