@@ -26,6 +26,7 @@ from dialogbench.models.embedded import (
     GGUFUnavailable,
     LocalGGUF,
     default_gguf,
+    load_gguf,
 )
 from dialogbench.models.types import ChatMessage, GenerateConfig, ModelError, Provider
 
@@ -172,6 +173,19 @@ def test_an_overlong_prompt_is_a_clear_error() -> None:
         assert not err.value.retryable
     finally:
         asyncio.run(small.aclose())
+
+
+@needs_model
+def test_the_context_defaults_to_the_models_trained_one() -> None:
+    local = LocalGGUF()
+    try:
+        prompt = "word " * 4100  # over 4,096 tokens: the old fixed default refused it
+        assert local.count_tokens(prompt) > 4096
+        assert local.n_ctx == load_gguf(local.path).n_ctx_train == 8192 == embedded.CONTEXT_CAP
+        got = run(local, [{"role": "user", "content": prompt}], max_tokens=2)
+        assert got.usage.prompt_tokens > 4096
+    finally:
+        asyncio.run(local.aclose())
 
 
 @needs_model

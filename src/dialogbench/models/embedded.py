@@ -211,6 +211,11 @@ def _check_grammar(grammar: str, model_path: Path) -> None:
         )
 
 
+CONTEXT_CAP = 8192
+"""A local model's context when none is asked for: its trained context, at most this (the
+KV cache grows with it; SmolLM2-135M's trained context is 8,192)."""
+
+
 class LocalGGUF:
     """A GGUF model run in-process with cyllama (llama.cpp on the CPU).
 
@@ -242,7 +247,7 @@ class LocalGGUF:
         path: str | Path | None = None,
         *,
         name: str | None = None,
-        n_ctx: int = 4096,
+        n_ctx: int | None = None,
         n_threads: int | None = None,
         n_batch: int = 512,
         check_grammars: bool = True,
@@ -252,9 +257,12 @@ class LocalGGUF:
             raise GGUFUnavailable(f"no GGUF model file at {self.path}")
         self.name = name or ("embedded" if path is None else f"local/{path}")
         self.endpoint = f"embedded:{self.path.name}"
-        self.n_ctx = n_ctx
+        self.requested_ctx = n_ctx
+        """The context asked for (None: the model's trained context, at most CONTEXT_CAP)."""
+        self.n_ctx = n_ctx or CONTEXT_CAP
+        """Tokens the context holds (set from the model when it loads, unless asked for)."""
         self.n_threads = n_threads or default_threads()
-        self.n_batch = max(1, min(n_batch, n_ctx))
+        self.n_batch = max(1, min(n_batch, self.n_ctx))
         self.check_grammars = check_grammars
         self.load_s: float | None = None
         """Seconds the last load took (None until loaded)."""
@@ -314,6 +322,10 @@ class LocalGGUF:
             started = time.perf_counter()
             llama_cpp = _cyllama()
             model = load_gguf(self.path)
+            if self.requested_ctx is None:
+                trained = int(model.n_ctx_train)
+                self.n_ctx = min(trained, CONTEXT_CAP) if trained > 0 else CONTEXT_CAP
+                self.n_batch = min(self.n_batch, self.n_ctx)
             params = llama_cpp.LlamaContextParams()
             params.n_ctx = self.n_ctx
             params.n_batch = self.n_batch
@@ -387,7 +399,8 @@ class LocalGGUF:
             if n_prompt >= self.n_ctx:
                 raise ModelError(
                     f"{self.name}: the prompt is {n_prompt} tokens; the context holds "
-                    f"{self.n_ctx} (LocalGGUF(n_ctx=...) sets it)",
+                    f"{self.n_ctx}: show the model fewer or shorter messages, or use a model "
+                    "with a longer context (LocalGGUF(n_ctx=...) sets it)",
                     retryable=False,
                     status=400,
                 )
