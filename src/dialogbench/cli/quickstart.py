@@ -19,6 +19,7 @@ from dialogbench.cli.ui import console, friendly_errors, with_progress
 from dialogbench.data.model import Dataset
 from dialogbench.data.registry import REGISTRY, load_dataset, locate
 from dialogbench.models.embedded import unavailable
+from dialogbench.models.spec import IN_PROCESS_DEADLINE_S, IN_PROCESS_TIMEOUT_S
 from dialogbench.report.html import write_report
 from dialogbench.runner import REGISTRY as TRACKS
 from dialogbench.runner import Finished, run_track
@@ -73,7 +74,12 @@ def quickstart(
         if why_not is None:
             spec = RoleSpec(model=model, base_url=base_url, api_key_env=api_key_env)
             if model == "embedded":
-                spec = replace(spec, max_connections=1, timeout_s=300.0, deadline_s=900.0)
+                spec = replace(
+                    spec,
+                    max_connections=1,
+                    timeout_s=IN_PROCESS_TIMEOUT_S,
+                    deadline_s=IN_PROCESS_DEADLINE_S,
+                )
             config = replace(TRACKS[MODEL_TRACK].config_type(), limit=MODEL_PROBES)
             folder = out / "sample" / f"{MODEL_TRACK}-model"
             runs.append(_run(MODEL_TRACK, sample, folder, config, {"model": spec}))

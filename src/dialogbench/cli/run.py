@@ -18,7 +18,14 @@ from rich.text import Text
 from dialogbench.cli.ui import EXIT_USAGE, console, csv, err, friendly_errors, with_progress
 from dialogbench.data.demo.registry import load_demo
 from dialogbench.data.registry import load_dataset
-from dialogbench.models.spec import DEFAULT_DEADLINE_S, DEFAULT_RETRY_AFTER_MAX_S, DEFAULT_TIMEOUT_S
+from dialogbench.models.spec import (
+    DEFAULT_DEADLINE_S,
+    DEFAULT_RETRY_AFTER_MAX_S,
+    DEFAULT_TIMEOUT_S,
+    IN_PROCESS,
+    IN_PROCESS_DEADLINE_S,
+    IN_PROCESS_TIMEOUT_S,
+)
 from dialogbench.runner.executor import make_executor
 from dialogbench.runner.options import OptionError, check, describe, flag, kind_of, metavar
 from dialogbench.runner.record import RunFolder
@@ -157,6 +164,11 @@ def given_roles(track: Track[Any, Any], options: dict[str, Any]) -> dict[str, Ro
                 name = "--model" if role.name == "model" else f"--{role.name}-model"
                 raise ValueError(f"--{p}{stray[0]} given without {name}")
             continue
+        if (spec if spec == "embedded" else spec.partition("/")[0]) in IN_PROCESS:
+            untouched = {"timeout_s": IN_PROCESS_TIMEOUT_S, "deadline_s": IN_PROCESS_DEADLINE_S}
+            for f, seconds in untouched.items():
+                if timing[f] == TIMING_DEFAULTS[f]:  # not given: room for a CPU's generation
+                    timing[f] = seconds
         given[role.name] = RoleSpec(spec, base_url, key_env, conns, **timing)
         try:
             given[role.name].parsed()  # a bad URL or key name is an error before any work
