@@ -29,7 +29,7 @@ import numpy.typing as npt
 import scipy.sparse as sp
 from sklearn.metrics import roc_auc_score  # type: ignore[import-untyped]
 
-from dialogbench.build.sampling import CUE_WEIGHT, CUES, person_positions, surface
+from dialogbench.build.sampling import CUE_WEIGHT, CUES, best_matches, person_positions, surface
 from dialogbench.data.model import RECENT_WINDOW, Subject
 from dialogbench.data.registry import load_dataset
 from dialogbench.retrieval.bm25 import BM25Index
@@ -49,16 +49,6 @@ def reaches_back(subject: Subject, position: int) -> bool:
     return any(r != "@p" and position - at[r] > RECENT_WINDOW for r in kept)
 
 
-def far_near(index: BM25Index, queries: sp.csr_matrix, n: int) -> tuple[Array, Array]:
-    """Best BM25 score of each message among messages far back / within the recent thread."""
-    got = index.score(queries, np.arange(n, dtype=np.int64)).tocoo()
-    far, near = np.zeros(n), np.zeros(n)
-    is_far = got.col < got.row - RECENT_WINDOW
-    np.maximum.at(far, got.row[is_far], got.data[is_far])
-    np.maximum.at(near, got.row[~is_far], got.data[~is_far])
-    return far, near
-
-
 def variants(subject: Subject) -> dict[str, Array]:
     """Every message's score under each variant."""
     texts = [m.text for m in subject.messages]
@@ -75,13 +65,13 @@ def variants(subject: Subject) -> dict[str, Array]:
     novel = sp.csr_matrix(queries - queries.multiply(in_recent))
     novel.eliminate_zeros()
     words = np.maximum(np.diff(queries.indptr), 1).astype(np.float64)
-    far, near = far_near(index, queries, n)
-    novel_far, _ = far_near(index, novel, n)
-    cue = np.array([1.0 if CUES.search(t) else 0.0 for t in texts])
+    novel_far, _, _ = best_matches(index, novel)
+    cue = CUE_WEIGHT * np.array([1.0 if CUES.search(t) else 0.0 for t in texts])
+    builder = surface(subject)  # far and near per content word
     return {
-        "builder's signal": surface(subject).signal,
-        "novel": novel_far / words + CUE_WEIGHT * cue,
-        "far - near": (far - near) / words + CUE_WEIGHT * cue,
+        "builder's signal": builder.signal,
+        "novel": novel_far / words + cue,
+        "far - near": builder.far - builder.near + cue,
     }
 
 

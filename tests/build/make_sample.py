@@ -44,8 +44,6 @@ from .scripted import ID, _probe
 SAMPLE = Path(__file__).resolve().parents[2] / "src" / "dialogbench" / "data" / "sample"
 SEED = 0
 PROPORTIONAL = 60
-ENRICHED: int | None = None
-ABSTENTION: int | None = None
 WRITTEN = ("chat.jsonl", "profile.json", "persona.json")
 
 
@@ -699,15 +697,11 @@ class SampleModel:
 
 
 def sizes(data: Dataset) -> Sizes:
-    """The strata's sizes: ENRICHED and ABSTENTION where set, else every remaining message
-    the surface signal marks and every remaining opener (counted by a dry draw)."""
+    """PROPORTIONAL probes, then every remaining opener and every remaining message the
+    surface signal marks: counted by a dry draw with the same seed, so nothing is short."""
     picks, _ = sample_strata(data, Sizes(PROPORTIONAL, 10**6, 10**6), SEED)
     n = {s: sum(p.stratum == s for p in picks) for s in ("enriched", "abstention")}
-    return Sizes(
-        PROPORTIONAL,
-        n["enriched"] if ENRICHED is None else ENRICHED,
-        n["abstention"] if ABSTENTION is None else ABSTENTION,
-    )
+    return Sizes(PROPORTIONAL, n["enriched"], n["abstention"])
 
 
 def persona_of(sid: str) -> dict[str, Any]:
@@ -767,10 +761,11 @@ def build_sample(out: Path) -> dict[str, Any]:
         {sid: _claims(sid, fix_claim(sid)) for sid in subjects},
         {sid: persona_of(sid) for sid in subjects},
     )
+    strata = sizes(data)
     config = BuildConfig(
         proportional=PROPORTIONAL,
-        enriched=sizes(data).enriched,
-        abstention=sizes(data).abstention,
+        enriched=strata.enriched,
+        abstention=strata.abstention,
         seed=SEED,
         profile_window=1000,
         profile_parts=1,

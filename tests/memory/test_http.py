@@ -15,24 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from dialogbench.data.model import Message
 from dialogbench.memory import Budget, MemorySystemError, Query, replay, replay_costs
 from dialogbench.memory.http import HttpMemory, HttpMemoryError, public_url
 from dialogbench.memory.registry import MemorySpecError, memory_name, resolve_memory
 from dialogbench.testing.memoryserver import MemoryFault, MemoryServer
 
+from .chat_support import MESSAGES
+
 SUBJECT = "ana"
-LINES = [
-    ("Ana", "I adopted a grey cat named Pixel last spring"),
-    ("Ben", "Nice! I have been learning to play the cello"),
-    ("Ana", "My sister lives in Lisbon and works as a nurse"),
-    ("Ben", "I ran the Berlin marathon in October"),
-    ("Ana", "Pixel knocked my coffee over this morning"),
-    ("Ben", "My cello teacher says my bowing has improved"),
-    ("Ana", "I am flying to Lisbon next week to see my sister"),
-    ("Ben", "Good luck with the trip"),
-]
-MESSAGES = [Message(id=f"m{i}", position=i, speaker=s, text=t) for i, (s, t) in enumerate(LINES)]
 QUERIES = [
     Query("q-cat", SUBJECT, "What is the name of the cat Ana adopted?", "question", 2),
     Query("q-sister", SUBJECT, "Which city does Ana's sister live in?", "question", 4),

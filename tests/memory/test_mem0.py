@@ -23,23 +23,14 @@ from dialogbench.memory.mem0 import Mem0Error, Mem0Memory, message_content, user
 from dialogbench.memory.registry import MemorySpecError, resolve_memory
 from dialogbench.testing import ChatServer
 
+from .chat_support import MESSAGES
+
 HAS_MEM0 = importlib.util.find_spec("mem0") is not None
 needs_mem0 = pytest.mark.skipif(
     not HAS_MEM0, reason="mem0ai is not installed (pip install 'dialogbench[mem0]')"
 )
 
 SUBJECT = "ana lima"  # holds a space, which mem0 refuses in a user id
-LINES = [
-    ("Ana", "I adopted a grey cat named Pixel last spring"),
-    ("Ben", "Nice! I have been learning to play the cello"),
-    ("Ana", "My sister lives in Lisbon and works as a nurse"),
-    ("Ben", "I ran the Berlin marathon in October"),
-    ("Ana", "Pixel knocked my coffee over this morning"),
-    ("Ben", "My cello teacher says my bowing has improved"),
-    ("Ana", "I am flying to Lisbon next week to see my sister"),
-    ("Ben", "Good luck with the trip"),
-]
-MESSAGES = [Message(id=f"m{i}", position=i, speaker=s, text=t) for i, (s, t) in enumerate(LINES)]
 QUERIES = [
     Query("q-cat", SUBJECT, "What is the name of the cat Ana adopted?", "question", 2),
     Query("q-sister", SUBJECT, "Which city does Ana's sister live in?", "question", 4),

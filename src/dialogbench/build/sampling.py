@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from dialogbench.data.model import RECENT_WINDOW, Dataset, Stratum, Subject
 from dialogbench.retrieval.base import FloatArray, IntArray
@@ -75,12 +76,13 @@ class Surface:
         return self.far + CUE_WEIGHT * self.cue
 
 
-def surface(subject: Subject) -> Surface:
-    """The surface signal and tier of every message of `subject` (see the module doc)."""
-    texts = [m.text for m in subject.messages]
-    n = len(texts)
-    index = BM25Index.from_texts(texts)
-    queries = index.text_queries(texts)
+def best_matches(
+    index: BM25Index, queries: sp.csr_matrix
+) -> tuple[FloatArray, FloatArray, IntArray]:
+    """For each message p (row p of `queries`, scored against the messages before it): the
+    best BM25 score more than RECENT_WINDOW back, the best within the recent thread, and the
+    position of that best far match (-1: none)."""
+    n = queries.shape[0]
     parts = []
     for lo in range(0, n, BLOCK):  # blocks of probes bound the expanded postings
         hi = min(n, lo + BLOCK)
@@ -100,6 +102,16 @@ def surface(subject: Subject) -> Surface:
         hit = fv >= far[fr]  # the best entry of its row (ties: the latest, written last)
         order = np.lexsort((fc[hit], fr[hit]))
         best[fr[hit][order]] = fc[hit][order]
+    return far, near, best
+
+
+def surface(subject: Subject) -> Surface:
+    """The surface signal and tier of every message of `subject` (see the module doc)."""
+    texts = [m.text for m in subject.messages]
+    n = len(texts)
+    index = BM25Index.from_texts(texts)
+    queries = index.text_queries(texts)
+    far, near, best = best_matches(index, queries)
     words = np.diff(queries.indptr).astype(np.float64)  # distinct known content words
     far /= np.maximum(words, 1.0)
     near /= np.maximum(words, 1.0)
