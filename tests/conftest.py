@@ -43,3 +43,14 @@ def casino_dir() -> Path:
 @pytest.fixture(scope="module")
 def sotopia_dir() -> Path:
     return shared_data("sotopia")
+
+
+COLLECTED_FILES: set[Path] = set()
+"""Every test module pytest collected in this session, skipped ones included
+(`tests/test_collection.py` checks none is missed)."""
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    path = report.nodeid.split("::")[0]
+    if path.endswith(".py") and "::" not in report.nodeid:
+        COLLECTED_FILES.add(Path(str(report.fspath)))
