@@ -49,6 +49,8 @@ class UsageTotals:
     cached_completion_tokens: int = 0
     failed_by_kind: dict[str, int] = field(default_factory=dict)
     """`failed_calls` by cause (`failure_kind`): {"unreachable": 3, "rejected": 1}."""
+    latency_ms: list[float] = field(default_factory=list)
+    """Wall times of the timed calls (a memory system's), in milliseconds."""
 
     @property
     def tokens_processed(self) -> int:
@@ -71,18 +73,24 @@ class UsageTotals:
             setattr(self, f.name, getattr(self, f.name) + int(got.get(f.name, 0) or 0))
         for kind, n in (got.get("failed_by_kind") or {}).items():
             self.failed_by_kind[kind] = self.failed_by_kind.get(kind, 0) + int(n)
+        timed = got.get("latency_ms")
+        if isinstance(timed, list):
+            self.latency_ms.extend(float(x) for x in timed)
 
     def as_dict(self) -> dict[str, Any]:
         """The counts, `tokens_processed` and `failed_by_kind`, as result files hold them."""
         counts = {f.name: getattr(self, f.name) for f in _COUNTS}
-        return {
+        out: dict[str, Any] = {
             **counts,
             "tokens_processed": self.tokens_processed,
             "failed_by_kind": dict(sorted(self.failed_by_kind.items())),
         }
+        if self.latency_ms:
+            out["latency_ms"] = [round(x, 3) for x in self.latency_ms]
+        return out
 
 
-_COUNTS = tuple(f for f in fields(UsageTotals) if f.name != "failed_by_kind")
+_COUNTS = tuple(f for f in fields(UsageTotals) if f.name not in ("failed_by_kind", "latency_ms"))
 
 
 class UsageLedger:
@@ -183,9 +191,15 @@ def watch_calls(watcher: CallWatcher) -> Iterator[None]:
 
 
 def charge(
-    role: str, model: str, usage: Usage | None, cached: bool, kind: str | None = None
+    role: str,
+    model: str,
+    usage: Usage | None,
+    cached: bool,
+    kind: str | None = None,
+    latency_s: float | None = None,
 ) -> None:
-    """Add one call to the current `usage_scope`, if any, under `role`."""
+    """Add one call to the current `usage_scope`, if any, under `role` (with its wall time
+    when the caller timed it)."""
     if not role:
         return
     watcher = _WATCH.get()
@@ -198,3 +212,5 @@ def charge(
     if model not in name.split(", "):
         scope[role] = (f"{name}, {model}", totals)
     _add(totals, usage, cached, kind)
+    if latency_s is not None:
+        totals.latency_ms.append(1000 * latency_s)

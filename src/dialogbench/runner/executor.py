@@ -1,9 +1,9 @@
 """Executors: where a run's units are solved and scored.
 
 The runner plans, keeps what a previous run saved, and aggregates; an executor does the
-units in between and hands back each finished unit's record, which the runner's `save`
-writes to `parts/` at once (so an interrupted run resumes the same way, whichever executor
-ran it). Two executors:
+units in between (first each earlier stage's, in stage order, then solve and score) and
+hands back each finished unit's record, which the runner's `save` writes to `parts/` at
+once (so an interrupted run resumes the same way, whichever executor ran it). Two executors:
 
 - `LocalExecutor` (the default): every unit in this process, concurrently on one asyncio
   loop, each model's own connection limit bounding its requests;
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from dialogbench.runner.record import Progress, StoredStage, UnitRecord
 from dialogbench.runner.roles import Given
-from dialogbench.runner.track import Plan, Track
+from dialogbench.runner.track import Need, Plan, Track
 
 if TYPE_CHECKING:
     from dialogbench.runner.runner import Reachability
@@ -53,6 +53,28 @@ class Work:
         judged = self.track.judged
         to_score = [k for k in self.plan.units if judged and k not in self.kept["scored"]]
         return to_solve, to_score
+
+    def stages_to_do(self) -> dict[str, list[str]]:
+        """Each earlier stage's keys to run, in plan order: units not kept that a unit
+        still to do needs (a unit that no unit needs runs when it is not kept). Nothing
+        runs for units already solved: `dialogbench score` and a finished rerun call no
+        stage's role."""
+        plan = self.plan
+        needed: set[Need] = {n for k in self.to_do()[0] for n in plan.needs.get(("solve", k), [])}
+        needed_by_any = {n for ns in plan.needs.values() for n in ns}
+        out: dict[str, list[str]] = {}
+        for stage in reversed(self.track.stages):
+            units = plan.stages.get(stage.name, {})
+            keys = [
+                k
+                for k in units
+                if k not in self.kept[stage.name]
+                and ((stage.name, k) in needed or (stage.name, k) not in needed_by_any)
+            ]
+            for k in keys:
+                needed.update(plan.needs.get((stage.name, k), []))
+            out[stage.name] = keys
+        return {s.name: out[s.name] for s in self.track.stages}
 
 
 class Executor(Protocol):

@@ -62,19 +62,37 @@ class UnitWorker:
 
         self.given = self.loop.run_until_complete(open_all())
 
-    def do(self, keys: list[str], solved: dict[str, UnitRecord]) -> Batch:
-        """Solve (and score) `keys`; `solved` holds those already solved (to score only)."""
+    def do(
+        self, stage: str, keys: list[str], kept: dict[StoredStage, dict[str, UnitRecord]]
+    ) -> Batch:
+        """Do `keys` of `stage` (an earlier stage's name, or `solve`: solve and score);
+        `kept` holds the finished units they need (earlier-stage units, and those already
+        solved, to score only)."""
         from dialogbench.runner.runner import Reachability, work_units
 
         batch = Batch()
-        plan = dataclasses.replace(self.plan, units={k: self.plan.units[k] for k in keys})
+        units = {k: self.plan.units[k] for k in keys} if stage == "solve" else {}
+        stages = {
+            s: ({k: mine[k] for k in keys} if s == stage else {})
+            for s, mine in self.plan.stages.items()
+        }
+        here = {("solve", k) for k in units} | {(s, k) for s, ks in stages.items() for k in ks}
+        plan = dataclasses.replace(  # only this batch's units, and what they need
+            self.plan,
+            units=units,
+            stages=stages,
+            needs={dep: ns for dep, ns in self.plan.needs.items() if dep in here},
+            done={},
+        )
+        stored: dict[StoredStage, dict[str, UnitRecord]] = {s.name: {} for s in self.track.stages}
+        stored |= {"solved": {}, "scored": {}}
         work = Work(
             track=self.track,
             data=self.data,
             plan=plan,
             config=self.config,
             given=self.given,
-            kept={"solved": dict(solved), "scored": {}},
+            kept=stored | {s: dict(records) for s, records in kept.items()},
             save=lambda stage, record: batch.records.append((stage, record)),
             progress=None,
             lost=batch.lost,
@@ -111,9 +129,8 @@ class RayExecutor:
                     "Model object: give a RoleSpec"
                 )
         to_solve, to_score = work.to_do()
-        wanted = set(to_solve) | set(to_score)
-        keys = [k for k in work.plan.units if k in wanted]
-        if not keys:
+        earlier = work.stages_to_do()
+        if not (to_solve or to_score or any(earlier.values())):
             return 0, 0
         started = not ray.is_initialized()
         if started:  # a Ray Client address (ray://) takes no local-instance settings
@@ -123,38 +140,68 @@ class RayExecutor:
                 quiet = {"include_dashboard": False, "log_to_driver": False}
             ray.init(address=self.address, **quiet)
         try:
-            self._spread(ray, work, keys, len(to_solve) + len(to_score))
+            self._spread(ray, work, earlier)
         finally:
             if started:
                 ray.shutdown()
         return len(to_solve), len(to_score)
 
-    def _spread(self, ray: Any, work: Work, keys: list[str], total: int) -> None:
+    def _spread(self, ray: Any, work: Work, earlier: dict[str, list[str]]) -> None:
+        """Each earlier stage's units, stage by stage, then solve and score: each phase's
+        units in batches over the workers, every batch given the finished units it needs."""
+        to_solve, to_score = work.to_do()
+        main = [k for k in work.plan.units if k in set(to_solve) | set(to_score)]
+        phases = [(s, keys) for s, keys in earlier.items() if keys] + [("solve", main)]
+        total = sum(len(keys) for _, keys in phases[:-1]) + len(to_solve) + len(to_score)
+        widest = max(len(keys) for _, keys in phases)
         cpus = int(ray.cluster_resources().get("CPU", 1))
-        n = max(1, min(len(keys), self.workers or cpus))
+        n = max(1, min(widest, self.workers or cpus))
         actor = ray.remote(num_cpus=1)(UnitWorker)
         data = ray.put(work.data)
         workers = [actor.remote(work.track, data, work.config, work.given) for _ in range(n)]
+        done = 0
+        try:
+            for stage, keys in phases:
+                if not keys:
+                    continue
+                if work.progress is not None:
+                    work.progress(stage if stage != "solve" or to_solve else "score", done, total)
+                done, stopped = self._phase(ray, work, workers, stage, keys, done, total)
+                if stopped:
+                    break
+        finally:
+            for w in workers:
+                ray.kill(w)
+
+    def _phase(
+        self,
+        ray: Any,
+        work: Work,
+        workers: list[Any],
+        stage: str,
+        keys: list[str],
+        done: int,
+        total: int,
+    ) -> tuple[int, bool]:
+        n = len(workers)
         size = math.ceil(len(keys) / (n * BATCHES_PER_WORKER))
         batches = [keys[i : i + size] for i in range(0, len(keys), size)]
         pending = {}
         for i, batch in enumerate(batches):
-            solved = {k: work.kept["solved"][k] for k in batch if k in work.kept["solved"]}
-            pending[workers[i % n].do.remote(batch, solved)] = batch
-        done = 0
-        if work.progress is not None:
-            work.progress("solve" if len(work.to_do()[0]) else "score", 0, total)
+            pending[workers[i % n].do.remote(stage, batch, self._given(work, stage, batch))] = batch
+        stopped = False
         try:
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=1)
                 pending.pop(ready[0])
                 got: Batch = ray.get(ready[0])
-                for stage, record in got.records:
-                    work.kept[stage][record.unit] = record
-                    work.save(stage, record)
+                for stored, record in got.records:
+                    work.kept[stored][record.unit] = record
+                    work.save(stored, record)
                     done += 1
                     if work.progress is not None:
-                        work.progress("solve" if stage == "solved" else "score", done, total)
+                        what = {"solved": "solve", "scored": "score"}.get(stored, stored)
+                        work.progress(what, done, total)
                 work.lost[0].update(got.lost[0])
                 work.lost[1].update(got.lost[1])
                 work.watch.where.update(got.where)
@@ -162,9 +209,25 @@ class RayExecutor:
                     work.watch.failed[role] = work.watch.failed.get(role, 0) + count
                 if got.stopped is not None:
                     work.watch.stopped = got.stopped
+                    stopped = True
                     break
         finally:
             for ref in pending:
                 ray.cancel(ref, force=True)
-            for w in workers:
-                ray.kill(w)
+        return done, stopped
+
+    @staticmethod
+    def _given(
+        work: Work, stage: str, batch: list[str]
+    ) -> dict[StoredStage, dict[str, UnitRecord]]:
+        """The finished units a batch needs: the earlier-stage units its units need, and
+        (for solve) those of its units already solved."""
+        out: dict[StoredStage, dict[str, UnitRecord]] = {}
+        for key in batch:
+            for need_stage, need_key in work.plan.needs.get((stage, key), []):
+                record = work.kept[need_stage].get(need_key)
+                if record is not None:
+                    out.setdefault(need_stage, {})[need_key] = record
+            if stage == "solve" and key in work.kept["solved"]:
+                out.setdefault("solved", {})[key] = work.kept["solved"][key]
+        return out

@@ -10,6 +10,8 @@ RUN_DIR/warnings.json     data repairs, items left out, unscored verdicts
 RUN_DIR/<track files>     e.g. breakdown.json, contrasts.json (see docs/run-record.md)
 RUN_DIR/parts/solved.jsonl   one line per solved unit: its rows and what it spent
 RUN_DIR/parts/scored.jsonl   one line per scored unit (judged tracks)
+RUN_DIR/parts/<stage>.jsonl  one line per unit of a track's earlier stage (e.g. recall.jsonl:
+                          one memory system's replay of one subject)
 RUN_DIR/.lock             while a run is writing the folder: who it is (pid, host, start,
                           command); held with flock, so a killed run's lock is stale at once
 """
@@ -30,7 +32,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -45,7 +47,10 @@ except ImportError:  # pragma: no cover  (Windows: runs are not locked)
 Progress = Callable[[str, int, int], None]
 """A progress callback: (what, done, total)."""
 
-StoredStage = Literal["solved", "scored"]
+StoredStage = str
+"""A file of stored units under parts/: `solved`, `scored`, or an earlier stage's name."""
+MAIN_STAGES: tuple[tuple[StoredStage, str], ...] = (("solved", "solve"), ("scored", "score"))
+"""The stored stages every track has, with the identity each is kept under."""
 
 
 def to_json(tree: Any) -> Any:
@@ -78,7 +83,11 @@ class Manifest(BaseModel):
     resolved: dict[str, Any] = Field(default_factory=dict)
     """What the run derived from its config: prompt digests, tokenizers, ..."""
     identity: dict[str, str] = Field(default_factory=dict)
-    """sha256 of what produced the solved units (`solve`) and the scored ones (`score`)."""
+    """sha256 of what produced the solved units (`solve`), the scored ones (`score`) and
+    each earlier stage's (by its name, e.g. `recall`)."""
+    stages: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Earlier stage -> what the plan resolved for it (e.g. `recall`: the memory systems,
+    their specs and the budget), part of that stage's identity."""
     package_version: str = __version__
     git_revision: str | None = None
     python: str = Field(default_factory=lambda: platform.python_version())
@@ -157,9 +166,12 @@ class RunFolder:
             return f"not a manifest this version reads ({str(e).splitlines()[0]})"
         return None
 
-    def begin(self, manifest: Manifest) -> dict[StoredStage, dict[str, UnitRecord]]:
+    def begin(
+        self, manifest: Manifest, stages: tuple[str, ...] = ()
+    ) -> dict[StoredStage, dict[str, UnitRecord]]:
         """Write the manifest; return the units a previous run with the same identities
-        stored (solved and scored separately), deleting those that no longer match."""
+        stored (per stored stage: `stages` before solved and scored), deleting those that
+        no longer match."""
         with writing(self.parts):
             self.parts.mkdir(parents=True, exist_ok=True)
         problem = self.manifest_problem()
@@ -169,8 +181,8 @@ class RunFolder:
                 f"{self.path / 'manifest.json'}: {problem}; the run started afresh (its saved "
                 "units cannot be matched; calls made before come from the response cache)"
             )
-        kept: dict[StoredStage, dict[str, UnitRecord]] = {"solved": {}, "scored": {}}
-        pairs: tuple[tuple[StoredStage, str], ...] = (("solved", "solve"), ("scored", "score"))
+        pairs = tuple((s, s) for s in stages) + MAIN_STAGES
+        kept: dict[StoredStage, dict[str, UnitRecord]] = {stage: {} for stage, _ in pairs}
         for stage, key in pairs:
             same = old is not None and old.identity.get(key) == manifest.identity.get(key)
             if same and key in manifest.identity:
@@ -180,7 +192,7 @@ class RunFolder:
         manifest.git_revision = manifest.git_revision or git_revision()
         write_json(self.path / "manifest.json", manifest.model_dump(mode="json"))
         for stale in self.parts.glob("*.jsonl"):  # parts of older layouts
-            if stale.stem not in ("solved", "scored"):
+            if stale.stem not in kept:
                 with writing(stale):
                     stale.unlink()
         return kept

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from dialogbench import __version__
 from dialogbench.models.model import Model
@@ -25,6 +28,7 @@ from dialogbench.models.usage import Scope, UsageTotals, failure_kind, usage_sco
 from dialogbench.runner.executor import Executor, LocalExecutor, Work
 from dialogbench.runner.options import by_stage, check
 from dialogbench.runner.record import (
+    MAIN_STAGES,
     Manifest,
     Progress,
     RunFolder,
@@ -101,22 +105,43 @@ def identities(
     config: Any,
     roles: Mapping[str, dict[str, Any]],
     resolved: Mapping[str, Any],
+    stage_resolved: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, str]:
-    """The sha256 of what produced the solved units, and of what produced the scored."""
+    """The sha256 of what produced each earlier stage's units (by stage name), the solved
+    units and the scored. Each stage's identity covers the track, the dataset, what the
+    plan resolved for that stage (memory systems and budget) and the stage before it; the
+    solve identity covers the last earlier stage's, so a changed model re-solves saved
+    recalls' units without replaying the memory systems."""
     stages = by_stage(config)
     role_stage = {r.name: r.stage for r in track.roles}
     roles = {k: answering(v) for k, v in roles.items()}  # not timeouts or connections
-    solve = digest(
-        {
-            "track": track.name,
-            "version": track.version,
-            "dataset": sha256,
-            "config": stages["solve"],
-            "roles": {k: v for k, v in roles.items() if role_stage[k] == "solve"},
-            "resolved": dict(resolved),
-            "package_version": __version__,
-        }
-    )
+    out: dict[str, str] = {}
+    before: str | None = None
+    for stage in track.stages:
+        before = digest(
+            {
+                "track": track.name,
+                "version": track.version,
+                "dataset": sha256,
+                "stage": stage.name,
+                "resolved": dict((stage_resolved or {}).get(stage.name, {})),
+                "before": before,
+                "package_version": __version__,
+            }
+        )
+        out[stage.name] = before
+    solve_material: dict[str, Any] = {
+        "track": track.name,
+        "version": track.version,
+        "dataset": sha256,
+        "config": stages["solve"],
+        "roles": {k: v for k, v in roles.items() if role_stage[k] == "solve"},
+        "resolved": dict(resolved),
+        "package_version": __version__,
+    }
+    if before is not None:
+        solve_material["stages"] = before
+    solve = digest(solve_material)
     score = digest(
         {
             "solve": solve,
@@ -124,7 +149,7 @@ def identities(
             "roles": {k: v for k, v in roles.items() if role_stage[k] == "score"},
         }
     )
-    return {"solve": solve, "score": score}
+    return {**out, "solve": solve, "score": score}
 
 
 def run_track(
@@ -184,12 +209,22 @@ def _locked(
     )
     if reuse is not None:
         manifest.roles = {**_solve_roles(track, reuse), **_score_roles(track, recorded_roles)}
-    manifest.identity = identities(track, info.sha256, config, manifest.roles, plan.resolved)
-    kept = folder.begin(manifest)
+    manifest.identity = identities(
+        track, info.sha256, config, manifest.roles, plan.resolved, plan.stage_resolved
+    )
+    if plan.stage_resolved:
+        manifest.stages = {k: dict(v) for k, v in plan.stage_resolved.items()}
+    kept = folder.begin(manifest, tuple(s.name for s in track.stages))
     retried = _drop_failed(kept, lambda key, rows: track.unfinished(plan, key, rows))
     if reuse is not None:
         source = RunFolder(reuse)
         kept["solved"] = source.read("solved")
+        theirs = source.manifest()
+        for st in track.stages:  # what the solved units were given (memory_costs.json)
+            if theirs is not None and theirs.identity.get(st.name) == manifest.identity[st.name]:
+                kept[st.name] = source.read(st.name)
+                for record in kept[st.name].values():
+                    folder.save(st.name, record)
         folder.repairs += source.repairs
         missing = [k for k in plan.units if k not in kept["solved"]]
         if missing:
@@ -230,6 +265,10 @@ def _locked(
             f"and the role's --base-url; {saved()}, rerun the same command to resume"
         )
     done = [key for key in plan.units if key in kept[stage]]
+    for st in track.stages:  # every finished earlier-stage unit, for aggregate
+        plan.done[st.name] = {
+            k: kept[st.name][k].rows for k in plan.stages.get(st.name, {}) if k in kept[st.name]
+        }
     usage = usage_report(track, kept, plan)
     spent = _spent(usage, lost_usage)  # the lost units' calls too: they were made
     unreachable = {
@@ -330,7 +369,14 @@ def _drop_failed(
     scored = [k for k, r in kept["scored"].items() if _failed(r)]
     for key in scored:
         del kept["scored"][key]
-    return len(set(solved) | set(scored))
+    earlier = 0
+    for stage, records in kept.items():
+        if stage not in ("solved", "scored"):
+            failed = [k for k, r in records.items() if _failed(r)]
+            for key in failed:
+                del records[key]
+            earlier += len(failed)
+    return len(set(solved) | set(scored)) + earlier
 
 
 def json_config(config: Any) -> dict[str, Any]:
@@ -357,19 +403,23 @@ def _score_roles(
 
 
 async def work_units(work: Work) -> tuple[int, int]:
-    """Solve and score every unit not kept, each unit flowing on as soon as it is ready
-    (the local executor; a Ray worker runs it on its batch); stop early when `watch` finds
-    a role's server unreachable. A unit whose failed call comes through is `lost`: why,
-    and what it spent."""
+    """Run every earlier stage's units still needed (stage by stage), then solve and
+    score every unit not kept, each unit flowing on as soon as it is ready (the local
+    executor; a Ray worker runs it on its batch); stop early when `watch` finds a role's
+    server unreachable. A unit whose failed call comes through is `lost`: why, and what it
+    spent; so is a unit whose earlier-stage unit was lost."""
     track, plan, config, given = work.track, work.plan, work.config, work.given
     kept, progress, lost, watch = work.kept, work.progress, work.lost, work.watch
+    for st in track.stages:
+        plan.done[st.name] = {k: r.rows for k, r in kept.get(st.name, {}).items()}
+    earlier = work.stages_to_do()
     to_solve, to_score = work.to_do()
-    if not to_solve and not to_score:
+    total = sum(map(len, earlier.values())) + len(to_solve) + len(to_score)
+    if not total:
         return 0, 0
     wanted = {r.name for r in track.roles if r.stage == "score"}
     if to_solve:
         wanted |= {r.name for r in track.roles if r.stage == "solve"}
-    total = len(to_solve) + len(to_score)
     done = 0
     gate = asyncio.Semaphore(UNIT_CONCURRENCY)
 
@@ -379,12 +429,43 @@ async def work_units(work: Work) -> tuple[int, int]:
         if progress is not None:
             progress(what, done, total)
 
+    def missing(key: str, stage: str) -> str | None:
+        """Why unit `key` of `stage` cannot run: an earlier unit it needs did not finish."""
+        for need in plan.needs.get((stage, key), []):
+            if need[1] not in plan.done.get(need[0], {}):
+                return f"its {need[0]} unit {need[1]!r} did not finish"
+        return None
+
     async with opened(track.roles, given, sorted(wanted)) as models:
         watch.where = {role: public_url(m.provider.endpoint) for role, m in models.items()}
+
+        async def earlier_one(stage: str, key: str) -> None:
+            spent: Scope = {}
+            where = f"{stage} {key}"
+            if (why := missing(key, stage)) is not None:
+                lost[0][where] = why
+                return
+            async with gate:
+                try:
+                    with usage_scope() as spent:
+                        rows = await track.run_stage(
+                            stage, plan.stages[stage][key], models, config, plan
+                        )
+                except ModelError as e:
+                    lost[0][where] = f"{e} ({failure_kind(e)})"
+                    lost[1][where] = _usage(spent)
+                    return
+                kept[stage][key] = UnitRecord(key, rows, _usage(spent))
+                plan.done[stage][key] = rows
+                work.save(stage, kept[stage][key])
+                tick(stage)
 
         async def one(key: str) -> None:
             unit = plan.units[key]
             spent: Scope = {}
+            if key not in kept["solved"] and (why := missing(key, "solve")) is not None:
+                lost[0][key] = why
+                return
             async with gate:
                 try:
                     if key not in kept["solved"]:
@@ -405,25 +486,43 @@ async def work_units(work: Work) -> tuple[int, int]:
                     lost[0][key] = f"{e} ({failure_kind(e)})"
                     lost[1][key] = _usage(spent)
 
-        if progress is not None:
-            progress("solve" if to_solve else "score", 0, total)
         keys = [k for k in plan.units if k in to_solve or k in to_score]
-        with watch_calls(watch):
-            tasks = [asyncio.ensure_future(one(k)) for k in keys]
-        stopper = asyncio.ensure_future(watch.stop.wait())
-        everything = asyncio.gather(*tasks)
-        try:
-            either: list[asyncio.Future[Any]] = [everything, stopper]
-            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
-            if everything.done():
-                everything.result()  # a unit's own error (a full disk, a bug) goes on up
-        finally:
-            stopper.cancel()
-            everything.cancel()
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(everything, *tasks, return_exceptions=True)
+        phases: list[tuple[str, list[Callable[[], Any]]]] = [
+            (stage, [functools.partial(earlier_one, stage, k) for k in ks])
+            for stage, ks in earlier.items()
+            if ks
+        ]
+        if keys:
+            main: list[Callable[[], Any]] = [functools.partial(one, k) for k in keys]
+            phases.append(("solve" if to_solve else "score", main))
+        for what, starts in phases:
+            if progress is not None:
+                progress(what, done, total)
+            if not await _all(starts, watch):
+                break
     return len(to_solve), len(to_score)
+
+
+async def _all(starts: list[Callable[[], Any]], watch: Reachability) -> bool:
+    """Run every coroutine `starts` makes at once; False when `watch` stopped the run
+    first (the rest are cancelled). A unit's own error (a full disk, a bug) goes on up."""
+    with watch_calls(watch):
+        tasks = [asyncio.ensure_future(start()) for start in starts]
+    stopper = asyncio.ensure_future(watch.stop.wait())
+    everything = asyncio.gather(*tasks)
+    try:
+        either: list[asyncio.Future[Any]] = [everything, stopper]
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        if everything.done():
+            everything.result()
+            return True
+        return False
+    finally:
+        stopper.cancel()
+        everything.cancel()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(everything, *tasks, return_exceptions=True)
 
 
 def _spent(
@@ -449,9 +548,9 @@ def usage_report(
     """usage.json, one schema for every track: calls and tokens per role, per stage and in
     all, summed over every unit of the run (those kept from earlier runs included)."""
     stages: dict[str, dict[str, tuple[list[str], UsageTotals]]] = {}
-    pairs: tuple[tuple[StoredStage, str], ...] = (("solved", "solve"), ("scored", "score"))
+    pairs = tuple((st.name, st.name) for st in track.stages) + MAIN_STAGES
     for stage, name in pairs:
-        for key in plan.units:
+        for key in plan.stages.get(stage, {}) if stage not in ("solved", "scored") else plan.units:
             record = kept[stage].get(key)
             for role, spent in (record.usage if record else {}).items():
                 names, totals = stages.setdefault(name, {}).setdefault(role, ([], UsageTotals()))
@@ -469,13 +568,26 @@ def usage_report(
             total.add(t)
 
     def entry(names: list[str], t: UsageTotals) -> dict[str, Any]:
-        return {"model": ", ".join(names), **t.as_dict()}
+        out = {"model": ", ".join(names), **t.as_dict()}
+        if t.latency_ms:
+            out["latency_ms"] = latency_summary(t.latency_ms)
+        return out
 
     return {
         "roles": {r: entry(*v) for r, v in roles.items()},
         "stages": {s: {r: entry(*v) for r, v in by.items()} for s, by in stages.items()},
         "total": total.as_dict(),
         "definitions": USAGE_DEFINITIONS,
+    }
+
+
+def latency_summary(ms: list[float]) -> dict[str, float | int]:
+    """The median and 95th percentile of call latencies (ms; numpy's linear interpolation)."""
+    got = np.asarray(ms, dtype=float)
+    return {
+        "p50": round(float(np.percentile(got, 50)), 3),
+        "p95": round(float(np.percentile(got, 95)), 3),
+        "timed_calls": int(got.size),
     }
 
 
@@ -488,6 +600,10 @@ USAGE_DEFINITIONS = {
     "prompt_tokens": "prompt tokens of fresh calls, as the server reported them",
     "completion_tokens": "completion tokens of fresh calls",
     "tokens_processed": "prompt_tokens + completion_tokens",
+    "latency_ms": "wall time of the role's calls that were timed (a memory system's ingest "
+    "and recall calls): p50 and p95 in milliseconds",
+    "memory": "the memory role: each ingest and recall call of every memory system; tokens "
+    "are those the system reported spending itself (an LLM-backed memory layer)",
 }
 
 

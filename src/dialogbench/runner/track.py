@@ -2,12 +2,21 @@
 aggregate the scored rows. The runner does everything around it (see `runner.run_track`).
 
     plan(data, config)                  -> Plan: units by key, warnings, digests
+    run_stage(stage, unit, models, ...) -> rows of an earlier stage's unit (e.g. a recall)
     solve(unit, models, config)         -> rows (the outputs of the system under test)
     score(unit, rows, models, config)   -> rows with verdicts (judged tracks only)
     aggregate(plan, rows, config)       -> Outcome: summary.json, other files, warnings
 
 A unit is whatever a track finds natural to redo as a whole: a probe, an item, an episode,
 a retriever over every probe. Its rows go to items.jsonl in plan order.
+
+A track may declare *stages* that run before solve (`Track.stages`), each charged to one
+role: the RealCompanion tracks' `recall` stage, whose role is `memory`, replays each
+subject into each memory system once. The plan lists each stage's units
+(`Plan.stages`) and which of them each later unit needs (`Plan.needs`); the runner runs
+every stage's units through the executor, saves them to `parts/<stage>.jsonl` under the
+stage's own identity, and hands a later unit the finished rows it needs
+(`Plan.upstream`). So a rerun, or `dialogbench score`, never repeats a finished stage unit.
 """
 
 from __future__ import annotations
@@ -29,6 +38,20 @@ Models = Mapping[str, Model]
 Corpus = Literal["realcompanion", "demo"]
 
 
+@dataclass(frozen=True)
+class Stage:
+    """A stage a track runs before solve: its name (`parts/<name>.jsonl`), the role its
+    calls are charged to in usage.json, and what it does (for docs and progress)."""
+
+    name: str
+    role: str
+    help: str
+
+
+Need = tuple[str, str]
+"""(stage, unit key) of an earlier stage's unit that a unit needs."""
+
+
 @dataclass
 class Plan(Generic[U]):
     """What a run will do: its units in order, and what it found on the way."""
@@ -42,6 +65,21 @@ class Plan(Generic[U]):
     """Whatever the track's own steps share (probes, indexes, ...)."""
     dataset: DatasetInfo | None = None
     """The manifest's dataset record (default: from the data's name, source and sha256)."""
+    stages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Stage name -> its units by key (the track's `stages`, in order)."""
+    needs: dict[Need, list[Need]] = field(default_factory=dict)
+    """(stage, key) of a unit (`("solve", key)` for a solve unit) -> the earlier-stage
+    units it needs."""
+    stage_resolved: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Stage name -> what decides its outputs beyond the dataset and its config fields
+    (memory systems and budget): that stage's identity, also in the manifest."""
+    done: dict[str, dict[str, Rows]] = field(default_factory=dict)
+    """Stage name -> unit key -> rows of the finished units (filled in by the runner)."""
+
+    def upstream(self, key: str, stage: str = "solve") -> dict[Need, Rows]:
+        """The finished rows of every earlier-stage unit that unit `key` of `stage` needs."""
+        needs = self.needs.get((stage, key), [])
+        return {need: self.done[need[0]][need[1]] for need in needs}
 
 
 @dataclass
@@ -78,10 +116,16 @@ class Track(Protocol[C, U]):
     version: ClassVar[int]
     """The layout of the track's unit rows; part of the resume identity, so bump it when a
     change to solve or score would make saved units unreadable."""
+    stages: ClassVar[tuple[Stage, ...]]
+    """Stages run before solve, in order (most tracks: none)."""
 
     def configure(self, config: C, roles: frozenset[str]) -> C: ...
 
     def plan(self, data: Any, config: C) -> Plan[U]: ...
+
+    async def run_stage(
+        self, stage: str, unit: Any, models: Models, config: C, plan: Plan[U]
+    ) -> Rows: ...
 
     async def solve(self, unit: U, models: Models, config: C, plan: Plan[U]) -> Rows: ...
 
@@ -110,10 +154,17 @@ class TrackBase(Generic[C, U]):
     corpus: ClassVar[Corpus] = "realcompanion"
     judged: ClassVar[bool] = False
     version: ClassVar[int] = 1
+    stages: ClassVar[tuple[Stage, ...]] = ()
 
     def configure(self, config: C, roles: frozenset[str]) -> C:
         """The config as run, given which roles are played (e.g. detectors by default)."""
         return config
+
+    async def run_stage(
+        self, stage: str, unit: Any, models: Models, config: C, plan: Plan[U]
+    ) -> Rows:
+        """Do one unit of an earlier stage (a track with `stages` overrides this)."""
+        raise NotImplementedError(f"track {self.name!r} declares no stage {stage!r}")
 
     async def score(self, unit: U, rows: Rows, models: Models, config: C, plan: Plan[U]) -> Rows:
         return rows
