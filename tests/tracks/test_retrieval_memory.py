@@ -22,7 +22,6 @@ from dialogbench.testing.memoryserver import MemoryServer
 from dialogbench.tracks.realcompanion.retrieval import (
     CHAT,
     CITED,
-    MEMORY_FAILED,
     POOLED,
     QUESTIONS,
     RetrievalConfig,
@@ -175,7 +174,12 @@ def test_a_failing_memory_system_is_counted_not_a_crash(tmp_path: Path) -> None:
     assert "memory system 'failing' failed in recall" in said
     assert "RuntimeError: the store went away" in said
     warnings = json.loads((tmp_path / "warnings.json").read_text())
-    assert warnings["failures"] == {MEMORY_FAILED: 1}
+    # both subjects' recalls failed (2 failed memory calls), so did the unit scoring them
+    assert warnings["failures"] == {
+        "failed memory calls": 2,
+        "units not finished (a call failed)": 3,
+    }
+    assert warnings["failed_calls_by_kind"] == {"memory": {"other": 2}}
     costs = json.loads((tmp_path / "memory_costs.json").read_text())
     assert "memory:failing" in costs["failed"] and "memory:bm25" in costs["systems"]
     summary = json.loads((tmp_path / "summary.json").read_text())

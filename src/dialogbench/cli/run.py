@@ -400,12 +400,19 @@ def show_failures(finished: Finished) -> None:
         detail = ", ".join(f"{k} {v}" for k, v in kinds.items())
         line = f"{n} {cause}" + (f" ({detail})" if detail else "")
         err.print(Text.assemble(("failed: ", "bold red"), line))
+    for key, why in list(finished.lost.items())[:SHOWN_LOST]:
+        err.print(Text.assemble(("not finished: ", "bold red"), f"unit {key}: {why}"))
+    if len(finished.lost) > SHOWN_LOST:
+        err.print(f"... and {len(finished.lost) - SHOWN_LOST} more units (warnings.json)")
     for role, url in finished.unreachable.items():
         line = f"the {role}'s server at {url} could not be reached: every call to it failed"
         err.print(Text.assemble(("error: ", "bold red"), line))
     if finished.failures:
         err.print("rerun the same command to retry exactly what failed (the rest is kept)")
 
+
+SHOWN_LOST = 3
+"""Units not finished whose reason the terminal shows (all are in warnings.json)."""
 
 ORDER = (
     "retrieval",

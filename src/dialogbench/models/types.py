@@ -78,7 +78,7 @@ class ModelOutput(BaseModel):
 
 
 ErrorKind = Literal[
-    "unreachable", "timeout", "rate_limited", "server", "rejected", "empty", "unreadable"
+    "unreachable", "timeout", "rate_limited", "server", "rejected", "empty", "unreadable", "other"
 ]
 """Why a call failed, for counting failures by cause:
 
@@ -92,6 +92,7 @@ ErrorKind = Literal[
   request), or a local provider could not run it; never retried.
 - `empty`: an answer with no text (content `""` or `null`, no choices); retried, never cached.
 - `unreadable`: a reply that is not chat-completions JSON.
+- `other`: none of these (e.g. a memory system plug-in that raised).
 """
 ERROR_KINDS: tuple[ErrorKind, ...] = (
     "unreachable",
@@ -101,6 +102,7 @@ ERROR_KINDS: tuple[ErrorKind, ...] = (
     "rejected",
     "empty",
     "unreadable",
+    "other",
 )
 
 

@@ -80,6 +80,8 @@ class Finished:
     """Role -> its server URL, for each role whose every fresh call failed unreachable."""
     repairs: list[str] = field(default_factory=list)
     """Damage found in the run folder and set right (also in `warnings`)."""
+    lost: dict[str, str] = field(default_factory=dict)
+    """Units not finished (a call failed) -> why (also in `warnings`)."""
 
     def result(self) -> Any:
         """The track's typed result, holding the run's warnings (and usage, where it has a
@@ -325,6 +327,7 @@ def _locked(
         failed_by_kind=by_kind,
         unreachable=unreachable,
         repairs=list(folder.repairs),
+        lost=dict(lost),
     )
 
 

@@ -97,7 +97,7 @@ from dialogbench.retrieval.base import build_probes
 from dialogbench.retrieval.bm25 import BM25Retriever
 from dialogbench.runner import Outcome, Plan, Progress, Role, TrackBase, option, register, run_track
 from dialogbench.runner.roles import Given
-from dialogbench.runner.track import Models, Rows
+from dialogbench.runner.track import Models, Rows, Stage
 from dialogbench.stats.bootstrap import (
     Estimate,
     bootstrap_means,
@@ -275,50 +275,55 @@ def limit_probes(probes: Sequence[ChatProbe], limit: int | None, seed: int) -> l
     return stratified_limit(probes, _group, limit, seed)
 
 
-def recall_memories(
+def plan_recalls(
     probes: Sequence[ChatProbe],
     subjects: dict[str, Subject],
     systems: Sequence[rc.System],
     budget: Budget,
-) -> tuple[list[ChatProbe], list[rc.MemoryRun]]:
-    """The probes with each memory system's recall (one replay per subject and system, of
-    that subject's probes in the run), and the replays."""
-    by_subject: dict[str, list[int]] = {}
-    for i, p in enumerate(probes):
-        by_subject.setdefault(p.subject_id, []).append(i)
+) -> rc.Recalls:
+    """The recall stage: one replay per subject and system, of that subject's probes."""
+    by_subject: dict[str, list[ChatProbe]] = {}
+    for p in probes:
+        by_subject.setdefault(p.subject_id, []).append(p)
     queries = {
         sid: (
             subjects[sid],
             [
                 Query(
-                    id=probes[i].item.probe_id,
+                    id=p.item.probe_id,
                     subject_id=sid,
-                    text=probes[i].probe.text,
+                    text=p.probe.text,
                     kind="chat",
-                    cutoff=probes[i].probe.position,
-                    speakers=(probes[i].probe.speaker,),
-                    asked_at=probes[i].probe.timestamp,
+                    cutoff=p.probe.position,
+                    speakers=(p.probe.speaker,),
+                    asked_at=p.probe.timestamp,
                 )
-                for i in idx
+                for p in mine
             ],
         )
-        for sid, idx in by_subject.items()
+        for sid, mine in by_subject.items()
     }
-    runs = [rc.replay_subjects(s, queries, budget) for s in systems]
-    out = list(probes)
-    for sid, idx in by_subject.items():
-        for j, i in enumerate(idx):
-            p = probes[i]
-            evidence = [m.position for m in p.contexts["C2"]]
-            memory: dict[str, rc.Shown | str] = {}
-            for run in runs:
-                got = run.recalled(sid, j)
-                name = MEMORY_PREFIX + run.name
-                memory[name] = (
-                    got if isinstance(got, str) else rc.shown_of(got, subjects[sid], evidence)
-                )
-            out[i] = replace(p, memory=memory)
-    return out, runs
+    return rc.Recalls.plan(systems, queries, budget)
+
+
+def with_memory(
+    p: ChatProbe, recalls: rc.Recalls, plan: Plan[ChatProbe], subject: Subject
+) -> ChatProbe:
+    """The probe with what each memory system recalled for it (its saved recall units)."""
+    evidence = [m.position for m in p.contexts["C2"]]
+    memory: dict[str, rc.Shown | str] = {}
+    for system in recalls.systems:
+        got = recalls.recalled(plan, system.name, p.subject_id, p.item.probe_id)
+        memory[MEMORY_PREFIX + system.name] = rc.shown_of(got, subject, evidence)
+    return replace(p, memory=memory)
+
+
+@dataclass
+class Context:
+    """What the chat units share: the subjects and, with `--memory`, the recall stage."""
+
+    subjects: dict[str, Subject]
+    recalls: rc.Recalls | None = None
 
 
 # -- running --------------------------------------------------------------------------------
@@ -339,6 +344,7 @@ class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
     judged: ClassVar[bool] = True
     version: ClassVar[int] = 2
     """2: rows carry the item's labels (both readings, dependent, locus) and a framing each."""
+    stages: ClassVar[tuple[Stage, ...]] = (rc.RECALL,)
 
     def plan(self, data: Dataset, config: ChatConfig) -> Plan[ChatProbe]:
         probes: list[ChatProbe] = []
@@ -354,24 +360,36 @@ class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
             )
         probes = limit_probes(probes, config.limit, config.seed)
         resolved: dict[str, Any] = {"prompt_sha256": cp.PROMPT_SHA256}
-        costs = None
+        context = Context({s.id: s for s in data.subjects})
         systems = rc.resolve_systems(config.memory, config.seed)
+        units = {f"{p.subject_id}/{p.item.probe_id}": p for p in probes}
+        plan = Plan(units, warnings=warnings, resolved=resolved, context=context)
         if systems:
             budget = Budget(k=config.memory_k, tokens=config.memory_tokens)
-            subjects = {s.id: s for s in data.subjects}
-            probes, runs = recall_memories(probes, subjects, systems, budget)
-            costs = rc.costs_file(runs, budget)
+            context.recalls = recalls = plan_recalls(probes, context.subjects, systems, budget)
+            needs = {
+                key: [recalls.need(s.name, p.subject_id) for s in systems]
+                for key, p in units.items()
+            }
+            recalls.into(plan, needs)
             resolved |= {
                 "memory budget": rc.budget_json(budget),
                 "memory systems": {MEMORY_PREFIX + s.name: s.spec for s in systems},
                 "memory prompt_sha256": cp.MEMORY_PROMPT_SHA256,
             }
-        units = {f"{p.subject_id}/{p.item.probe_id}": p for p in probes}
-        return Plan(units, warnings=warnings, resolved=resolved, context=costs)
+        return plan
+
+    async def run_stage(
+        self, stage: str, unit: Any, models: Models, config: ChatConfig, plan: Plan[ChatProbe]
+    ) -> Rows:
+        return await rc.run_recall(unit)
 
     async def solve(
         self, unit: ChatProbe, models: Models, config: ChatConfig, plan: Plan[ChatProbe]
     ) -> Rows:
+        ctx: Context = plan.context
+        if ctx.recalls is not None:
+            unit = with_memory(unit, ctx.recalls, plan, ctx.subjects[unit.subject_id])
         return await _reply(unit, models["model"], config)
 
     async def score(
@@ -393,6 +411,8 @@ class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
 
     def aggregate(self, plan: Plan[ChatProbe], rows: Rows, config: ChatConfig) -> Outcome:
         result = summarise(rows, config)
+        recalls = plan.context.recalls
+        files = {} if recalls is None else {"memory_costs.json": recalls.costs(plan)}
         unscored = {
             "replies the judge left unscored": _unscored(rows),
             "replies not written: the memory system failed": sum(
@@ -401,7 +421,7 @@ class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
         }
         outcome = Outcome(
             summary=result.summary(),
-            files={} if plan.context is None else {"memory_costs.json": plan.context},
+            files=files,
             warnings=list(result.warnings),
             result=result,
             failures={k: v for k, v in unscored.items() if v},

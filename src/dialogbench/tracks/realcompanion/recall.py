@@ -1,26 +1,31 @@
-"""`--memory` in the questions, chat and detection tracks: resolve the memory systems, replay
-each subject into each of them once, and keep what every query recalled.
-
-Every track that takes `--memory SPEC[,SPEC...]` does the same at plan time:
+"""`--memory` in the retrieval, questions, chat and detection tracks: the memory role and the
+`recall` stage every one of them runs before solve.
 
 1. `resolve_systems`: each spec becomes a memory system (`memory.resolve_memory`), reported
    under `memory_name` (the spec for built-ins, the system's own `name` for plug-ins); a bad
    spec or two systems with one name is a usage error naming `--memory`;
-2. `replay_subjects`: per system, per subject, one `memory.replay` of all the subject's
-   queries in the run (so a stateful system is fed once, in time order, with no future
-   leakage), under one `Budget` for every system. A failure of the system on a subject is
-   kept (`MemoryRun.errors`) and makes that subject's units fail (counted, exit status 3,
-   done again on a rerun), never a traceback; a missing optional dependency (the dense
-   embedder) is a set-up error instead;
-3. `costs_file`: `memory_costs.json`, system -> `memory.replay_costs` entry (definitions in
-   `memory/costs.py`), with the budget and the subjects that failed.
-
-The replay runs again on every run of the same folder (a rerun, `dialogbench score`): its
-recalls are what the still unfinished units are shown, and its timings are this run's.
+2. `Recalls.plan`: one `recall` unit per system and subject, holding all of the subject's
+   queries in the run, under one `Budget` for every system; the track's units that show a
+   recall name the recall unit they need. The runner runs the recall units through the
+   executor (a Ray cluster spreads them too), saves each to `parts/recall.jsonl` under the
+   stage's identity (memory systems, their specs, the budget, the dataset), and charges
+   each ingest and recall call to the `memory` role in usage.json (calls, failures by
+   kind, latency p50/p95, the tokens the system reports). A rerun, or `dialogbench score`,
+   never repeats a finished recall;
+3. `run_recall`: one `memory.replay` of the subject (so a stateful system is fed once, in
+   time order, with no future leakage: a recall sees only what was ingested before its
+   probe). A failure of the system is a failed call of the memory role: the unit is not
+   saved, the units that need it are not run (counted, exit status 3) and a rerun does
+   both again; a missing optional dependency (the dense embedder) is a set-up error;
+4. `Recalls.costs`: `memory_costs.json`, system -> `memory.replay_costs` entry (definitions
+   in `memory/costs.py`), with the budget, from the saved recalls.
 """
 
 from __future__ import annotations
 
+import asyncio
+import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,10 +44,15 @@ from dialogbench.memory import (
     replay_costs,
     resolve_memory,
 )
+from dialogbench.memory.base import Memory, SystemCost
 from dialogbench.memory.costs import TokenCount, approx_tokens
 from dialogbench.memory.registry import memory_name
 from dialogbench.models.embedding import EmbedderUnavailable
+from dialogbench.models.types import ErrorKind, ModelError, Usage
+from dialogbench.models.usage import charge
 from dialogbench.runner import OptionError
+from dialogbench.runner.record import digest
+from dialogbench.runner.track import Need, Plan, Rows, Stage
 
 MEMORY_HELP = (
     "memory systems, each one more system: bm25, recency, full-context, dense, hybrid, "
@@ -58,24 +68,6 @@ class System:
     name: str
     spec: str
     system: MemorySystem
-
-
-@dataclass
-class MemoryRun:
-    """One system's replays: per subject, each query's recall (aligned with the queries
-    given) or the error that stopped the subject's replay."""
-
-    name: str
-    spec: str
-    recalls: dict[str, list[Recalled]] = field(default_factory=dict)
-    errors: dict[str, str] = field(default_factory=dict)
-    replays: list[Replay] = field(default_factory=list)
-
-    def recalled(self, subject: str, i: int) -> Recalled | str:
-        """The `i`-th query's recall for `subject`, or why there is none."""
-        if subject in self.errors:
-            return self.errors[subject]
-        return self.recalls[subject][i]
 
 
 def resolve_systems(specs: Sequence[str], seed: int) -> list[System]:
@@ -94,42 +86,260 @@ def resolve_systems(specs: Sequence[str], seed: int) -> list[System]:
     return out
 
 
-def replay_subjects(
-    system: System,
-    queries: Mapping[str, tuple[Subject, Sequence[Query]]],
-    budget: Budget,
-    count: Callable[[Subject], TokenCount] | None = None,
-) -> MemoryRun:
-    """Replay every subject's `queries` into `system` (one replay per subject); `count`
-    gives the token counter of a subject (default: `approx_tokens`)."""
-    run = MemoryRun(system.name, system.spec)
-    for sid, (subject, asked) in queries.items():
-        counter = count(subject) if count is not None else approx_tokens
-        try:
-            got = replay(system.system, sid, subject.messages, asked, budget, counter)
-        except MemorySystemError as e:
-            if isinstance(e.__cause__, EmbedderUnavailable):
-                raise ValueError(f"memory system {system.spec!r}: {e.__cause__}") from None
-            run.errors[sid] = str(e)
-            continue
-        run.recalls[sid] = got.recalled
-        run.replays.append(got)
-    return run
+RECALL = Stage(
+    "recall",
+    "memory",
+    "replay each subject into each memory system once, recalling at each of its probes",
+)
+"""The stage every track with `--memory` runs before solve."""
 
 
-def costs_file(runs: Sequence[MemoryRun], budget: Budget) -> dict[str, Any]:
-    """`memory_costs.json`: the budget, the definitions, and system -> its costs."""
-    systems: dict[str, Any] = {}
-    for run in runs:
-        entry = replay_costs(run.replays, {})
-        entry["spec"] = run.spec
-        entry["subjects_failed"] = dict(run.errors)
-        systems[run.name] = entry
+@dataclass(frozen=True)
+class RecallUnit:
+    """One memory system's replay of one subject: every query of it in the run."""
+
+    system: System
+    subject: Subject
+    queries: tuple[Query, ...]
+    budget: Budget
+    count: TokenCount | None = None
+    """Sizes memories against `budget.tokens` (default: `approx_tokens`)."""
+
+
+_LOCKS: dict[int, threading.Lock] = {}
+"""One lock per memory system object: its replays run one at a time, off the event loop."""
+
+
+def recall_key(system: str, subject: str, queries: Sequence[Query]) -> str:
+    """`SYSTEM/SUBJECT#DIGEST`: the digest covers the queries, so a run that asks other
+    queries of the subject (another `--limit`) replays it again."""
+    asked = digest([[q.id, q.cutoff, q.text] for q in queries])[:12]
+    return f"{system}/{subject}#{asked}"
+
+
+@dataclass
+class Recalls:
+    """A run's recall stage: its units, and where each query's recall lies."""
+
+    systems: list[System]
+    budget: Budget
+    units: dict[str, RecallUnit] = field(default_factory=dict)
+    where: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(system name, subject) -> the recall unit's key."""
+    tokenizer: str | None = None
+    _read: dict[str, dict[str, Recalled]] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def plan(
+        cls,
+        systems: Sequence[System],
+        queries: Mapping[str, tuple[Subject, Sequence[Query]]],
+        budget: Budget,
+        count: Callable[[Subject], TokenCount] | None = None,
+        tokenizer: str | None = None,
+    ) -> Recalls:
+        """One recall unit per system and subject of `queries` (subject id -> the subject and
+        its queries); `count` gives a subject's token counter, named `tokenizer`."""
+        out = cls(list(systems), budget, tokenizer=tokenizer)
+        for system in systems:
+            for sid, (subject, asked) in queries.items():
+                key = recall_key(system.name, sid, asked)
+                counter = count(subject) if count is not None else None
+                out.units[key] = RecallUnit(system, subject, tuple(asked), budget, counter)
+                out.where[(system.name, sid)] = key
+        return out
+
+    def need(self, system: str, subject: str) -> Need:
+        """The recall unit a unit showing `system`'s recalls for `subject` needs."""
+        return (RECALL.name, self.where[(system, subject)])
+
+    def needs_all(self, system: str) -> list[Need]:
+        """Every recall unit of `system` (a unit covering every subject needs them all)."""
+        return [(RECALL.name, k) for (name, _), k in self.where.items() if name == system]
+
+    def resolved(self) -> dict[str, Any]:
+        """What decides the recalls beyond the dataset: the recall stage's identity."""
+        return {
+            "memory systems": {s.name: s.spec for s in self.systems},
+            "memory budget": budget_json(self.budget),
+            "tokenizer": self.tokenizer,
+        }
+
+    def into(self, plan: Plan[Any], needs: Mapping[str, Sequence[Need]]) -> None:
+        """Add the recall stage to `plan`: its units, identity and each solve unit's needs."""
+        plan.stages[RECALL.name] = dict(self.units)
+        plan.stage_resolved[RECALL.name] = self.resolved()
+        for key, wanted in needs.items():
+            plan.needs[("solve", key)] = list(wanted)
+
+    def recalls(self, plan: Plan[Any], system: str, subject: str) -> list[Recalled]:
+        """`system`'s recalls for `subject`, aligned with the queries planned for it."""
+        key = self.where[(system, subject)]
+        unit = self.units[key]
+        row = plan.done[RECALL.name][key][0]
+        return [recalled_of(r, q) for r, q in zip(row["recalls"], unit.queries, strict=True)]
+
+    def recalled(self, plan: Plan[Any], system: str, subject: str, query: str) -> Recalled:
+        """`system`'s recall at query id `query` of `subject` (from its saved unit)."""
+        key = self.where[(system, subject)]
+        if key not in self._read:
+            self._read[key] = {r.query.id: r for r in self.recalls(plan, system, subject)}
+        return self._read[key][query]
+
+    def costs(self, plan: Plan[Any]) -> dict[str, Any]:
+        """`memory_costs.json`: the budget, the definitions, and system -> its costs (over
+        the recalls saved; a subject whose recall did not finish is listed)."""
+        systems: dict[str, Any] = {}
+        done = plan.done.get(RECALL.name, {})
+        for system in self.systems:
+            replays: list[Replay] = []
+            missing: list[str] = []
+            for (name, sid), key in self.where.items():
+                if name != system.name:
+                    continue
+                if key not in done:
+                    missing.append(sid)
+                    continue
+                replays.append(replay_of(done[key][0], self.recalls(plan, name, sid)))
+            entry = replay_costs(replays, {})
+            entry["spec"] = system.spec
+            entry["subjects_failed"] = {sid: "its recall did not finish" for sid in missing}
+            systems[system.name] = entry
+        return {"budget": budget_json(self.budget), "definitions": DEFINITIONS, "systems": systems}
+
+
+def memory_kind(message: str) -> ErrorKind:
+    """The failure kind of a memory system's error, read from its message."""
+    text = message.lower()
+    if "could not be reached" in text or "connection refused" in text:
+        return "unreachable"
+    if "timed out" in text or "timeout" in text:
+        return "timeout"
+    if "http 429" in text:
+        return "rate_limited"
+    if re.search(r"http 5\d\d", text):
+        return "server"
+    if re.search(r"http [34]\d\d", text):
+        return "rejected"
+    if "no json" in text or "returned" in text or "not an object" in text:
+        return "unreadable"
+    return "other"
+
+
+async def run_recall(unit: RecallUnit) -> Rows:
+    """Replay `unit`'s subject into its system (in a thread, one replay of a system at a
+    time) and return its one row; every ingest and recall call is charged to the memory
+    role. A failure of the system is a failed call (`ModelError`)."""
+    system = unit.system
+    lock = _LOCKS.setdefault(id(system.system), threading.Lock())
+    counter = unit.count or approx_tokens
+    sid = unit.subject.id
+
+    def go() -> Replay:
+        with lock:
+            return replay(
+                system.system, sid, unit.subject.messages, unit.queries, unit.budget, counter
+            )
+
+    try:
+        got = await asyncio.to_thread(go)
+    except MemorySystemError as e:
+        if isinstance(e.__cause__, EmbedderUnavailable):
+            raise ValueError(f"memory system {system.spec!r}: {e.__cause__}") from None
+        kind = memory_kind(str(e))
+        charge(RECALL.role, system.name, None, False, kind)
+        raise ModelError(str(e), retryable=False, kind=kind) from None
+    for r in got.recalled:
+        if r.ingested:
+            spent = None if r is not got.recalled[0] else got.ingest_cost
+            charge(RECALL.role, system.name, _tokens(spent), False, None, r.ingest_s)
+        charge(RECALL.role, system.name, _tokens(r.cost), False, None, r.latency_s)
+    return [replay_row(system, got)]
+
+
+def _tokens(cost: SystemCost | None) -> Usage:
+    if cost is None:
+        return Usage()
+    return Usage(prompt_tokens=cost.prompt_tokens, completion_tokens=cost.completion_tokens)
+
+
+def _memory_json(m: Memory) -> dict[str, Any]:
+    return {"message_id": m.message_id, "text": m.text, "cites": list(m.cites), "score": m.score}
+
+
+def _cost_json(c: SystemCost | None) -> dict[str, int] | None:
+    if c is None:
+        return None
     return {
-        "budget": budget_json(budget),
-        "definitions": DEFINITIONS,
-        "systems": systems,
+        "calls": c.calls,
+        "prompt_tokens": c.prompt_tokens,
+        "completion_tokens": c.completion_tokens,
     }
+
+
+def _cost_of(c: Mapping[str, int] | None) -> SystemCost | None:
+    return None if c is None else SystemCost(**c)
+
+
+def replay_row(system: System, got: Replay) -> dict[str, Any]:
+    """One replay as `parts/recall.jsonl` stores it (recalls in the order asked)."""
+    return {
+        "system": system.name,
+        "spec": system.spec,
+        "subject": got.subject_id,
+        "ingested": got.ingested,
+        "ingest_s": got.ingest_s,
+        "ingest_cost": _cost_json(got.ingest_cost),
+        "notes": list(got.notes),
+        "recalls": [
+            {
+                "query": r.query.id,
+                "memories": [_memory_json(m) for m in r.memories],
+                "latency_s": r.latency_s,
+                "cost": _cost_json(r.cost),
+                "invalid_ids": list(r.invalid_ids),
+                "positions": list(r.positions),
+                "cited_positions": list(r.cited_positions),
+                "ingested": r.ingested,
+                "ingest_s": r.ingest_s,
+                "context_tokens": r.context_tokens,
+            }
+            for r in got.recalled
+        ],
+    }
+
+
+def recalled_of(row: Mapping[str, Any], query: Query) -> Recalled:
+    """A saved recall (`replay_row`'s) of `query`, as the harness returned it."""
+    if row["query"] != query.id:
+        raise ValueError(f"a saved recall is of query {row['query']!r}, not {query.id!r}")
+    memories = tuple(
+        Memory(m["message_id"], m["text"], tuple(m["cites"]), m["score"]) for m in row["memories"]
+    )
+    return Recalled(
+        query,
+        memories,
+        float(row["latency_s"]),
+        _cost_of(row["cost"]),
+        tuple(row["invalid_ids"]),
+        tuple(row["positions"]),
+        tuple(row["cited_positions"]),
+        int(row["ingested"]),
+        float(row["ingest_s"]),
+        int(row["context_tokens"]),
+    )
+
+
+def replay_of(row: Mapping[str, Any], recalled: list[Recalled]) -> Replay:
+    """A saved replay with its recalls (for `replay_costs`)."""
+    return Replay(
+        row["subject"],
+        recalled,
+        int(row["ingested"]),
+        float(row["ingest_s"]),
+        _cost_of(row["ingest_cost"]),
+        list(row["notes"]),
+    )
 
 
 def budget_json(budget: Budget) -> dict[str, int | None]:

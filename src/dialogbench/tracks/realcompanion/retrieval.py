@@ -43,15 +43,15 @@ from rich.table import Table
 from dialogbench.data.model import Dataset, Subject
 from dialogbench.memory.base import Budget, MemorySystem, Recalled, SystemCost
 from dialogbench.memory.costs import DEFINITIONS, summarise_costs
-from dialogbench.memory.harness import MemorySystemError, query_of, replay
-from dialogbench.memory.registry import memory_name, resolve_memory
+from dialogbench.memory.harness import query_of
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import BatchRetriever, Probe, build_probes
 from dialogbench.retrieval.registry import DEFAULT_RETRIEVERS, resolve
 from dialogbench.runner import Outcome, Plan, Progress, TrackBase, option, register, run_track
-from dialogbench.runner.track import Models, Rows
+from dialogbench.runner.track import Models, Rows, Stage
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 from dialogbench.stats.metrics import metric_table, random_hit_expectation
+from dialogbench.tracks.realcompanion import recall as rc
 from dialogbench.tracks.realcompanion.memory import READING_HELP, MemoryLabels, labels_of
 
 TRACK = "retrieval"
@@ -66,7 +66,6 @@ CHAT, QUESTIONS, DEPENDENT, POOLED = (
 NEEDS, NO_NEED = "needs memory", "no memory need"
 CITED = "cited evidence: "
 """Prefix of the populations that score text memories by the messages they cite."""
-MEMORY_FAILED = "failed memory systems"
 
 
 @dataclass(frozen=True)
@@ -166,6 +165,8 @@ class Probes:
     skipped: dict[str, int]
     labels: list[MemoryLabels | None]
     """Each chat probe's memory labels, in the order of `probes` (None for questions)."""
+    recalls: rc.Recalls | None = None
+    """With `--memory`: the recall stage (each system's replay of each subject)."""
 
 
 def probe_labels(dataset: Dataset, probes: Sequence[Probe]) -> list[MemoryLabels | None]:
@@ -180,21 +181,19 @@ class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
     name: ClassVar[str] = TRACK
     summary: ClassVar[str] = "Rank earlier messages for every probe; score hit@k, MRR, recall@k."
     config_type = RetrievalConfig
+    stages: ClassVar[tuple[Stage, ...]] = (rc.RECALL,)
 
     def plan(self, data: Dataset, config: RetrievalConfig) -> Plan[Unit]:
         units: dict[str, Unit] = {
             name: (name, resolve(name, seed=config.seed, offset=config.offset))
             for name in config.retrievers
         }  # fail on a bad name before any work
-        for spec in config.memory:
-            system = resolve_memory(spec, seed=config.seed)
-            key = f"memory:{memory_name(spec, system)}"
+        systems = rc.resolve_systems(config.memory, config.seed)
+        for system in systems:
+            key = f"memory:{system.name}"
             if key in units:
-                raise ValueError(
-                    f"--memory {spec!r}: two memory systems are both called {key!r}; give "
-                    "each a distinct `name`"
-                )
-            units[key] = (key, MemoryUnit(spec, system))
+                raise ValueError(f"--memory {system.spec!r}: a retriever is also called {key!r}")
+            units[key] = (key, MemoryUnit(system.spec, system.system))
         probes, skipped = scoreable_probes(data)
         if not probes:
             raise ValueError(
@@ -206,7 +205,23 @@ class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
             by_subject.setdefault(p.subject_id, []).append(p)
         subjects = {s.id: s for s in data.subjects}
         context = Probes(probes, by_subject, subjects, skipped, probe_labels(data, probes))
-        return Plan(units, warnings=list(data.warnings), context=context)
+        plan = Plan(units, warnings=list(data.warnings), context=context)
+        if systems:
+            depth = min(config.depth, max(p.cutoff for p in probes))
+            queries = {
+                sid: (subjects[sid], [query_of(p) for p in group])
+                for sid, group in by_subject.items()
+            }
+            budget = Budget(k=depth, tokens=config.memory_tokens)
+            context.recalls = rc.Recalls.plan(systems, queries, budget)
+            needs = {f"memory:{s.name}": context.recalls.needs_all(s.name) for s in systems}
+            context.recalls.into(plan, needs)
+        return plan
+
+    async def run_stage(
+        self, stage: str, unit: Any, models: Models, config: RetrievalConfig, plan: Plan[Unit]
+    ) -> Rows:
+        return await rc.run_recall(unit)
 
     async def solve(
         self, unit: Unit, models: Models, config: RetrievalConfig, plan: Plan[Unit]
@@ -215,8 +230,7 @@ class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
         depth = min(config.depth, max(p.cutoff for p in ctx.probes))
         name, retriever = unit
         if isinstance(retriever, MemoryUnit):
-            budget = Budget(k=depth, tokens=config.memory_tokens)
-            return solve_memory(name, retriever, ctx, budget)
+            return solve_memory(name, retriever, ctx, plan)
         rows: Rows = []
         for sid, group in ctx.by_subject.items():
             subject = ctx.subjects[sid]
@@ -226,20 +240,17 @@ class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
                 rows.append(_item_row(name, p, ids, ranking.top[i], ranking.ref_ranks[i]))
         return rows
 
-    def unfinished(self, plan: Plan[Unit], key: str, rows: Rows) -> bool:
-        """A memory system that failed is done again on a rerun."""
-        return any("memory_error" in row for row in rows)
-
     def aggregate(self, plan: Plan[Unit], rows: Rows, config: RetrievalConfig) -> Outcome:
         ctx: Probes = plan.context
         by_retriever: dict[str, Rows] = {}
-        errors: dict[str, str] = {}
         for row in rows:
-            if "memory_error" in row:
-                errors[row["retriever"]] = row["memory_error"]
-            else:
-                by_retriever.setdefault(row["retriever"], []).append(row)
+            by_retriever.setdefault(row["retriever"], []).append(row)
         memories = [k for k, u in plan.units.items() if isinstance(u[1], MemoryUnit)]
+        errors = {  # the runner counts them (failed memory calls, units not finished)
+            k: "its recall did not finish (rerun to retry)"
+            for k in memories
+            if k not in by_retriever
+        }
         done = [k for k in memories if k in by_retriever]
         by_ids = [k for k in done if _scored_by_id(by_retriever[k])]
         by_cites = [k for k in done if any(r["text_memories"] for r in by_retriever[k])]
@@ -249,9 +260,6 @@ class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
             result.cited = summarise_cited(by_retriever, ctx.probes, config, by_cites)
         result.costs = {k: memory_costs(by_retriever[k]) for k in done}
         result.memory_errors = errors
-        result.warnings += [
-            f"{MEMORY_FAILED[:-1]} {k} (rerun to retry): {why}" for k, why in errors.items()
-        ]
         result.skipped = ctx.skipped
         files: dict[str, Any] = {
             "breakdown.json": result.breakdown,
@@ -272,7 +280,6 @@ class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
             warnings=result.warnings,
             notes={"skipped": ctx.skipped},
             result=result,
-            failures={MEMORY_FAILED: len(errors)} if errors else {},
         )
         return outcome
 
@@ -323,22 +330,18 @@ def run_retrieval(
     return result
 
 
-def solve_memory(name: str, unit: MemoryUnit, ctx: Probes, budget: Budget) -> Rows:
-    """Replay every subject into the memory system and score what it recalls: id memories
-    as a ranking (`_item_row`), text memories by the positions they cite. A failure of the
-    system is one row holding its message (counted, done again on a rerun)."""
+def solve_memory(name: str, unit: MemoryUnit, ctx: Probes, plan: Plan[Unit]) -> Rows:
+    """Score what the memory system recalled at every probe (its saved recall units): id
+    memories as a ranking (`_item_row`), text memories by the positions they cite."""
+    assert ctx.recalls is not None
+    system = name.removeprefix("memory:")
     rows: Rows = []
-    try:
-        for sid, group in ctx.by_subject.items():
-            subject = ctx.subjects[sid]
-            got = replay(
-                unit.system, sid, subject.messages, [query_of(p) for p in group], budget
-            ).recalled
-            ids = [m.id for m in subject.messages]
-            for p, r in zip(group, got, strict=True):
-                rows.append(_memory_row(name, unit.spec, p, ids, r))
-    except MemorySystemError as e:
-        return [{"retriever": name, "memory": unit.spec, "memory_error": str(e)}]
+    for sid, group in ctx.by_subject.items():
+        subject = ctx.subjects[sid]
+        got = ctx.recalls.recalls(plan, system, sid)
+        ids = [m.id for m in subject.messages]
+        for p, r in zip(group, got, strict=True):
+            rows.append(_memory_row(name, unit.spec, p, ids, r))
     return rows
 
 
