@@ -271,8 +271,8 @@ def _locked(
         plan.done[st.name] = {
             k: kept[st.name][k].rows for k in plan.stages.get(st.name, {}) if k in kept[st.name]
         }
-    usage = usage_report(track, kept, plan)
-    spent = _spent(usage, lost_usage)  # the lost units' calls too: they were made
+    usage = usage_report(track, kept, plan, lost_usage)
+    spent = _spent(usage)
     unreachable = {
         role: watch.where.get(role, "?")
         for role, t in spent.items()
@@ -528,16 +528,11 @@ async def _all(starts: list[Callable[[], Any]], watch: Reachability) -> bool:
         await asyncio.gather(everything, *tasks, return_exceptions=True)
 
 
-def _spent(
-    usage: dict[str, Any], lost: Mapping[str, Mapping[str, Mapping[str, Any]]]
-) -> dict[str, UsageTotals]:
-    """Role -> calls of the saved units (usage.json) plus those of the units lost."""
+def _spent(usage: dict[str, Any]) -> dict[str, UsageTotals]:
+    """Role -> calls of the run (usage.json's roles)."""
     out: dict[str, UsageTotals] = {}
     for role, t in usage["roles"].items():
         out.setdefault(role, UsageTotals()).add(t)
-    for by_role in lost.values():
-        for role, t in by_role.items():
-            out.setdefault(role, UsageTotals()).add(dict(t))
     return out
 
 
@@ -546,21 +541,34 @@ def _usage(spent: Scope) -> dict[str, dict[str, Any]]:
 
 
 def usage_report(
-    track: Track[Any, Any], kept: dict[StoredStage, dict[str, UnitRecord]], plan: Plan[Any]
+    track: Track[Any, Any],
+    kept: dict[StoredStage, dict[str, UnitRecord]],
+    plan: Plan[Any],
+    lost: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
 ) -> dict[str, Any]:
     """usage.json, one schema for every track: calls and tokens per role, per stage and in
-    all, summed over every unit of the run (those kept from earlier runs included)."""
+    all, summed over every unit of the run (those kept from earlier runs included), and
+    over the units of this run that did not finish (`lost`: their calls were made)."""
     stages: dict[str, dict[str, tuple[list[str], UsageTotals]]] = {}
     pairs = tuple((st.name, st.name) for st in track.stages) + MAIN_STAGES
+    lost = lost or {}
     for stage, name in pairs:
-        for key in plan.stages.get(stage, {}) if stage not in ("solved", "scored") else plan.units:
-            record = kept[stage].get(key)
-            for role, spent in (record.usage if record else {}).items():
+        main = stage in ("solved", "scored")
+        records = [
+            kept[stage].get(key) for key in (plan.units if main else plan.stages.get(stage, {}))
+        ]
+        usages: list[Mapping[str, Mapping[str, Any]]] = [r.usage for r in records if r]
+        if stage == "solved":  # a lost unit's calls count under solve
+            usages += [u for k, u in lost.items() if k in plan.units]
+        elif not main:
+            usages += [u for k, u in lost.items() if k.startswith(f"{stage} ")]
+        for usage in usages:
+            for role, spent in usage.items():
                 names, totals = stages.setdefault(name, {}).setdefault(role, ([], UsageTotals()))
                 for m in str(spent.get("model", "")).split(", "):
                     if m and m not in names:
                         names.append(m)
-                totals.add(spent)
+                totals.add(dict(spent))
     roles: dict[str, tuple[list[str], UsageTotals]] = {}
     total = UsageTotals()
     for by_role in stages.values():

@@ -405,10 +405,6 @@ class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
         )
         return await _judge(unit, rows, judge)
 
-    def unfinished(self, plan: Plan[ChatProbe], key: str, rows: Rows) -> bool:
-        """A probe whose memory system failed is replied to again on a rerun."""
-        return any(r.get("memory_error") for r in rows)
-
     def aggregate(self, plan: Plan[ChatProbe], rows: Rows, config: ChatConfig) -> Outcome:
         result = summarise(rows, config)
         recalls = plan.context.recalls

@@ -90,7 +90,7 @@ from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import Probe, build_probes
 from dialogbench.runner import Outcome, Plan, Progress, TrackBase, option, register, run_track
 from dialogbench.runner.roles import Given, Role
-from dialogbench.runner.track import Models, Rows
+from dialogbench.runner.track import Models, Rows, Stage
 from dialogbench.stats.bootstrap import Estimate, nan_estimate, percentile_estimate
 from dialogbench.stats.roc import (
     OperatingPoint,
@@ -308,10 +308,21 @@ class Probes:
     by_subject: dict[str, list[int]]
     detectors: list[str] = field(default_factory=list)
     """Every detector run, the memory ones last."""
-    memory: dict[str, list[rc.Shown | str]] = field(default_factory=dict)
-    """Memory detector -> each unit's recall (or why the system failed), in unit order."""
-    costs: dict[str, Any] | None = None
-    """memory_costs.json (None without --memory)."""
+    memory: list[str] = field(default_factory=list)
+    """The memory detectors (`memory:NAME`)."""
+    recalls: rc.Recalls | None = None
+    """With `--memory`: the recall stage (each system's replay of each subject)."""
+
+    def shown(self, detector: str, plan: Plan[str]) -> list[rc.Shown | str]:
+        """What memory detector `detector`'s system recalled at each unit, in unit order."""
+        assert self.recalls is not None
+        name = detector.removeprefix(MEMORY_DETECTOR)
+        out: list[rc.Shown | str] = []
+        for u in self.units:
+            sid = u.probe.subject_id
+            got = self.recalls.recalled(plan, name, sid, u.probe.id)
+            out.append(rc.shown_of(got, self.subjects[sid], u.probe.reference_positions))
+        return out
 
 
 class DetectionTrack(TrackBase[DetectionConfig, str]):
@@ -328,6 +339,7 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
     roles: ClassVar[tuple[Role, ...]] = (
         Role("model", "solve", "the model the model detectors ask", required=False),
     )
+    stages: ClassVar[tuple[Stage, ...]] = (rc.RECALL,)
 
     def configure(self, config: DetectionConfig, roles: frozenset[str]) -> DetectionConfig:
         """Default detectors: the text ones, plus the model ones when a model is given."""
@@ -354,38 +366,36 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
         context = Probes(units, subjects, by_subject, list(config.chosen))
         resolved: dict[str, Any] = {"prompt_sha256": PROMPT_SHA256, "cues_sha256": det.CUES_SHA256}
         systems = rc.resolve_systems(config.memory, config.seed)
+        plan = Plan(
+            {name: name for name in context.detectors},
+            warnings=list(data.warnings),
+            resolved=resolved,
+            context=context,
+        )
         if systems:
             budget = Budget(k=config.window)
             queries = {
                 sid: (subjects[sid], [query_of(units[i].probe) for i in idx])
                 for sid, idx in by_subject.items()
             }
-            runs = [rc.replay_subjects(s, queries, budget) for s in systems]
-            for run in runs:
-                shown: list[rc.Shown | str] = [""] * len(units)
-                for sid, idx in by_subject.items():
-                    for j, i in enumerate(idx):
-                        got = run.recalled(sid, j)
-                        evidence = units[i].probe.reference_positions
-                        shown[i] = (
-                            got
-                            if isinstance(got, str)
-                            else rc.shown_of(got, subjects[sid], evidence)
-                        )
-                context.memory[MEMORY_DETECTOR + run.name] = shown
-            context.detectors += list(context.memory)
-            context.costs = rc.costs_file(runs, budget)
+            context.recalls = recalls = rc.Recalls.plan(systems, queries, budget)
+            context.memory = [MEMORY_DETECTOR + s.name for s in systems]
+            context.detectors += context.memory
+            plan.units |= {name: name for name in context.memory}
+            recalls.into(
+                plan, {MEMORY_DETECTOR + s.name: recalls.needs_all(s.name) for s in systems}
+            )
             resolved |= {
                 "memory budget": rc.budget_json(budget),
                 "memory systems": {MEMORY_DETECTOR + s.name: s.spec for s in systems},
                 "memory prompt_sha256": MEMORY_PROMPT_SHA256,
             }
-        return Plan(
-            {name: name for name in context.detectors},
-            warnings=list(data.warnings),
-            resolved=resolved,
-            context=context,
-        )
+        return plan
+
+    async def run_stage(
+        self, stage: str, unit: Any, models: Models, config: DetectionConfig, plan: Plan[str]
+    ) -> Rows:
+        return await rc.run_recall(unit)
 
     async def solve(
         self, unit: str, models: Models, config: DetectionConfig, plan: Plan[str]
@@ -394,7 +404,7 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
         scored: list[det.Scored | None] = [None] * len(ctx.units)
         if unit in ctx.memory:
             probes = [u.probe for u in ctx.units]
-            scored = list(det.memory_prompts(probes, ctx.memory[unit]))
+            scored = list(det.memory_prompts(probes, ctx.shown(unit, plan)))
         else:
             for sid, idx in ctx.by_subject.items():
                 got = _detect(unit, ctx.subjects[sid], [ctx.units[i].probe for i in idx], config)
@@ -403,10 +413,6 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
         if unit in MODEL_DETECTORS or unit in ctx.memory:
             await _ask_model(unit, scored, models["model"], config)
         return [_row(unit, u, s) for u, s in zip(ctx.units, scored, strict=True)]
-
-    def unfinished(self, plan: Plan[str], key: str, rows: Rows) -> bool:
-        """A memory detector whose system failed on a subject is run again on a rerun."""
-        return any(r.get("memory_error") for r in rows)
 
     def aggregate(self, plan: Plan[str], rows: Rows, config: DetectionConfig) -> Outcome:
         ctx: Probes = plan.context
@@ -437,8 +443,8 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
                 "unscored": result.unscored,
             },
         }
-        if ctx.costs is not None:
-            files["memory_costs.json"] = ctx.costs
+        if ctx.recalls is not None:
+            files["memory_costs.json"] = ctx.recalls.costs(plan)
         memory_failed = {
             name: sum(1 for r in mine if r.get("memory_error"))
             for name, mine in by_detector.items()

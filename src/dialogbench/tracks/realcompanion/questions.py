@@ -93,7 +93,7 @@ from dialogbench.runner import (
     run_track,
 )
 from dialogbench.runner.roles import Given
-from dialogbench.runner.track import Models, Rows
+from dialogbench.runner.track import Models, Rows, Stage
 from dialogbench.scoring.locomo import ADVERSARIAL, CATEGORY_NAMES, is_abstention, locomo_score
 from dialogbench.scoring.locomo import set_f1 as set_f1_score
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
@@ -306,16 +306,13 @@ Unit = tuple[str, Asked]
 @dataclass
 class Context:
     """What every unit shares: the subjects' messages, whether the official scorer runs,
-    and, with `--memory`, each memory system's recalls and their costs."""
+    and, with `--memory`, the recall stage."""
 
     subjects: dict[str, Subject]
     official: bool
-    memory: dict[str, rc.MemoryRun] = field(default_factory=dict)
-    """System (`memory:NAME`) -> its replays."""
-    index: dict[tuple[str, str], int] = field(default_factory=dict)
-    """(subject, question id) -> the question's place in its subject's replay."""
-    costs: dict[str, Any] | None = None
-    """memory_costs.json (None without --memory)."""
+    recalls: rc.Recalls | None = None
+    memory: list[str] = field(default_factory=list)
+    """The memory systems' names as systems (`memory:NAME`)."""
 
 
 def memory_budget(asked: Sequence[Asked], counter: TokenCounter, config: QuestionsConfig) -> Budget:
@@ -333,14 +330,14 @@ def memory_budget(asked: Sequence[Asked], counter: TokenCounter, config: Questio
     return Budget(k=config.memory_k, tokens=tokens)
 
 
-def replay_memories(
+def plan_recalls(
     asked: Sequence[Asked],
     subjects: dict[str, Subject],
     systems: Sequence[rc.System],
     budget: Budget,
     counter: TokenCounter,
-) -> tuple[dict[str, rc.MemoryRun], dict[tuple[str, str], int]]:
-    """Each memory system's recalls of the run's questions: one replay per subject."""
+) -> rc.Recalls:
+    """The recall stage: one replay per subject and system, of the subject's questions."""
     by_subject: dict[str, list[Asked]] = {}
     for a in asked:
         by_subject.setdefault(a.subject_id, []).append(a)
@@ -362,16 +359,13 @@ def replay_memories(
         )
         for sid, mine in by_subject.items()
     }
-    index = {
-        (a.subject_id, a.question.id): i for mine in by_subject.values() for i, a in enumerate(mine)
-    }
-    runs = {
-        MEMORY_PREFIX + s.name: rc.replay_subjects(
-            s, queries, budget, lambda subject: memory_counter(subject, counter)
-        )
-        for s in systems
-    }
-    return runs, index
+    return rc.Recalls.plan(
+        systems,
+        queries,
+        budget,
+        lambda subject: memory_counter(subject, counter),
+        tokenizer=counter.name,
+    )
 
 
 class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
@@ -387,6 +381,7 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
         Role("judge", "score", "the judge of the answers", fallback="model"),
     )
     judged: ClassVar[bool] = True
+    stages: ClassVar[tuple[Stage, ...]] = (rc.RECALL,)
 
     def __init__(self, tokenizer: TokenCounter | None = None) -> None:
         self.tokenizer = tokenizer
@@ -418,19 +413,17 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
                 )
             asked = limit_asked(asked, config.limit, config.seed)
             if memories:
-                assert counter is not None
+                assert counter is not None  # kept open: the recalls count memory tokens
                 budget = memory_budget(asked, counter, config)
-                context.memory, context.index = replay_memories(
-                    asked, subjects, memories, budget, counter
-                )
-                context.costs = rc.costs_file(list(context.memory.values()), budget)
+                context.recalls = plan_recalls(asked, subjects, memories, budget, counter)
+                context.memory = [MEMORY_PREFIX + s.name for s in memories]
                 resolved = {
                     "memory budget": rc.budget_json(budget),
                     "memory systems": {MEMORY_PREFIX + s.name: s.spec for s in memories},
                     "memory prompt_sha256": qp.MEMORY_PROMPT_SHA256,
                 }
         finally:
-            if self.tokenizer is None and isinstance(counter, GGUFTokenizer):
+            if not memories and self.tokenizer is None and isinstance(counter, GGUFTokenizer):
                 counter.close()  # ours to free
         units: dict[str, Unit] = {}
         for system in [*config.systems, *context.memory]:
@@ -444,7 +437,21 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
             "tokenizer name": counter.name if counter is not None else None,
             **resolved,
         }
-        return Plan(units, warnings=list(data.warnings), resolved=resolved, context=context)
+        plan = Plan(units, warnings=list(data.warnings), resolved=resolved, context=context)
+        if context.recalls is not None:
+            recalls = context.recalls
+            needs = {
+                key: [recalls.need(system.removeprefix(MEMORY_PREFIX), a.subject_id)]
+                for key, (system, a) in units.items()
+                if system in context.memory
+            }
+            recalls.into(plan, needs)
+        return plan
+
+    async def run_stage(
+        self, stage: str, unit: Any, models: Models, config: QuestionsConfig, plan: Plan[Unit]
+    ) -> Rows:
+        return await rc.run_recall(unit)
 
     async def solve(
         self, unit: Unit, models: Models, config: QuestionsConfig, plan: Plan[Unit]
@@ -452,16 +459,11 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
         ctx: Context = plan.context
         system, a = unit
         subject = ctx.subjects[a.subject_id]
-        if system in ctx.memory:
-            got = ctx.memory[system].recalled(
-                a.subject_id, ctx.index[(a.subject_id, a.question.id)]
-            )
+        if ctx.recalls is not None and system in ctx.memory:
+            name = system.removeprefix(MEMORY_PREFIX)
+            got = ctx.recalls.recalled(plan, name, a.subject_id, a.question.id)
             return [await _answer_memory(system, a, subject, got, models["model"], config)]
         return [await _answer(system, a, subject, models["model"], config)]
-
-    def unfinished(self, plan: Plan[Unit], key: str, rows: Rows) -> bool:
-        """A question whose memory system failed is asked again on a rerun."""
-        return any(r.get("memory_error") for r in rows)
 
     async def score(
         self, unit: Unit, rows: Rows, models: Models, config: QuestionsConfig, plan: Plan[Unit]
@@ -484,9 +486,10 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
         files: dict[str, Any] = {
             "counts.json": {"official scorer": ctx.official, "counts": result.counts}
         }
-        if ctx.costs is not None:
-            files["memory_costs.json"] = ctx.costs
-            result.memory_costs = ctx.costs
+        if ctx.recalls is not None:
+            costs = ctx.recalls.costs(plan)
+            files["memory_costs.json"] = costs
+            result.memory_costs = costs
         failures = {
             "answers the judge left unscored": unscored,
             "questions whose memory system failed": memory_failed,
