@@ -5,6 +5,7 @@ loopback ChatServer, which the Ray workers reach over 127.0.0.1."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ from dialogbench.runner import REGISTRY as TRACKS
 from dialogbench.runner import Finished, run_track
 from dialogbench.runner.executor import Executor, LocalExecutor, make_executor
 from dialogbench.runner.roles import RoleSpec
-from dialogbench.testing import ChatServer
+from dialogbench.testing import ChatServer, MemoryServer
 from golden.cases import JUDGE, KEY_ENV, MODEL, golden_reply
 
 RESULTS = ("summary.json", "items.jsonl", "warnings.json")
@@ -74,6 +75,38 @@ def test_retrieval_is_the_same_on_both_executors(ray_cluster: None, tmp_path: Pa
     spread = run_track(track, data, tmp_path / "ray", config, executor=make_executor("ray"))
     assert spread.solved_now == local.solved_now == len(local.outcome.summary["chat probes"])
     assert _results(tmp_path / "ray") == _results(tmp_path / "local")
+
+
+def _untimed(folder: Path) -> list[dict[str, Any]]:
+    """items.jsonl without the fields that time the memory system (they vary run to run)."""
+    timed = {"latency_ms", "ingest_ms"}
+    rows = [json.loads(x) for x in (folder / "items.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in r.items() if k not in timed} for r in rows]
+
+
+def test_memory_recalls_spread_over_ray_give_the_local_run(
+    ray_cluster: None, tmp_path: Path
+) -> None:
+    """The recall stage's units run on the workers (a worker's plan replays nothing): the
+    same memory requests as a local run, the same result files; a rerun sends none."""
+    track, data = TRACKS["retrieval"], load_dataset("sample")
+    with MemoryServer() as memory:
+        config = track.config_type(retrievers=("bm25",), memory=(memory.base_url,), n_boot=200)
+        local = run_track(track, data, tmp_path / "local", config, executor=LocalExecutor())
+        sent = len(memory.requests)
+        ingest_recall = memory.count("ingest") + memory.count("recall")
+        spread = run_track(track, data, tmp_path / "ray", config, executor=make_executor("ray"))
+        assert len(memory.requests) == 2 * sent
+        again = run_track(track, data, tmp_path / "ray", config, executor=make_executor("ray"))
+        assert len(memory.requests) == 2 * sent and again.solved_now == 0
+    assert local.exit_code == spread.exit_code == 0
+    for name in ("summary.json", "warnings.json"):
+        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
+    assert _untimed(tmp_path / "ray") == _untimed(tmp_path / "local")
+    recalls = (tmp_path / "ray" / "parts" / "recall.jsonl").read_text().splitlines()
+    assert len(recalls) == len(data.subjects)
+    calls = spread.usage["roles"]["memory"]["calls"]
+    assert calls == local.usage["roles"]["memory"]["calls"] == ingest_recall
 
 
 def test_chat_is_the_same_on_both_executors(ray_cluster: None, cache: None, tmp_path: Path) -> None:

@@ -226,6 +226,11 @@ class MemoryServer(LoopbackServer):
         with self._lock:
             self._faults[endpoint].extend(faults)
 
+    def clear(self, endpoint: str) -> None:
+        """Empty `endpoint`'s fault queue: its next requests answer normally."""
+        with self._lock:
+            self._faults[endpoint].clear()
+
     # -- lifecycle (LoopbackServer) -----------------------------------------------------------
 
     def _app(self) -> web.Application:
