@@ -98,11 +98,12 @@ def test_an_instance_is_taken_as_it_is() -> None:
 def test_an_entry_point_resolves(monkeypatch: pytest.MonkeyPatch) -> None:
     from importlib.metadata import EntryPoint
 
+    from dialogbench import plugins
     from dialogbench.memory import registry
 
     point = EntryPoint("tiny-ep", f"{__name__}:TinyMemory", registry.ENTRY_POINT_GROUP)
     monkeypatch.setattr(
-        registry, "entry_points", lambda group: [point] if group == point.group else []
+        plugins, "entry_points", lambda group: [point] if group == point.group else []
     )
     system = resolve_memory("tiny-ep")
     assert isinstance(system, TinyMemory) and memory_name("tiny-ep", system) == "tiny"

@@ -14,7 +14,8 @@
     }
 
 `load_rubric_file(name_or_path)` reads a built-in one by name (the files in
-`dialogbench/judging/rubrics/`, e.g. `sotopia`) or any file by path, and checks it
+`dialogbench/judging/rubrics/`, e.g. `sotopia`), an installed one (an entry point in
+`dialogbench.rubrics`: `dialogbench.plugins`) or any file by path, and checks it
 (`DataError` naming the file, the field and the fix). `RubricFile.rubric(lang)` is the
 `Rubric` a `Judge` scores with; a per-agent rubric becomes one dimension per participant
 and dimension (`p1_goal`, `p2_goal`, ...), so one verdict scores both, each on the
@@ -27,11 +28,15 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+from importlib.metadata import EntryPoint
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from dialogbench import plugins
 from dialogbench.data.errors import DataError
 from dialogbench.judging.rubric import Dimension, Rubric
 from dialogbench.lang import Lang
@@ -111,14 +116,19 @@ class RubricFile(BaseModel):
 
 @functools.lru_cache(maxsize=32)
 def _read(path: Path) -> RubricFile:
-    import hashlib
-
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise DataError(
             path, f"cannot read the rubric: {e.strerror}", fix="check the path"
         ) from None
+    return _parse(text, path)
+
+
+def _parse(text: str, path: str | Path) -> RubricFile:
+    """A rubric file's text, checked (`path` names it in errors and as its source)."""
+    import hashlib
+
     try:
         data: Any = json.loads(text)
     except json.JSONDecodeError as e:
@@ -152,15 +162,44 @@ def built_in() -> list[str]:
 
 
 def load_rubric_file(name_or_path: str) -> RubricFile:
-    """A built-in rubric by name (`sotopia`), or a rubric file by path."""
+    """A built-in rubric by name (`sotopia`), an installed one (an entry point of
+    `dialogbench.rubrics`), or a rubric file by path."""
     path = BUILT_IN / f"{name_or_path}.json"
     if name_or_path in built_in():
+        plugins.refuse(plugins.RUBRICS, name_or_path, "rubric")
         return _read(path)
+    ep = plugins.named(plugins.RUBRICS, name_or_path)
+    if ep is not None:
+        return _plugin(ep)
     given = Path(name_or_path)
     if not given.exists():
         raise DataError(
             name_or_path,
             "no such rubric",
-            fix=f"use demo, {', '.join(built_in())}, or a path to a rubric JSON file",
+            fix=f"use demo, {', '.join(built_in())}, an entry point in '{plugins.RUBRICS}', "
+            "or a path to a rubric JSON file",
         )
     return _read(given.resolve())
+
+
+@functools.lru_cache(maxsize=32)
+def _plugin(ep: EntryPoint) -> RubricFile:
+    """The rubric an entry point names: a RubricFile, its JSON object, or its file's path
+    (a str, a Path or an importlib.resources file), checked as a file is."""
+    loaded = plugins.load(ep)
+    where = plugins.origin(ep)
+    if isinstance(loaded, RubricFile):
+        return _parse(loaded.model_dump_json(exclude={"source", "sha256"}), where)
+    if isinstance(loaded, dict):
+        return _parse(json.dumps(loaded, ensure_ascii=False, sort_keys=True), where)
+    if isinstance(loaded, str | os.PathLike):
+        return _read(Path(loaded).resolve())
+    if isinstance(loaded, Traversable):
+        try:
+            text = loaded.read_text(encoding="utf-8")
+        except OSError as e:
+            raise plugins.PluginError(f"cannot read the rubric of {where}: {e}") from None
+        return _parse(text, where)
+    raise plugins.PluginError(
+        f"{where} is not a rubric: give a rubric file's path, its JSON object or a RubricFile"
+    )

@@ -8,6 +8,8 @@ SPEC is one of:
     http://HOST:PORT/PATH  (or https://)   a service speaking the REST contract
                                             (docs/memory-adapters.md)
     NAME                                    an entry point in the group `dialogbench.memory`
+                                            (`dialogbench.plugins`; one named like a
+                                            built-in is refused)
     module:Class                            a class (or instance) with the protocol; a retriever
                                             (`retrieve` or `rank`) is taken as a stateless memory;
                                             imported with the current directory on the path
@@ -17,8 +19,8 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from importlib.metadata import entry_points
 
+from dialogbench import plugins
 from dialogbench.memory.base import MemorySystem
 from dialogbench.memory.builtin import FullContextMemory, RetrieverMemory
 from dialogbench.retrieval.base import BatchRetriever, Retriever, as_batch
@@ -27,7 +29,7 @@ from dialogbench.retrieval.bm25 import BM25Retriever
 from dialogbench.retrieval.dense import DenseRetriever, HybridRetriever
 from dialogbench.retrieval.registry import import_spec
 
-ENTRY_POINT_GROUP = "dialogbench.memory"
+ENTRY_POINT_GROUP = plugins.MEMORY
 
 BUILTIN_MEMORY: dict[str, Callable[[int], MemorySystem]] = {
     "bm25": lambda seed: RetrieverMemory(BM25Retriever()),
@@ -56,6 +58,7 @@ def resolve_memory(spec: str, *, seed: int = 0, allow_credentials: bool = False)
     """Build the memory system `spec` names (see the module docstring). A URL with a user or
     password is refused unless `allow_credentials` (tracks record their specs)."""
     if spec in BUILTIN_MEMORY:
+        plugins.refuse(ENTRY_POINT_GROUP, spec, "memory system")
         return BUILTIN_MEMORY[spec](seed)
     if spec.startswith(("http://", "https://")):
         from dialogbench.memory.http import HttpMemory, HttpMemoryError, public_url
@@ -72,6 +75,7 @@ def resolve_memory(spec: str, *, seed: int = 0, allow_credentials: bool = False)
         except HttpMemoryError as e:
             raise MemorySpecError(str(e)) from None
     if spec in OPTIONAL_MEMORY:
+        plugins.refuse(ENTRY_POINT_GROUP, spec, "memory system")
         target, install = OPTIONAL_MEMORY[spec]
         module, _, attr = target.partition(":")
         try:
@@ -81,10 +85,12 @@ def resolve_memory(spec: str, *, seed: int = 0, allow_credentials: bool = False)
                 f"memory system {spec!r} needs a package that is not installed ({e}); "
                 f"install it with: {install}"
             ) from None
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name == spec:
-            loaded: object = ep.load()
-            return as_memory(loaded, spec)
+    try:
+        ep = plugins.named(ENTRY_POINT_GROUP, spec)
+        if ep is not None:
+            return as_memory(plugins.build(plugins.load(ep), ep), spec, plugins.origin(ep))
+    except plugins.PluginError as e:
+        raise MemorySpecError(str(e)) from None
     if ":" in spec:
         try:
             obj = import_spec(spec)
@@ -98,8 +104,9 @@ def resolve_memory(spec: str, *, seed: int = 0, allow_credentials: bool = False)
     )
 
 
-def as_memory(obj: object, spec: str) -> MemorySystem:
-    """`obj` (a class, to be built with no arguments, or an instance) as a memory system."""
+def as_memory(obj: object, spec: str, origin: str | None = None) -> MemorySystem:
+    """`obj` (a class, to be built with no arguments, or an instance) as a memory system;
+    `origin` names the entry point it came from in errors."""
     try:
         instance = obj() if isinstance(obj, type) else obj
     except Exception as e:
@@ -110,8 +117,8 @@ def as_memory(obj: object, spec: str) -> MemorySystem:
     if isinstance(instance, (Retriever, BatchRetriever)):
         return RetrieverMemory(as_batch(instance), name=getattr(instance, "name", spec))
     raise MemorySpecError(
-        f"{spec!r} is not a memory system: give it a `name`, ingest(subject, messages) and "
-        "recall(subject, query, budget) (docs/memory.md)"
+        f"{origin or repr(spec)} is not a memory system: give it a `name`, "
+        "ingest(subject, messages) and recall(subject, query, budget) (docs/memory.md)"
     )
 
 

@@ -10,8 +10,8 @@ import importlib
 import os
 import sys
 from collections.abc import Callable
-from importlib.metadata import entry_points
 
+from dialogbench import plugins
 from dialogbench.retrieval.base import BatchRetriever, Retriever, as_batch
 from dialogbench.retrieval.baselines import (
     BrokenOracle,
@@ -25,7 +25,7 @@ from dialogbench.retrieval.baselines import (
 from dialogbench.retrieval.bm25 import BM25Retriever
 from dialogbench.retrieval.dense import DenseRetriever, HybridRetriever
 
-ENTRY_POINT_GROUP = "dialogbench.retrievers"
+ENTRY_POINT_GROUP = plugins.RETRIEVERS
 
 BUILTINS: dict[str, Callable[[int, int], BatchRetriever]] = {
     "random": lambda seed, offset: RandomRetriever(seed),
@@ -49,10 +49,11 @@ DEFAULT_RETRIEVERS = tuple(name for name in BUILTINS if name not in OPTIONAL)
 def resolve(name: str, *, seed: int = 0, offset: int = 50) -> BatchRetriever:
     """Build the retriever called `name`: a built-in, an entry point, or `module:Class`."""
     if name in BUILTINS:
+        plugins.refuse(ENTRY_POINT_GROUP, name, "retriever")
         return BUILTINS[name](seed, offset)
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name == name:
-            return _instantiate(ep.load(), name)
+    ep = plugins.named(ENTRY_POINT_GROUP, name)
+    if ep is not None:
+        return _instantiate(plugins.build(plugins.load(ep), ep), name)
     if ":" in name:
         try:
             obj = import_spec(name)
