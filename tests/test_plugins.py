@@ -1,9 +1,10 @@
 """Plugins from outside the repository (`dialogbench.plugins`): a package that declares a
-memory system or a rubric under dialogbench's entry-point groups reaches the CLI.
+track, a memory system or a rubric under dialogbench's entry-point groups reaches the CLI.
 
 Each test "installs" a package the way pip leaves one: a `NAME-VERSION.dist-info` folder
 (METADATA and entry_points.txt) beside the package's module on a folder put on the path;
-importlib.metadata finds it there as it finds any installed distribution."""
+importlib.metadata finds it there as it finds any installed distribution. The track is run
+by the real `dialogbench` command in a subprocess, against the loopback chat server."""
 
 from __future__ import annotations
 
@@ -15,15 +16,72 @@ import sys
 import textwrap
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dialogbench.judging.rubric_files import load_rubric_file
 from dialogbench.memory import MemorySpecError, resolve_memory
 from dialogbench.memory.registry import memory_name
+from dialogbench.testing.chatserver import ChatServer, Fault, ok
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = "import sys; from dialogbench.cli import main; sys.argv[0] = 'dialogbench'; main()"
+
+TRACK = '''
+"""A judged track shipped outside dialogbench: the model names each probe's topic, the
+judge says whether it fits."""
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from dialogbench.runner import Outcome, Plan, Role, TrackBase, option, register
+
+
+@dataclass(frozen=True)
+class TopicConfig:
+    limit: int | None = option(None, help="at most N probes", min=1)
+    words: int = option(6, help="words in the topic", min=1, max=50)
+    n_boot: int = option(100, help="bootstrap resamples", min=1, stage="aggregate")
+
+
+class TopicTrack(TrackBase[TopicConfig, Any]):
+    name: ClassVar[str] = "topic"
+    summary: ClassVar[str] = "Name each probe's topic; a judge says whether it fits."
+    config_type = TopicConfig
+    roles: ClassVar[tuple[Role, ...]] = (
+        Role("model", "solve", "the model under test"),
+        Role("judge", "score", "the judge", fallback="model"),
+    )
+    judged: ClassVar[bool] = True
+
+    def plan(self, data, config):
+        probes = [m for s in data.subjects for m in s.messages]
+        return Plan({m.id: m for m in probes[: config.limit]})
+
+    async def solve(self, unit, models, config, plan):
+        ask = f"The topic of this, in {config.words} words: {unit.text}"
+        out = await models["model"].generate([{"role": "user", "content": ask}])
+        return [{"probe": unit.id, "topic": out.text}]
+
+    async def score(self, unit, rows, models, config, plan):
+        ask = f"Does '{rows[0]['topic']}' fit '{unit.text}'? yes or no"
+        out = await models["judge"].generate([{"role": "user", "content": ask}])
+        return [{**rows[0], "fits": out.text.strip() == "yes"}]
+
+    def aggregate(self, plan, rows, config):
+        share = sum(r["fits"] for r in rows) / len(rows)
+        return Outcome(summary={"fits": share, "n": len(rows)}, result=share)
+
+    def judgments(self, rows):
+        return {r["probe"]: float(r["fits"]) for r in rows}
+
+    def headline(self, outcome):
+        return {"fits": outcome.result}
+
+
+TOPIC = register(TopicTrack())  # registering on import is harmless: the entry point counts
+'''
 
 MEMORY = '''
 from dialogbench.memory import Memory, Recall
@@ -101,6 +159,109 @@ def dialogbench(
         text=True,
         timeout=300,
     )
+
+
+def judge_says_yes(number: int, body: dict[str, Any]) -> Fault | None:
+    return ok("yes") if body.get("model") == "j" else ok("a walk in the park")
+
+
+def test_a_plugin_track_runs_from_the_shell_and_is_scored(tmp_path: Path) -> None:
+    site = install(
+        tmp_path / "site",
+        "topic-track",
+        {"dialogbench.tracks": {"topic": "topic_track:TOPIC"}},
+        topic_track=TRACK,
+    )
+    env = {"DIALOGBENCH_CACHE": str(tmp_path / "cache.sqlite"), "DUMMY_KEY": "x"}
+
+    listed = dialogbench("run", "--help", path=[site], cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert "topic" in listed.stdout and "Name each probe's topic" in listed.stdout
+    assert "chat" in listed.stdout and "demo-interaction" in listed.stdout  # built-ins stay
+    helped = dialogbench("run", "topic", "--help", path=[site], cwd=tmp_path)
+    for option in ("--limit", "--words", "--n-boot", "--model", "--judge-model", "--executor"):
+        assert option in helped.stdout, option  # generated from its config and roles
+
+    out = tmp_path / "runs" / "topic"
+    with ChatServer(rules=judge_says_yes) as srv:
+        run = dialogbench(
+            "run", "topic", "--dataset", "sample", "--out", str(out), "--limit", "4",
+            "--model", "openai-compatible/m", "--base-url", srv.base_url,
+            "--api-key-env", "DUMMY_KEY", path=[site], cwd=tmp_path, env=env,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["track"] == "topic" and manifest["config"]["limit"] == 4
+        items = [json.loads(line) for line in (out / "items.jsonl").read_text().splitlines()]
+        assert len(items) == 4 and all(r["topic"] == "a walk in the park" for r in items)
+        for name in ("summary.json", "usage.json", "warnings.json", "parts/scored.jsonl"):
+            assert (out / name).exists(), name
+        asked = srv.request_count
+        assert asked == 8  # 4 answers, 4 verdicts (the judge is the model)
+
+        scored = dialogbench(
+            "score", str(out), "--judge-model", "openai-compatible/j",
+            "--judge-base-url", srv.base_url, "--judge-api-key-env", "DUMMY_KEY",
+            path=[site], cwd=tmp_path, env=env,
+        )  # fmt: skip
+        assert scored.returncode == 0, scored.stderr
+        rejudged = out / "judges" / "openai-compatible_j"
+        assert json.loads((rejudged / "summary.json").read_text())["fits"] == 1.0
+        assert srv.request_count == asked + 4  # the judge only: the model is never called
+
+
+def test_a_broken_plugin_says_so_in_one_line_and_breaks_nothing(tmp_path: Path) -> None:
+    site = install(
+        tmp_path / "site",
+        "broken-track",
+        {"dialogbench.tracks": {"shaky": "shaky_track:SHAKY", "chat": "topic_track:TOPIC"}},
+        shaky_track="import no_such_module_xyz\n",
+        topic_track=TRACK.replace('"topic"', '"chat"'),
+    )
+    listed = dialogbench("run", "--help", path=[site], cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert "retrieval" in listed.stdout and "shaky" in listed.stdout
+    assert "Traceback" not in listed.stdout + listed.stderr
+
+    run = dialogbench("run", "shaky", "--dataset", "sample", path=[site], cwd=tmp_path)
+    assert run.returncode == 2
+    assert "Traceback" not in run.stdout + run.stderr
+    (line,) = [x for x in run.stderr.splitlines() if x.strip()]
+    assert line == (
+        "error: cannot load entry point 'shaky = shaky_track:SHAKY' in 'dialogbench.tracks' "
+        "(package broken-track 0.1): ModuleNotFoundError: No module named 'no_such_module_xyz'"
+    )
+
+    builtin = dialogbench("run", "chat", "--help", path=[site], cwd=tmp_path)
+    assert builtin.returncode == 0 and "--memory" in builtin.stdout  # the built-in chat
+    assert (
+        "warning: entry point 'chat = topic_track:TOPIC' in 'dialogbench.tracks' (package "
+        "broken-track 0.1) is refused: 'chat' is a built-in track" in builtin.stderr
+    )
+    coverage = dialogbench(
+        "run", "coverage", "--out", str(tmp_path / "cov"), path=[site], cwd=tmp_path
+    )
+    assert coverage.returncode == 0, coverage.stderr  # another built-in runs as before
+    assert "refused" not in coverage.stderr
+
+
+def test_a_plugin_that_is_no_track_is_named(tmp_path: Path) -> None:
+    site = install(
+        tmp_path / "site",
+        "odd-track",
+        {"dialogbench.tracks": {"odd": "odd_track:ODD", "misnamed": "topic_track:TOPIC"}},
+        odd_track="ODD = object()\n",
+        topic_track=TRACK,
+    )
+    odd = dialogbench("run", "odd", path=[site], cwd=tmp_path)
+    assert odd.returncode == 2 and "Traceback" not in odd.stderr
+    assert (
+        "'odd = odd_track:ODD' in 'dialogbench.tracks' (package odd-track 0.1) is not a track"
+        in odd.stderr
+    )
+    misnamed = dialogbench("run", "misnamed", path=[site], cwd=tmp_path)
+    assert misnamed.returncode == 2
+    assert "gives the track 'topic': name the entry point after its track" in misnamed.stderr
 
 
 def test_a_memory_plugin_runs_as_memory(tmp_path: Path, on_path: list[Path]) -> None:

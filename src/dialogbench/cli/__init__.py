@@ -25,7 +25,7 @@ from dialogbench.cli.compare import compare_app
 from dialogbench.cli.export import export_app
 from dialogbench.cli.report import register as register_report
 from dialogbench.cli.report_demo import print_table3
-from dialogbench.cli.run import register_commands
+from dialogbench.cli.run import TrackCommands, register_commands
 from dialogbench.cli.ui import console, csv, err, friendly_errors, table_of
 from dialogbench.data.demo.model import TASKS
 from dialogbench.data.demo.registry import DEMO_DATASETS, load_demo, locate_demo
@@ -52,7 +52,7 @@ from dialogbench.stats.bootstrap import Estimate
 from dialogbench.tracks.demo.aggregate import AwarenessTable, TableRow, paper_table
 
 app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False)
-run_app = typer.Typer(help="Run a benchmark track.", no_args_is_help=True)
+run_app = typer.Typer(cls=TrackCommands, help="Run a benchmark track.", no_args_is_help=True)
 data_app = typer.Typer(help="List, download, validate and import datasets.", no_args_is_help=True)
 app.add_typer(run_app, name="run")
 app.add_typer(data_app, name="data")

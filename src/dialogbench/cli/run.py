@@ -7,6 +7,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import MISSING, Field, fields
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,7 +15,9 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 from rich.text import Text
+from typer.core import TyperGroup
 
+from dialogbench import plugins
 from dialogbench.cli.ui import EXIT_USAGE, console, csv, err, friendly_errors, with_progress
 from dialogbench.data.demo.registry import load_demo
 from dialogbench.data.registry import load_dataset
@@ -26,6 +29,7 @@ from dialogbench.models.spec import (
     IN_PROCESS_DEADLINE_S,
     IN_PROCESS_TIMEOUT_S,
 )
+from dialogbench.plugins import PluginError
 from dialogbench.runner.executor import make_executor
 from dialogbench.runner.options import OptionError, check, describe, flag, kind_of, metavar
 from dialogbench.runner.record import RunFolder
@@ -37,7 +41,7 @@ from dialogbench.runner.roles import (
 )
 from dialogbench.runner.runner import Finished, models_of, run_track
 from dialogbench.runner.status import EXIT_STATUS_HELP
-from dialogbench.runner.track import Track
+from dialogbench.runner.track import Track, find_track, plugin_tracks
 
 EMBEDDED_NOTE = "the embedded model is smoke quality: its scores only show the run works"
 
@@ -432,6 +436,67 @@ def register_commands(app: typer.Typer, tracks: dict[str, Track[Any, Any]]) -> N
     known = [tracks[n] for n in ORDER if n in tracks]
     for track in known + [t for n, t in tracks.items() if n not in ORDER]:
         app.command(track.name, help=track.summary, epilog=EXIT_STATUS_HELP)(run_command(track))
+
+
+class TrackCommands(TyperGroup):
+    """The `run` group: the commands registered above, then those of the tracks installed
+    packages declare (`dialogbench.tracks` entry points), each built from its config and
+    roles when first named, or listed by `dialogbench run --help`. A plugin that cannot be
+    used becomes a command that says why in one line (exit 2), and a plugin named like a
+    built-in track is refused with a warning; neither touches the other commands.
+
+    (Contexts and commands are typed Any: typer >= 0.22 vendors its own click.)"""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        listed = super().list_commands(ctx)
+        try:
+            return listed + [n for n in plugin_tracks() if n not in self.commands]
+        except PluginError:
+            return listed
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name in self.commands:
+            with suppress(PluginError):
+                find_track(cmd_name)  # a built-in: warns if a plugin asks for its name
+            return self.commands[cmd_name]
+        try:
+            track = find_track(cmd_name)
+            if track is None:
+                return None
+            command = _one_command(
+                run_command(track), track.name, help=track.summary, epilog=EXIT_STATUS_HELP
+            )
+        except PluginError as e:
+            command = _unusable(cmd_name, str(e))
+        except Exception as e:  # the plugin's config or roles make no options
+            ep = plugins.named(plugins.TRACKS, cmd_name)
+            what = plugins.origin(ep) if ep else f"track {cmd_name!r}"
+            command = _unusable(cmd_name, f"cannot make a command of {what}: {plugins.why(e)}")
+        self.commands[cmd_name] = command
+        return command
+
+
+def _one_command(function: Callable[..., None], name: str, **settings: Any) -> Any:
+    """`function` as a command of its own (what `app.command(name)` would register)."""
+    one = typer.Typer(add_completion=False)
+    one.command(name, **settings)(function)
+    return typer.main.get_command(one)
+
+
+def _unusable(name: str, why: str) -> Any:
+    """A command standing in for a plugin that cannot be used: it says why, exit 2."""
+
+    def fail(args: Annotated[list[str] | None, typer.Argument(hidden=True)] = None) -> None:
+        err.print(Text.assemble(("error: ", "bold red"), why))
+        raise typer.Exit(EXIT_USAGE)
+
+    return _one_command(
+        fail,
+        name,
+        help=f"(cannot be used) {why}",
+        add_help_option=False,
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    )
 
 
 def _per_judge(values: list[str] | None, n: int, option: str) -> list[str | None]:

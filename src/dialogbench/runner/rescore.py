@@ -22,7 +22,7 @@ from dialogbench.runner.options import kind_of
 from dialogbench.runner.record import Manifest, Progress, RunFolder, write_json
 from dialogbench.runner.roles import Given, RoleSpec
 from dialogbench.runner.runner import Finished, run_track
-from dialogbench.runner.track import REGISTRY, Track
+from dialogbench.runner.track import Track, find_track
 
 Loader = Callable[[Track[Any, Any], str, int], Any]
 
@@ -50,15 +50,21 @@ def finished_manifest(run: Path) -> tuple[Manifest, Track[Any, Any]]:
         raise DataError(
             run, "no finished run here", fix="give the folder a `dialogbench run` wrote"
         )
-    if manifest.track not in REGISTRY:
-        raise DataError(run / "manifest.json", f"unknown track {manifest.track!r}", field="track")
+    track = find_track(manifest.track)
+    if track is None:
+        raise DataError(
+            run / "manifest.json",
+            f"unknown track {manifest.track!r}",
+            field="track",
+            fix="install the package that provides it (entry point group dialogbench.tracks)",
+        )
     if not manifest.identity:
         raise DataError(
             run / "manifest.json",
             "written by an older dialogbench without unit identities",
             fix="rerun the track with this version, then score it",
         )
-    return manifest, REGISTRY[manifest.track]
+    return manifest, track
 
 
 def config_from(track: Track[Any, Any], recorded: Mapping[str, Any], **changes: Any) -> Any:

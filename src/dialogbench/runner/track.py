@@ -21,12 +21,15 @@ stage's own identity, and hands a later unit the finished rows it needs
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from rich.table import Table
 
+from dialogbench import plugins
 from dialogbench.models.model import Model
 from dialogbench.runner.record import DatasetInfo
 from dialogbench.runner.roles import Role
@@ -200,4 +203,59 @@ REGISTRY: dict[str, Any] = {}
 def register(track: Any) -> Any:
     """Add a track instance to the registry (and return it)."""
     REGISTRY[track.name] = track
+    return track
+
+
+PLUGINS: dict[str, Any] = {}
+"""Tracks loaded from the entry-point group `dialogbench.tracks` (also in REGISTRY)."""
+
+_MEMBERS = (
+    *("name", "summary", "config_type", "roles", "corpus", "judged", "version", "stages"),
+    *("configure", "plan", "run_stage", "solve", "score", "aggregate", "show"),
+    *("judgments", "unfinished", "headline"),
+)
+
+
+def _builtins() -> None:
+    """Register the built-in tracks (first: no plugin takes their names)."""
+    importlib.import_module("dialogbench.tracks")
+
+
+def plugin_tracks() -> list[str]:
+    """The tracks installed packages declare (entry points of `dialogbench.tracks`) that
+    are not in the registry yet; nothing of theirs is imported."""
+    _builtins()
+    return [n for n in plugins.names(plugins.TRACKS) if n not in REGISTRY]
+
+
+def find_track(name: str) -> Any:
+    """The track called `name`: a registered one, else the plugin of that name, imported
+    now and registered (None if neither). A plugin that cannot be used is a `PluginError`."""
+    _builtins()
+    if name in REGISTRY:
+        if name not in PLUGINS:
+            plugins.refuse(plugins.TRACKS, name, "track")
+        return REGISTRY[name]
+    ep = plugins.named(plugins.TRACKS, name)
+    if ep is None:
+        return None
+    before = dict(REGISTRY)
+    try:
+        track: Any = plugins.build(plugins.load(ep), ep)
+    finally:  # what a module registers as it is imported counts for nothing
+        REGISTRY.clear()
+        REGISTRY.update(before)
+    missing = [m for m in _MEMBERS if not hasattr(track, m)]
+    if missing or not dataclasses.is_dataclass(getattr(track, "config_type", None)):
+        lacks = ", ".join(missing) or "a dataclass config_type"
+        raise plugins.PluginError(
+            f"{plugins.origin(ep)} is not a track: it lacks {lacks} (subclass "
+            "dialogbench.runner.TrackBase; docs/architecture.md)"
+        )
+    if track.name != name:
+        raise plugins.PluginError(
+            f"{plugins.origin(ep)} gives the track {track.name!r}: name the entry point "
+            "after its track"
+        )
+    PLUGINS[name] = register(track)
     return track
