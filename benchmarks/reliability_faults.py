@@ -1,19 +1,21 @@
 """Injected faults: a judged run with 20% of its requests faulted, against the fault-free run.
 
     python benchmarks/reliability_faults.py [--items 600] [--rate 0.2] [--dataset locomo]
-        [--latency 0.02] [--timeout 1] [--resumes 3] [--seed 0]
+        [--latency 0.02] [--timeout 30] [--resumes 3] [--seed 0] [--kinds 429,hang,...]
 
 One loopback server (`golden_reply`, a pure function of the request) answers two runs of
 `dialogbench run questions` (full and retrieval, so items = 2 x questions), each with its
 own response cache: first fault-free (the answer key), then with `--rate` of the requests
 faulted (seeded draws), the kinds in turn: 429 and 503 with Retry-After, 500, a dropped
-connection, a hang (a reply later than `--timeout`; only where the CLI has `--timeout`),
-truncated JSON, HTTP 200 with an HTML page, and an empty completion. Every unit of the
+connection, a hang (a reply 3 s later than `--timeout`, by default the CLI's own 30 s;
+only where the CLI has `--timeout`), truncated JSON, HTTP 200 with an HTML page, and an
+empty completion (`--kinds` injects only some of them, to see what each costs). Every unit of the
 answer key must come back equal, or be counted by the run as failed with its cause; none
 lost, none wrong. The faulted run's cache must hold no entry the fault-free run would not
 have stored. Then the faulted command is rerun (faults still on) until it exits 0, at most
 `--resumes` times, and its items.jsonl and summary.json must be the answer key's bytes.
-Wall time of the first faulted pass against the fault-free run: target at most 2x.
+Wall time of the first faulted pass against the fault-free run: target at most 2x. The
+hedged duplicate requests the faulted run sent (usage.json's `hedged_requests`) are shown.
 
 Exits 1 when a target is missed.
 """
@@ -21,6 +23,7 @@ Exits 1 when a target is missed.
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sys
 import tempfile
@@ -46,6 +49,7 @@ from benchmarks.reliability_common import (
     run_cli,
 )
 
+from dialogbench.models.spec import DEFAULT_TIMEOUT_S
 from dialogbench.testing.chatserver import Body, Fault, delay, drop, empty, malformed, status
 
 EMPTY_RETRY = "an empty completion retried, not accepted and cached"
@@ -100,16 +104,17 @@ def measure(
     *,
     rate: float = 0.2,
     latency: float = 0.02,
-    timeout: float = 1.0,
+    timeout: float = DEFAULT_TIMEOUT_S,
     resumes: int = 3,
     seed: int = 0,
     min_items: int = 500,
     max_ratio: float = 2.0,
     folder: Path | None = None,
+    only: tuple[str, ...] = KINDS,
 ) -> list[Check]:
-    """Run the benchmark; the checks it prints."""
+    """Run the benchmark; the checks it prints (`only`: the fault kinds injected)."""
     hangs = work.supports_timeout()
-    kinds = KINDS if hangs else tuple(k for k in KINDS if k != "hang")
+    kinds = tuple(k for k in only if hangs or k != "hang")
     plan = FaultPlan(rate, kinds, hang_s=timeout + 3, seed=seed)
     with (
         tempfile.TemporaryDirectory(dir=folder) as tmp,
@@ -126,6 +131,7 @@ def measure(
         args = work.args(srv.base_url, out, timeout=timeout)
         first = run_cli(args, env)
         requests, injected = plan.requests, Counter(plan.injected)
+        hedged = hedged_requests(out)
         cmp = compare(ref_out, out, first)
         differ, extra = cached_errors(base / "ref.sqlite", base / "faulted.sqlite")
         runs: list[Ran] = [first]
@@ -147,6 +153,13 @@ def measure(
         ),
         Check("requests while faulted", str(requests)),
         Check(
+            "hedged requests (usage.json)",
+            str(hedged),
+            "",
+            None,
+            f"{hedged / max(1, requests):.1%} of the requests",
+        ),
+        Check(
             "faults injected",
             f"{sum(injected.values())} ({sum(injected.values()) / max(1, requests):.1%})",
             f"~{rate:.0%}",
@@ -155,10 +168,10 @@ def measure(
         ),
         Check(
             "every fault kind injected",
-            f"{sum(1 for k in kinds if injected[k])}/{len(KINDS)}",
-            f"{len(KINDS)}/{len(KINDS)}",
-            len(kinds) == len(KINDS) and all(injected[k] for k in kinds),
-            "" if hangs else "no hangs: this CLI has no --timeout",
+            f"{sum(1 for k in kinds if injected[k])}/{len(only)}",
+            f"{len(only)}/{len(only)}",
+            len(kinds) == len(only) and all(injected[k] for k in kinds),
+            "" if hangs or "hang" not in only else "no hangs: this CLI has no --timeout",
             needs="" if hangs else "--timeout",
         ),
         Check("units equal to the fault-free run", str(cmp.scored)),
@@ -220,17 +233,37 @@ def measure(
     return checks
 
 
+def hedged_requests(out: Path) -> int:
+    """usage.json's `hedged_requests` in all (0 when the run wrote none)."""
+    try:
+        total = json.loads((out / "usage.json").read_text(encoding="utf-8"))["total"]
+    except (OSError, ValueError, KeyError):
+        return 0
+    return int(total.get("hedged_requests", 0))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--items", type=int, default=600, help="rows (2 per question)")
     ap.add_argument("--dataset", default="locomo")
     ap.add_argument("--rate", type=float, default=0.2)
     ap.add_argument("--latency", type=float, default=0.02, help="server seconds per request")
-    ap.add_argument("--timeout", type=float, default=1.0, help="per-request timeout passed on")
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        help="per-request timeout passed on (default: the CLI's own); hangs last 3 s longer",
+    )
+    ap.add_argument(
+        "--kinds", default=",".join(KINDS), help=f"fault kinds injected (of {','.join(KINDS)})"
+    )
     ap.add_argument("--resumes", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--min-items", type=int, default=500)
     a = ap.parse_args(argv)
+    only = tuple(k for k in KINDS if k in a.kinds.split(","))
+    if not only or set(a.kinds.split(",")) - set(KINDS):
+        ap.error(f"--kinds: a comma-separated list of {','.join(KINDS)}")
     work = Workload(dataset=a.dataset, items=a.items)
     checks = measure(
         work,
@@ -240,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         resumes=a.resumes,
         seed=a.seed,
         min_items=a.min_items,
+        only=only,
     )
     return report(f"faults: {a.rate:.0%} of requests on {work.track} {work.dataset}", checks)
 

@@ -36,6 +36,7 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from dialogbench.models.cache import CallKey, ResponseCache
+from dialogbench.models.hedge import Hedger, endpoint_hedger
 from dialogbench.models.spec import ModelSpec, make_provider
 from dialogbench.models.structured import CALL_FAILED, CORRECTION, Structured, parse_reply
 from dialogbench.models.types import ChatMessage, GenerateConfig, ModelError, ModelOutput, Provider
@@ -121,6 +122,9 @@ class Model:
         deadline_s: float | None = 300.0,
         retry_after_max_s: float = 60.0,
         quick_retries: int = 2,
+        hedge: bool = True,
+        hedge_min_s: float = 1.0,
+        max_hedges: int = 2,
     ) -> None:
         self.provider = provider
         self.cache = cache
@@ -138,8 +142,20 @@ class Model:
         """The longest Retry-After honoured; a longer one is cut to this, and logged."""
         self.quick_retries = quick_retries
         """Retries (at most) of an unreachable endpoint or an empty reply, after short waits."""
+        self.hedge = hedge
+        """Send a duplicate of a request left unanswered well past the endpoint's usual
+        latency, first reply winning (`models/hedge.py`); only to a provider marked
+        `hedgeable` (a server, not a model on this machine)."""
+        self.hedge_min_s = hedge_min_s
+        """No request is hedged before it has waited this long."""
+        self.max_hedges = max_hedges
+        """Hedges (at most) per call: a call sends at most max_retries + 1 + max_hedges
+        requests."""
         self.requests = 0
+        """Requests sent, retries and hedges included."""
         self.retries = 0
+        self.hedges = 0
+        """Hedged duplicates sent (each also counted in `requests`)."""
         self.failures: Counter[str] = Counter()
         """Failed requests by `ModelError.kind`, retried ones included."""
         self.role = "model"
@@ -224,80 +240,235 @@ class Model:
         self, messages: list[ChatMessage], config: GenerateConfig, key: CallKey, tag: str
     ) -> ModelOutput:
         """Call the provider (no cache lookup), then store and account the reply."""
+        tally = _Tally()
         try:
-            out = await self._call(messages, config)
+            out = await self._call(messages, config, tally)
         except ModelError as e:
-            self.ledger.record(tag, self.name, None, role=self.role, error=e)
+            self.ledger.record(tag, self.name, None, role=self.role, error=e, hedged=tally.hedges)
             raise
         if self.cache is not None:
             self.cache.put(key, out)
-        self.ledger.record(tag, self.name, out.usage, role=self.role)
+        self.ledger.record(tag, self.name, out.usage, role=self.role, hedged=tally.hedges)
         return out
 
-    async def _call(self, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
+    async def _call(
+        self, messages: list[ChatMessage], config: GenerateConfig, tally: _Tally
+    ) -> ModelOutput:
+        """The provider's reply: requests, retries, back-off waits and hedges.
+
+        Every request runs as its own task with its own timeout. One is `current`: the
+        retry logic follows it. A current request unanswered past the hedge delay becomes
+        a straggler, still running, and a hedge (the same request) becomes current; a
+        straggler's reply is taken whenever it comes, back-off waits included, and every
+        request still in flight is cancelled when the call ends.
+        """
         cap = getattr(self.provider, "max_concurrency", None)  # an in-process model: 1
         limit = self.concurrency if cap is None else min(self.concurrency, int(cap))
         limiter = endpoint_limiter(self.provider.endpoint, limit)
+        hedger = self._hedger()
         attempt = 0
-        spent = 0.0  # in requests and back-off waits; waits for a connection slot are free
-        while True:
-            async with limiter:
-                left = None if self.deadline_s is None else self.deadline_s - spent
-                budget = _least(self.timeout_s, left)
-                self.requests += 1
-                started = time.monotonic()
-                try:
-                    out = await asyncio.wait_for(self.provider.generate(messages, config), budget)
-                except TimeoutError:
-                    within = "" if budget is None else f" in {budget:g} s"
-                    error = ModelError(
-                        f"{self.name}: no reply from {self.provider.endpoint}{within}",
-                        retryable=True,
-                        kind="timeout",
-                    )
-                except ModelError as e:
-                    error = e
-                else:
-                    if out.text.strip():
+        began = time.monotonic()
+        queued = 0.0  # waiting for a connection slot: not part of the deadline
+        flying: dict[asyncio.Task[ModelOutput], tuple[float, float | None]] = {}
+        """Requests in flight: task -> (sent at, its time limit)."""
+        holding = False
+
+        def spent() -> float:
+            return time.monotonic() - began - queued
+
+        def send(hedge: bool) -> asyncio.Task[ModelOutput]:
+            left = None if self.deadline_s is None else self.deadline_s - spent()
+            budget = _least(self.timeout_s, left)
+            self.requests += 1
+            if hedge:
+                self.hedges += 1
+                tally.hedges += 1
+            elif hedger is not None:
+                hedger.earn()
+            task = asyncio.ensure_future(self._request(messages, config, budget))
+            task.add_done_callback(_retrieved)
+            flying[task] = (time.monotonic(), budget)
+            return task
+
+        async def settle(
+            timeout: float | None, current: asyncio.Task[ModelOutput] | None
+        ) -> ModelOutput | ModelError | None:
+            """Wait up to `timeout` for a request to end: a reply (the first wins), the
+            current request's error, or None (the time passed; stragglers' errors are
+            only counted)."""
+            end = None if timeout is None else time.monotonic() + timeout
+            while flying:
+                wait = None if end is None else max(0.0, end - time.monotonic())
+                done, _ = await asyncio.wait(
+                    flying, timeout=wait, return_when=asyncio.FIRST_COMPLETED
+                )
+                if not done:
+                    return None
+                got: ModelOutput | ModelError | None = None
+                for task in done:
+                    sent_at, _ = flying.pop(task)
+                    exc = task.exception()
+                    if exc is None:
+                        if not isinstance(got, ModelOutput):
+                            got = task.result()
+                            if hedger is not None:
+                                hedger.observe(time.monotonic() - sent_at)
+                        continue
+                    if not isinstance(exc, ModelError):
+                        raise exc
+                    self.failures[exc.kind] += 1
+                    if exc.status in (429, 503) and exc.retry_after is None:
+                        limiter.overloaded()  # with a Retry-After, its wait is the back-off
+                    if task is current and got is None:
+                        got = exc
+                if got is not None:
+                    return got
+            if end is not None and current is None:
+                await asyncio.sleep(max(0.0, end - time.monotonic()))
+            return None
+
+        try:
+            while True:
+                if not holding:
+                    waited = time.monotonic()
+                    await limiter.__aenter__()
+                    queued += time.monotonic() - waited
+                    holding = True
+                current = send(hedge=False)
+                look = self._look_at(hedger, tally, flying[current], flying[current][0])
+                while True:
+                    wake = None if look is None else max(0.0, look - time.monotonic())
+                    got = await settle(wake, current)
+                    if isinstance(got, ModelOutput):
                         await limiter.succeeded()
-                        return out
-                    error = ModelError(
-                        f"{self.name}: empty reply (finish_reason {out.finish_reason})",
-                        retryable=True,
-                        kind="empty",
-                    )
-                finally:
-                    spent += time.monotonic() - started
-            self.failures[error.kind] += 1
-            quick = error.kind in ("unreachable", "empty")
-            limit = min(self.max_retries, self.quick_retries) if quick else self.max_retries
-            if not error.retryable or attempt >= limit:
-                raise self._gave_up(error, attempt + 1, spent)
-            if error.status in (429, 503) and error.retry_after is None:
-                limiter.overloaded()  # with a Retry-After, the server's wait is the back-off
-            cap = min(self.backoff_max_s, self.backoff_s * 2**attempt)
-            if quick:
-                cap = min(cap, 1.0)
-            delay = random.uniform(0.0, cap)
-            if error.retry_after is not None:
-                asked = error.retry_after
-                if asked > self.retry_after_max_s:
-                    logger.warning(
-                        "%s: the server asked to wait %g s before retrying (Retry-After); "
-                        "waiting %g s (retry_after_max_s)",
-                        self.name,
-                        asked,
-                        self.retry_after_max_s,
-                    )
-                    asked = self.retry_after_max_s
-                delay = asked + random.uniform(0.0, min(1.0, cap))
-            if self.deadline_s is not None and spent + delay >= self.deadline_s:
-                raise self._gave_up(error, attempt + 1, spent, deadline=True)
-            attempt += 1
-            self.retries += 1
-            started = time.monotonic()
-            await asyncio.sleep(delay)
-            spent += time.monotonic() - started
+                        return got
+                    if got is not None:
+                        error = got
+                        break
+                    if self._may_hedge(hedger, tally, limiter, flying[current], spent()):
+                        current = send(hedge=True)
+                        look = self._look_at(hedger, tally, flying[current], flying[current][0])
+                    else:  # not now (no budget, overload, too few latencies): look again later
+                        look = self._look_at(hedger, tally, flying[current], time.monotonic())
+                quick = error.kind in ("unreachable", "empty")
+                most = min(self.max_retries, self.quick_retries) if quick else self.max_retries
+                if not error.retryable or attempt >= most:
+                    raise self._gave_up(error, attempt + 1, spent())
+                delay = self._backoff(error, attempt, quick)
+                if self.deadline_s is not None and spent() + delay >= self.deadline_s:
+                    raise self._gave_up(error, attempt + 1, spent(), deadline=True)
+                attempt += 1
+                self.retries += 1
+                if not flying:  # nothing of this call in flight: free the slot meanwhile
+                    holding = False
+                    await limiter.__aexit__()
+                    await asyncio.sleep(delay)
+                    continue
+                late = await settle(delay, None)  # a straggler may answer meanwhile
+                if isinstance(late, ModelOutput):
+                    await limiter.succeeded()
+                    return late
+        finally:
+            losers = list(flying)
+            for task in losers:
+                task.cancel()
+            if holding:
+                await limiter.__aexit__()
+            if losers:  # let them close their connections (or stop generating)
+                await asyncio.gather(*losers, return_exceptions=True)
+
+    async def _request(
+        self, messages: list[ChatMessage], config: GenerateConfig, budget: float | None
+    ) -> ModelOutput:
+        """One request within `budget` seconds; a timeout or an empty reply is an error."""
+        try:
+            async with asyncio.timeout(budget):
+                out = await self.provider.generate(messages, config)
+        except TimeoutError:
+            within = "" if budget is None else f" in {budget:g} s"
+            raise ModelError(
+                f"{self.name}: no reply from {self.provider.endpoint}{within}",
+                retryable=True,
+                kind="timeout",
+            ) from None
+        if not out.text.strip():
+            raise ModelError(
+                f"{self.name}: empty reply (finish_reason {out.finish_reason})",
+                retryable=True,
+                kind="empty",
+            )
+        return out
+
+    def _backoff(self, error: ModelError, attempt: int, quick: bool) -> float:
+        """Seconds to wait before retrying after `error` (full jitter; Retry-After, capped)."""
+        cap = min(self.backoff_max_s, self.backoff_s * 2**attempt)
+        if quick:
+            cap = min(cap, 1.0)
+        delay = random.uniform(0.0, cap)
+        if error.retry_after is not None:
+            asked = error.retry_after
+            if asked > self.retry_after_max_s:
+                logger.warning(
+                    "%s: the server asked to wait %g s before retrying (Retry-After); "
+                    "waiting %g s (retry_after_max_s)",
+                    self.name,
+                    asked,
+                    self.retry_after_max_s,
+                )
+                asked = self.retry_after_max_s
+            delay = asked + random.uniform(0.0, min(1.0, cap))
+        return delay
+
+    def _hedger(self) -> Hedger | None:
+        """This endpoint's hedger, where hedges are allowed: a provider that says it may be
+        sent duplicates (a server, not a model on this machine) and `hedge` on."""
+        if not self.hedge or not getattr(self.provider, "hedgeable", False):
+            return None
+        return endpoint_hedger(self.provider.endpoint, self.name)
+
+    def _look_at(
+        self,
+        hedger: Hedger | None,
+        tally: _Tally,
+        request: tuple[float, float | None],
+        since: float,
+    ) -> float | None:
+        """When (monotonic) to look at the current request for a hedge, at least
+        `hedge_min_s` after `since`; None: never (no hedging, the call's hedges spent, or
+        the request times out first and is retried)."""
+        if hedger is None or tally.hedges >= self.max_hedges:
+            return None
+        sent_at, budget = request
+        at = since + self.hedge_min_s
+        after = hedger.delay(self.hedge_min_s)
+        if after is not None:
+            at = max(at, sent_at + after)
+        if budget is not None and at >= sent_at + budget:
+            return None
+        return at
+
+    def _may_hedge(
+        self,
+        hedger: Hedger | None,
+        tally: _Tally,
+        limiter: AdaptiveLimiter,
+        request: tuple[float, float | None],
+        spent: float,
+    ) -> bool:
+        """Whether to hedge the current request now (spending one hedge of the budget):
+        it has waited the hedge delay, the endpoint is not cut for overload, and the
+        call's deadline leaves time for another request."""
+        if hedger is None or tally.hedges >= self.max_hedges or limiter.limit < limiter.max:
+            return False
+        after = hedger.delay(self.hedge_min_s)
+        sent_at, budget = request
+        if after is None or time.monotonic() - sent_at < after:
+            return False
+        if budget is not None and after >= budget:
+            return False
+        if self.deadline_s is not None and self.deadline_s - spent < self.hedge_min_s:
+            return False
+        return hedger.take()
 
     def _gave_up(
         self, error: ModelError, attempts: int, spent: float, *, deadline: bool = False
@@ -445,3 +616,16 @@ def _least(a: float | None, b: float | None) -> float | None:
     if a is None:
         return None if b is None else max(0.0, b)
     return max(0.0, a if b is None else min(a, b))
+
+
+@dataclass
+class _Tally:
+    """What one call sent beyond its requests and retries: its hedges."""
+
+    hedges: int = 0
+
+
+def _retrieved(task: asyncio.Task[ModelOutput]) -> None:
+    """Mark a finished request's error as seen (a cancelled straggler's is not wanted)."""
+    if not task.cancelled():
+        task.exception()

@@ -42,6 +42,9 @@ class OpenAICompatible:
     URL-encoded.
     """
 
+    hedgeable = True
+    """A request may be sent twice (a hedge, `models/hedge.py`): a server answers both."""
+
     def __init__(
         self,
         name: str,

@@ -47,6 +47,10 @@ class UsageTotals:
     completion_tokens: int = 0
     cached_prompt_tokens: int = 0
     cached_completion_tokens: int = 0
+    hedged_requests: int = 0
+    """Duplicate requests sent for these calls (hedges of a request left unanswered too
+    long, `models/hedge.py`): each call is still one call, with the tokens of the reply
+    that won; a cancelled duplicate's tokens are unknown and not counted."""
     failed_by_kind: dict[str, int] = field(default_factory=dict)
     """`failed_calls` by cause (`failure_kind`): {"unreachable": 3, "rejected": 1}."""
     latency_ms: list[float] = field(default_factory=list)
@@ -109,12 +113,14 @@ class UsageLedger:
         cached: bool = False,
         role: str = "",
         error: BaseException | None = None,
+        hedged: int = 0,
     ) -> None:
-        """One call: its usage, or None for a failed call (`error` says why)."""
+        """One call: its usage, or None for a failed call (`error` says why), and the
+        hedged duplicates it sent."""
         kind = failure_kind(error) if usage is None else None
         with self._lock:
-            _add(self._totals[(tag, model)], usage, cached, kind)
-        charge(role, model, usage, cached, kind)
+            _add(self._totals[(tag, model)], usage, cached, kind, hedged)
+        charge(role, model, usage, cached, kind, hedged=hedged)
 
     def record_cached(self, tag: str, model: str, usages: list[Usage], *, role: str = "") -> None:
         """Account many cached calls at once."""
@@ -141,8 +147,11 @@ class UsageLedger:
         return out
 
 
-def _add(t: UsageTotals, usage: Usage | None, cached: bool, kind: str | None = None) -> None:
+def _add(
+    t: UsageTotals, usage: Usage | None, cached: bool, kind: str | None = None, hedged: int = 0
+) -> None:
     t.calls += 1
+    t.hedged_requests += hedged
     if usage is None:
         t.failed_calls += 1
         t.failed_by_kind[kind or "other"] = t.failed_by_kind.get(kind or "other", 0) + 1
@@ -197,9 +206,11 @@ def charge(
     cached: bool,
     kind: str | None = None,
     latency_s: float | None = None,
+    *,
+    hedged: int = 0,
 ) -> None:
     """Add one call to the current `usage_scope`, if any, under `role` (with its wall time
-    when the caller timed it)."""
+    when the caller timed it, and the hedged duplicates it sent)."""
     if not role:
         return
     watcher = _WATCH.get()
@@ -211,6 +222,6 @@ def charge(
     name, totals = scope.setdefault(role, (model, UsageTotals()))
     if model not in name.split(", "):
         scope[role] = (f"{name}, {model}", totals)
-    _add(totals, usage, cached, kind)
+    _add(totals, usage, cached, kind, hedged)
     if latency_s is not None:
         totals.latency_ms.append(1000 * latency_s)

@@ -606,6 +606,8 @@ USAGE_DEFINITIONS = {
     "calls": "model calls made, cached and failed ones included",
     "cached_calls": "calls answered from the response cache (no new tokens)",
     "failed_calls": "calls that failed after their retries",
+    "hedged_requests": "duplicate requests sent beside a request left unanswered too long "
+    "(the first reply wins; each call still counts once, with the winner's tokens)",
     "failed_by_kind": "failed_calls by cause: unreachable, timeout, rate_limited, server, "
     "rejected, empty, unreadable (other: none of these)",
     "prompt_tokens": "prompt tokens of fresh calls, as the server reported them",
