@@ -92,7 +92,6 @@ from dialogbench.data.errors import DataError
 from dialogbench.judging import is_unscored, verdict_fields
 from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge
 from dialogbench.lang import Lang
-from dialogbench.models.model import Model
 from dialogbench.models.structured import Structured, extract_json
 from dialogbench.models.types import ChatMessage, GenerateConfig
 from dialogbench.report.table import summary_table
@@ -100,14 +99,11 @@ from dialogbench.runner import (
     DatasetInfo,
     Outcome,
     Plan,
-    Progress,
     Role,
-    RoleSpec,
     TrackBase,
     check,
     option,
     register,
-    run_track,
 )
 from dialogbench.runner.track import Corpus, Models, Rows
 from dialogbench.stats.bootstrap import (
@@ -626,29 +622,6 @@ def _table(title: str, table: Mapping[str, Mapping[str, Estimate]], row_label: s
 
 def _fmt(e: Estimate) -> str:
     return f"{e.value:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}] (n={e.n})"
-
-
-def run_awareness(
-    demo_set: DemoSet,
-    out: Path,
-    config: AwarenessConfig = AwarenessConfig(),
-    model: Model | RoleSpec | None = None,
-    progress: Progress | None = None,
-    judge_model: Model | RoleSpec | None = None,
-) -> AwarenessResult:
-    """Predict, judge and score every selected item, write the run folder and return the
-    figures. Finished items of the same run are kept.
-
-    `model` answers; `judge_model` (else the model under test) judges.
-    """
-    roles: dict[str, Model | RoleSpec] = {}
-    if model is not None:
-        roles["model"] = model
-    if judge_model is not None:
-        roles["judge"] = judge_model
-    finished = run_track(AWARENESS, demo_set, out, config, roles=roles, progress=progress)
-    result: AwarenessResult = finished.result()
-    return result
 
 
 def _as_json(value: Any) -> str:

@@ -47,7 +47,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -66,14 +65,11 @@ from dialogbench.runner import (
     DatasetInfo,
     Outcome,
     Plan,
-    Progress,
     Role,
-    RoleSpec,
     TrackBase,
     check,
     option,
     register,
-    run_track,
 )
 from dialogbench.runner.record import digest
 from dialogbench.runner.track import Corpus, Models, Rows
@@ -479,33 +475,14 @@ class InteractionTrack(TrackBase[InteractionConfig, Run]):
 INTERACTION = register(InteractionTrack())
 
 
-def run_interaction(
-    demo_set_or_episodes: DemoSet | Sequence[Episode],
-    out: Path,
-    config: InteractionConfig = InteractionConfig(),
-    model: Model | RoleSpec | None = None,
-    partner_model: Model | RoleSpec | None = None,
-    progress: Progress | None = None,
-    judge_model: Model | RoleSpec | None = None,
-) -> InteractionResult:
-    """Play every episode, judge each finished one, write the run folder, return the figures.
-    Episodes and verdicts already stored by the same run are kept.
-
-    `model` is under test; `partner_model`, if given, plays the fixed partner (else
-    self-play); `judge_model` (else the model under test) judges.
-    """
-    data = demo_set_or_episodes
-    if not isinstance(data, DemoSet):
-        episodes = list(data)
-        sha = digest([e.model_dump(mode="json") for e in episodes])
-        data = DemoSet(name="episodes", source="given", sha256=sha, episodes=episodes)
-    roles: dict[str, Model | RoleSpec] = {}
-    for role, given in (("model", model), ("partner", partner_model), ("judge", judge_model)):
-        if given is not None:
-            roles[role] = given
-    finished = run_track(INTERACTION, data, out, config, roles=roles, progress=progress)
-    result: InteractionResult = finished.result()
-    return result
+def as_demo_set(data: DemoSet | Sequence[Episode]) -> DemoSet:
+    """Episodes given by hand as the DEMO set the track runs on (its sha256 their digest);
+    a `DemoSet` as it is."""
+    if isinstance(data, DemoSet):
+        return data
+    episodes = list(data)
+    sha = digest([e.model_dump(mode="json") for e in episodes])
+    return DemoSet(name="episodes", source="given", sha256=sha, episodes=episodes)
 
 
 def _item(record: dict[str, Any], verdict: Verdict | None) -> dict[str, Any]:

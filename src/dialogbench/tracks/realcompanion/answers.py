@@ -50,15 +50,12 @@ from dialogbench.runner import (
     OptionError,
     Outcome,
     Plan,
-    Progress,
     Role,
     TrackBase,
     option,
     register,
-    run_track,
 )
 from dialogbench.runner.record import digest
-from dialogbench.runner.roles import Given
 from dialogbench.runner.track import Models, Rows
 from dialogbench.scoring.locomo import f1_score
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
@@ -537,17 +534,3 @@ def _map_json(c: CategoryMap) -> dict[str, Any]:
         "compared": c.compared,
         "message": c.message,
     }
-
-
-def run_answers(
-    dataset: Dataset,
-    out: Path,
-    config: AnswersConfig,
-    judge_model: Given,
-    progress: Progress | None = None,
-) -> AnswersResult:
-    """Match and judge the answers file of `config` against `dataset`, write the run folder
-    and return the figures. A rerun into the same folder keeps what was judged."""
-    finished = run_track(ANSWERS, dataset, out, config, {"judge": judge_model}, progress)
-    result: AnswersResult = finished.result()
-    return result

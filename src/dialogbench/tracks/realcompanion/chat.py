@@ -79,7 +79,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -95,8 +94,7 @@ from dialogbench.models.types import GenerateConfig, ModelError
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import build_probes
 from dialogbench.retrieval.bm25 import BM25Retriever
-from dialogbench.runner import Outcome, Plan, Progress, Role, TrackBase, option, register, run_track
-from dialogbench.runner.roles import Given
+from dialogbench.runner import Outcome, Plan, Role, TrackBase, option, register
 from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import (
     Estimate,
@@ -450,26 +448,6 @@ class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
 
 
 CHAT = register(ChatTrack())
-
-
-def run_chat(
-    dataset: Dataset,
-    out: Path,
-    config: ChatConfig = ChatConfig(),
-    model: Given | None = None,
-    progress: Progress | None = None,
-    judge_model: Given | None = None,
-) -> ChatResult:
-    """Reply under every condition, judge each probe's replies in one blinded call, write
-    the run folder and return the figures. Finished probes of the same run are kept.
-
-    `model` (a `Model` or a `RoleSpec`) writes the replies; `judge_model` (else the model
-    under test) judges.
-    """
-    roles = {k: v for k, v in (("model", model), ("judge", judge_model)) if v is not None}
-    finished = run_track(CHAT, dataset, out, config, roles=roles, progress=progress)
-    result: ChatResult = finished.result()
-    return result
 
 
 def _table(title: str, table: dict[str, dict[str, Estimate]], label: str = "condition") -> Table:

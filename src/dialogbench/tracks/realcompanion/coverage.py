@@ -30,7 +30,7 @@ from dialogbench.data.model import Dataset, Subject
 from dialogbench.models.tokenizer import GGUFTokenizer, TokenCounter
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import Probe, build_probes
-from dialogbench.runner import Outcome, Plan, Progress, TrackBase, option, register, run_track
+from dialogbench.runner import Outcome, Plan, TrackBase, option, register
 from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 
@@ -253,23 +253,6 @@ class CoverageTrack(TrackBase[CoverageConfig, Unit]):
 
 
 COVERAGE = register(CoverageTrack())
-
-
-def run_coverage(
-    dataset: Dataset,
-    out: Path,
-    config: CoverageConfig = CoverageConfig(),
-    progress: Progress | None = None,
-    tokenizer: TokenCounter | None = None,
-) -> CoverageResult:
-    """Measure context coverage per budget, write the run folder and return the figures.
-
-    `tokenizer` overrides `config.tokenizer` (tests pass a deterministic counter).
-    """
-    track = COVERAGE if tokenizer is None else CoverageTrack(tokenizer)
-    finished = run_track(track, dataset, out, config, progress=progress)
-    result: CoverageResult = finished.result()
-    return result
 
 
 def _gguf_path(spec: str) -> Path | None:

@@ -74,7 +74,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -88,8 +87,8 @@ from dialogbench.models.model import Model
 from dialogbench.models.types import GenerateConfig
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import Probe, build_probes
-from dialogbench.runner import Outcome, Plan, Progress, TrackBase, option, register, run_track
-from dialogbench.runner.roles import Given, Role
+from dialogbench.runner import Outcome, Plan, TrackBase, option, register
+from dialogbench.runner.roles import Role
 from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, nan_estimate, percentile_estimate
 from dialogbench.stats.roc import (
@@ -486,25 +485,6 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
 
 
 DETECTION = register(DetectionTrack())
-
-
-def run_detection(
-    dataset: Dataset,
-    out: Path,
-    config: DetectionConfig = DetectionConfig(),
-    model: Given | None = None,
-    progress: Progress | None = None,
-) -> DetectionResult:
-    """Score every probe with every configured detector, write the run folder, and return
-    the figures. Detectors a previous run of the same run finished are kept.
-
-    `model` (a `Model` or a `RoleSpec`) is what the model detectors ask; without it the
-    default detectors are the text ones.
-    """
-    roles = {"model": model} if model is not None else {}
-    finished = run_track(DETECTION, dataset, out, config, roles=roles, progress=progress)
-    result: DetectionResult = finished.result()
-    return result
 
 
 def _detect(

@@ -48,7 +48,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -60,8 +59,8 @@ from dialogbench.data.model import Dataset
 from dialogbench.models.model import Model
 from dialogbench.models.types import GenerateConfig
 from dialogbench.report.table import summary_table
-from dialogbench.runner import Outcome, Plan, Progress, TrackBase, option, register, run_track
-from dialogbench.runner.roles import Given, Role
+from dialogbench.runner import Outcome, Plan, TrackBase, option, register
+from dialogbench.runner.roles import Role
 from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 from dialogbench.tracks.realcompanion.privacy_prompts import (
@@ -405,22 +404,6 @@ class PrivacyTrack(TrackBase[PrivacyConfig, Unit]):
 
 
 PRIVACY = register(PrivacyTrack())
-
-
-def run_privacy(
-    dataset: Dataset,
-    out: Path,
-    config: PrivacyConfig = PrivacyConfig(),
-    progress: Progress | None = None,
-    model: Given | None = None,
-) -> PrivacyResult:
-    """Run the attribution trials (and the controls), write the run folder, return figures.
-
-    `model` (a `Model` or a `RoleSpec`) adds the language-model attributor."""
-    roles = {"model": model} if model is not None else {}
-    finished = run_track(PRIVACY, dataset, out, config, roles=roles, progress=progress)
-    result: PrivacyResult = finished.result()
-    return result
 
 
 def _trials(

@@ -85,14 +85,11 @@ from dialogbench.runner import (
     OptionError,
     Outcome,
     Plan,
-    Progress,
     Role,
     TrackBase,
     option,
     register,
-    run_track,
 )
-from dialogbench.runner.roles import Given
 from dialogbench.runner.track import Models, Rows
 from dialogbench.scoring.locomo import ADVERSARIAL, CATEGORY_NAMES, is_abstention, locomo_score
 from dialogbench.scoring.locomo import set_f1 as set_f1_score
@@ -545,28 +542,6 @@ QUESTIONS = register(QuestionsTrack())
 
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
-
-
-def run_questions(
-    dataset: Dataset,
-    out: Path,
-    config: QuestionsConfig = QuestionsConfig(),
-    model: Given | None = None,
-    progress: Progress | None = None,
-    judge_model: Given | None = None,
-    tokenizer: TokenCounter | None = None,
-) -> QuestionsResult:
-    """Answer every question with every system, judge and score the answers, write the run
-    folder and return the figures. Finished questions of the same run are kept.
-
-    `model` (a `Model` or a `RoleSpec`) answers; `judge_model` (else the model under test)
-    judges. `tokenizer` overrides `config.tokenizer` (tests pass a deterministic counter).
-    """
-    track = QUESTIONS if tokenizer is None else QuestionsTrack(tokenizer)
-    roles = {k: v for k, v in (("model", model), ("judge", judge_model)) if v is not None}
-    finished = run_track(track, dataset, out, config, roles=roles, progress=progress)
-    result: QuestionsResult = finished.result()
-    return result
 
 
 def _row(system: str, a: Asked, shown: str, *, fell_back: bool) -> dict[str, Any]:

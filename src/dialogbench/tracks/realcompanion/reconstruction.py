@@ -83,9 +83,8 @@ from dialogbench.models.structured import CORRECTION, Structured
 from dialogbench.models.tokenizer import IntArray, TokenCounter
 from dialogbench.models.types import ChatMessage, GenerateConfig, ModelError
 from dialogbench.report.table import summary_table
-from dialogbench.runner import Outcome, Plan, Progress, TrackBase, option, register, run_track
+from dialogbench.runner import Outcome, Plan, TrackBase, option, register
 from dialogbench.runner.record import RunFolder
-from dialogbench.runner.roles import Given
 from dialogbench.runner.roles import Role as ModelRole
 from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
@@ -615,27 +614,6 @@ class ReconstructionTrack(TrackBase[ReconstructionConfig, Unit]):
 
 
 RECONSTRUCTION = register(ReconstructionTrack())
-
-
-def run_reconstruction(
-    dataset: Dataset,
-    out: Path,
-    config: ReconstructionConfig = ReconstructionConfig(),
-    model: Given | None = None,
-    progress: Progress | None = None,
-    counter: TokenCounter | None = None,
-) -> ReconstructionResult:
-    """Write every selected subject's profile and persona `config.runs` times, score them,
-    write the run folder and return the figures. Units a previous run finished are kept.
-
-    `model` is a `Model` or a `RoleSpec`. `counter` overrides `config.tokenizer`.
-    """
-    if model is None:
-        raise ValueError("the reconstruction track needs a model: pass model= (e.g. embedded)")
-    track = RECONSTRUCTION if counter is None else ReconstructionTrack(counter)
-    finished = run_track(track, dataset, out, config, roles={"model": model}, progress=progress)
-    result: ReconstructionResult = finished.result()
-    return result
 
 
 def _reconstruction(written: dict[str, Any]) -> Reconstruction:

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -48,7 +47,7 @@ from dialogbench.memory.registry import memory_name, resolve_memory
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import BatchRetriever, Probe, build_probes
 from dialogbench.retrieval.registry import DEFAULT_RETRIEVERS, resolve
-from dialogbench.runner import Outcome, Plan, Progress, TrackBase, option, register, run_track
+from dialogbench.runner import Outcome, Plan, TrackBase, option, register
 from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 from dialogbench.stats.metrics import metric_table, random_hit_expectation
@@ -309,18 +308,6 @@ class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
 
 
 RETRIEVAL = register(RetrievalTrack())
-
-
-def run_retrieval(
-    dataset: Dataset,
-    out: Path,
-    config: RetrievalConfig = RetrievalConfig(),
-    progress: Progress | None = None,
-) -> RetrievalResult:
-    """Run every configured retriever, write the run folder and return the figures."""
-    finished = run_track(RETRIEVAL, dataset, out, config, progress=progress)
-    result: RetrievalResult = finished.result()
-    return result
 
 
 def solve_memory(name: str, unit: MemoryUnit, ctx: Probes, budget: Budget) -> Rows:
