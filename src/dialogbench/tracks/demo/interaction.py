@@ -55,7 +55,7 @@ from rich.table import Table
 from dialogbench.data.demo.model import DemoSet, Episode
 from dialogbench.data.errors import DataError
 from dialogbench.judging import is_unscored, verdict_fields
-from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge, Verdict
+from dialogbench.judging.judge import Judge, Verdict
 from dialogbench.judging.rubric_files import PARTICIPANTS, RubricFile, load_rubric_file
 from dialogbench.models.model import Model
 from dialogbench.models.structured import Structured, extract_json
@@ -71,6 +71,7 @@ from dialogbench.runner import (
     option,
     register,
 )
+from dialogbench.runner import config as shared
 from dialogbench.runner.record import digest
 from dialogbench.runner.track import Corpus, Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
@@ -88,35 +89,31 @@ AGENT_TAG, PARTNER_TAG, JUDGE_TAG = "interaction:agent", "interaction:partner", 
 
 
 @dataclass(frozen=True)
-class InteractionConfig:
+class InteractionConfig(shared.Sampled, shared.Judged):
     """Turn limit, who plays which side, the agents' and the judge's settings, a limit."""
 
     max_turns: int = option(
         20, help="at most this many turns (both sides together) per episode", min=1, max=1000
     )
-    limit: int | None = option(
-        None, help="at most this many episodes, drawn in turn from each language", min=1
-    )
-    seed: int = option(0, help="seed of the episode draw, the agents and the bootstrap", min=0)
-    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
+    limit: int | None = shared.limit("episodes, drawn in turn from each language")
+    seed: int = shared.seed("the episode draw, the agents and the bootstrap")
+    n_boot: int = shared.n_boot()
     sides: Sides | None = option(  # noqa: RUF009  (an option field, like the others)
         None,
         help="who the model under test plays: self (both participants, self-play: the default "
         "without a partner), p1 (speaks first: the default with a partner), p2, or both (with "
         "a partner, every episode twice)",
     )
-    temperature: float = option(1.0, help="the agents' temperature (the paper's 1.0)", min=0, max=2)
-    max_tokens: int = option(256, help="tokens per turn", min=1, max=1_000_000)
+    temperature: float = shared.temperature(1.0, "the agents' temperature (the paper's 1.0)")
+    max_tokens: int = shared.tokens(256, "tokens per turn")
     constrain_turns: bool | None = option(
         None,
         help="send each turn's JSON shape as a schema (default: only when the embedded model "
         "plays a side)",
     )
-    judge_max_tokens: int = option(
-        1024, help="the verdict's token budget", min=1, max=1_000_000, stage="score"
-    )
-    max_fixes: int = option(
-        2, help="corrections asked for a malformed turn (and an unusable verdict)", min=0, max=20
+    judge_max_tokens: int = shared.tokens(1024, "the verdict's token budget", stage="score")
+    max_fixes: int = shared.fixes(
+        2, "corrections asked for a malformed turn (and an unusable verdict)", max=20
     )
     rubric: str = option(
         "demo",
@@ -135,16 +132,8 @@ class InteractionConfig:
     def agent_config(self, constrain: bool | None = None) -> GenerateConfig:
         """The agents' settings; `constrain` stands in for an unset `constrain_turns`."""
         on = self.constrain_turns if self.constrain_turns is not None else bool(constrain)
-        return GenerateConfig(
-            temperature=self.temperature,
-            max_tokens=self.max_tokens,
-            seed=self.seed,
-            json_schema=ip.TURN_SCHEMA if on else None,
-            schema_name="turn",
-        )
-
-    def judge_config(self) -> GenerateConfig:
-        return replace(DEFAULT_JUDGE_CONFIG, max_tokens=self.judge_max_tokens)
+        schema = ip.TURN_SCHEMA if on else None
+        return replace(self.generate_config(), json_schema=schema, schema_name="turn")
 
 
 @dataclass

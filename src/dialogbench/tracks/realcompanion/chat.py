@@ -87,7 +87,7 @@ from rich.table import Table
 
 from dialogbench.data.model import ChatItem, Dataset, Message, Subject
 from dialogbench.judging import is_unscored, verdict_fields
-from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, BlindVerdict, Judge
+from dialogbench.judging.judge import BlindVerdict, Judge
 from dialogbench.memory import Budget, Query
 from dialogbench.models.model import Call, Model
 from dialogbench.models.types import GenerateConfig, ModelError
@@ -95,6 +95,7 @@ from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import build_probes
 from dialogbench.retrieval.bm25 import BM25Retriever
 from dialogbench.runner import Outcome, Plan, Role, TrackBase, option, register
+from dialogbench.runner import config as shared
 from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import (
     Estimate,
@@ -124,7 +125,7 @@ MEMORY_GAINS = ("C1", "C0")
 
 
 @dataclass(frozen=True)
-class ChatConfig:
+class ChatConfig(shared.Sampled, shared.Judged):
     """Framing, the reply and judge settings, a limit, the bootstrap (models are roles)."""
 
     framing: Literal["turns", "memories", "both"] = option(
@@ -142,19 +143,15 @@ class ChatConfig:
         "system (default: no cap)",
         min=1,
     )
-    limit: int | None = option(
-        None, help="at most this many probes, drawn in turn from each stratum x need", min=1
+    limit: int | None = shared.limit("probes, drawn in turn from each stratum x need")
+    seed: int = shared.seed("the limit draw, the replies and the bootstrap")
+    n_boot: int = shared.n_boot()
+    temperature: float = shared.temperature(0.0, "sampling temperature of the replies")
+    max_tokens: int = shared.tokens(256, "reply budget (tokens)", max=None)
+    judge_max_tokens: int = shared.tokens(
+        1024, "the judge's budget per verdict (tokens)", stage="score", max=None
     )
-    seed: int = option(0, help="seed of the limit draw, the replies and the bootstrap", min=0)
-    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
-    temperature: float = option(0.0, help="sampling temperature of the replies", min=0, max=2)
-    max_tokens: int = option(256, help="reply budget (tokens)", min=1)
-    judge_max_tokens: int = option(
-        1024, help="the judge's budget per verdict (tokens)", min=1, stage="score"
-    )
-    max_fixes: int = option(
-        2, help="corrective retries of an unusable verdict", min=0, max=10, stage="score"
-    )
+    max_fixes: int = shared.fixes(2, "corrective retries of an unusable verdict", stage="score")
     reading: Literal["recorded", "strict"] = option(
         "recorded", help=READING_HELP, stage="aggregate"
     )
@@ -165,12 +162,7 @@ class ChatConfig:
         return FRAMING_ORDER if self.framing == "both" else (self.framing,)
 
     def reply_config(self) -> GenerateConfig:
-        return GenerateConfig(
-            temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed
-        )
-
-    def judge_config(self) -> GenerateConfig:
-        return replace(DEFAULT_JUDGE_CONFIG, max_tokens=self.judge_max_tokens)
+        return self.generate_config()
 
 
 @dataclass(frozen=True)

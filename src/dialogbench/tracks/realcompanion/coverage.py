@@ -31,6 +31,7 @@ from dialogbench.models.tokenizer import GGUFTokenizer, TokenCounter
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import Probe, build_probes
 from dialogbench.runner import Outcome, Plan, TrackBase, option, register
+from dialogbench.runner import config as shared
 from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 
@@ -73,8 +74,8 @@ class CoverageConfig:
     tokenizer: str = option(
         "embedded", help="'embedded' (SmolLM2-135M-Instruct) or the path of a GGUF file"
     )
-    seed: int = option(0, help="seed of the bootstrap", min=0, stage="aggregate")
-    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
+    seed: int = shared.seed("the bootstrap", stage="aggregate")
+    n_boot: int = shared.n_boot()
     cluster: Literal["item", "subject"] = option(
         "item", help="resample items, or whole subjects", stage="aggregate"
     )

@@ -53,6 +53,7 @@ from rich.table import Table
 from dialogbench.data.model import RECENT_WINDOW, Dataset, Message, Reading, Subject
 from dialogbench.report.table import summary_table
 from dialogbench.runner import Outcome, Plan, TrackBase, option, register
+from dialogbench.runner import config as shared
 from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import (
     Estimate,
@@ -89,8 +90,8 @@ class DemandConfig:
         max=1_000_000,
         stage="aggregate",
     )
-    seed: int = option(0, help="seed of the bootstrap", min=0, stage="aggregate")
-    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
+    seed: int = shared.seed("the bootstrap", stage="aggregate")
+    n_boot: int = shared.n_boot()
     cluster: Literal["item", "subject"] = option(
         "item", help="resample items, or whole subjects", stage="aggregate"
     )

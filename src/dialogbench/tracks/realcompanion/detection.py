@@ -84,10 +84,10 @@ from rich.table import Table
 from dialogbench.data.model import Dataset, Reading, Subject
 from dialogbench.memory import Budget, query_of
 from dialogbench.models.model import Model
-from dialogbench.models.types import GenerateConfig
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import Probe, build_probes
 from dialogbench.runner import Outcome, Plan, TrackBase, option, register
+from dialogbench.runner import config as shared
 from dialogbench.runner.roles import Role
 from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, nan_estimate, percentile_estimate
@@ -135,7 +135,7 @@ def default_detectors(with_model: bool) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class DetectionConfig:
+class DetectionConfig(shared.Sampled):
     """Detectors, threshold, intervals, the model detectors' reply settings, a probe limit."""
 
     detectors: tuple[str, ...] | None = option(
@@ -155,27 +155,18 @@ class DetectionConfig:
         help=rc.MEMORY_HELP + "; each gives a detector model-memory:NAME reading its recall",
         nonempty=False,
     )
-    seed: int = option(0, help="seed of the probe limit, the replies and the bootstrap", min=0)
-    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
+    seed: int = shared.seed("the probe limit, the replies and the bootstrap")
+    n_boot: int = shared.n_boot()
     window: int = option(3, help="messages the model detectors see", min=1, max=1000)
     """How many messages the model detectors see (the preceding ones, or the best BM25
     matches), and how many BM25 matches the bm25 detector lists."""
     reading: Literal["recorded", "strict"] = option(
         "recorded", help=READING_HELP, stage="aggregate"
     )
-    limit: int | None = option(
-        None, help="at most this many probes, drawn in turn from each population", min=1
-    )
-    max_tokens: int = option(48, help="reply budget of the model detectors", min=1, max=1_000_000)
-    temperature: float = option(
-        0.0, help="sampling temperature of the model detectors", min=0, max=2
-    )
-    max_fixes: int = option(1, help="corrections of an unusable model reply", min=0, max=10)
-
-    def generate_config(self) -> GenerateConfig:
-        return GenerateConfig(
-            temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed
-        )
+    limit: int | None = shared.limit("probes, drawn in turn from each population")
+    max_tokens: int = shared.tokens(48, "reply budget of the model detectors")
+    temperature: float = shared.temperature(0.0, "sampling temperature of the model detectors")
+    max_fixes: int = shared.fixes(1, "corrections of an unusable model reply")
 
     @property
     def chosen(self) -> tuple[str, ...]:

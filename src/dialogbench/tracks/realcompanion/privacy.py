@@ -57,9 +57,9 @@ from scipy import sparse
 
 from dialogbench.data.model import Dataset
 from dialogbench.models.model import Model
-from dialogbench.models.types import GenerateConfig
 from dialogbench.report.table import summary_table
 from dialogbench.runner import Outcome, Plan, TrackBase, option, register
+from dialogbench.runner import config as shared
 from dialogbench.runner.roles import Role
 from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
@@ -80,7 +80,7 @@ FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
-class PrivacyConfig:
+class PrivacyConfig(shared.Sampled):
     """Who counts as a speaker, how samples are drawn, and how to draw intervals."""
 
     sample_size: int = option(10, help="messages in each held-out sample (k)", min=1, max=10_000)
@@ -99,8 +99,8 @@ class PrivacyConfig:
     )
     """Text a loader added that the person did not write (by default LoCoMo's
     machine-written image captions)."""
-    seed: int = option(0, help="seed of the samples, the tie-breaks and the bootstrap", min=0)
-    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
+    seed: int = shared.seed("the samples, the tie-breaks and the bootstrap")
+    n_boot: int = shared.n_boot()
     cluster: Literal["trial", "speaker"] = option(
         "trial", help="resample trials, or whole speakers", stage="aggregate"
     )
@@ -113,14 +113,9 @@ class PrivacyConfig:
     model_repeats: int | None = option(
         None, help="trials per speaker for the model (default: --repeats)", min=1, max=100_000
     )
-    max_tokens: int = option(32, help="reply budget of the model", min=1, max=1_000_000)
-    temperature: float = option(0.0, help="sampling temperature of the model", min=0, max=2)
-    max_fixes: int = option(1, help="corrections of an unusable model reply", min=0, max=10)
-
-    def generate_config(self) -> GenerateConfig:
-        return GenerateConfig(
-            temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed
-        )
+    max_tokens: int = shared.tokens(32, "reply budget of the model")
+    temperature: float = shared.temperature(0.0, "sampling temperature of the model")
+    max_fixes: int = shared.fixes(1, "corrections of an unusable model reply")
 
     @property
     def systems(self) -> tuple[str, ...]:

@@ -48,6 +48,7 @@ from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import BatchRetriever, Probe, build_probes
 from dialogbench.retrieval.registry import DEFAULT_RETRIEVERS, resolve
 from dialogbench.runner import Outcome, Plan, TrackBase, option, register
+from dialogbench.runner import config as shared
 from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 from dialogbench.stats.metrics import metric_table, random_hit_expectation
@@ -90,8 +91,8 @@ class RetrievalConfig:
     ks: tuple[int, ...] = option(
         (1, 5, 10), help="cut-offs for hit@k and recall@k", min=1, max=MAX_K, flag="--k", sort=True
     )
-    seed: int = option(0, help="seed of the random retrievers and the bootstrap", min=0)
-    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
+    seed: int = shared.seed("the random retrievers and the bootstrap")
+    n_boot: int = shared.n_boot()
     cluster: Literal["item", "subject"] = option(
         "item", help="resample items, or whole subjects", stage="aggregate"
     )
