@@ -28,9 +28,10 @@ from dialogbench.data.demo.release import load_release
 from dialogbench.data.errors import DataError
 from dialogbench.models.model import Model
 from dialogbench.models.spec import ModelSpec
+from dialogbench.runner import run_track
 from dialogbench.runner.roles import RoleSpec
 from dialogbench.testing.chatserver import ChatServer, Fault, status
-from dialogbench.tracks.demo.awareness import AwarenessConfig, run_awareness
+from dialogbench.tracks.demo.awareness import AWARENESS, AwarenessConfig
 from dialogbench.tracks.demo.interaction import INTERACTION, InteractionConfig
 
 Body = dict[str, Any]
@@ -205,12 +206,13 @@ def test_five_steps_counts_vote_audit_and_output(tmp_path: Path) -> None:
     plan = INTERACTION.plan(demo, InteractionConfig())
     assert len(plan.units) == kept
     with ChatServer() as srv:  # a schema-following default reply: the run completes
-        result = run_awareness(
+        result = run_track(
+            AWARENESS,
             demo,
             tmp_path / "aw",
             AwarenessConfig(n_boot=50),
-            model=RoleSpec("openai-compatible/x", srv.base_url),
-        )
+            {"model": RoleSpec("openai-compatible/x", srv.base_url)},
+        ).result()
     got = [c for lang in result.counts.values() for c in lang.values()]
     assert sum(c["items"] for c in got) == 4 * kept
     assert sum(c["scored"] for c in got) == 4 * kept

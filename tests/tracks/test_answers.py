@@ -17,11 +17,11 @@ from dialogbench.cli import app
 from dialogbench.data.errors import DataError
 from dialogbench.data.model import Dataset
 from dialogbench.data.registry import load_dataset
-from dialogbench.runner import RoleSpec
+from dialogbench.runner import RoleSpec, run_track
 from dialogbench.scoring.locomo import locomo_score
 from dialogbench.testing import ChatServer
 from dialogbench.tracks.realcompanion import questions_prompts as qp
-from dialogbench.tracks.realcompanion.answers import AnswersConfig, run_answers
+from dialogbench.tracks.realcompanion.answers import ANSWERS, AnswersConfig
 from dialogbench.tracks.realcompanion.answers_file import (
     AnswerRecord,
     Given,
@@ -58,9 +58,9 @@ def test_our_schema_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     config = AnswersConfig(answers=str(file), calibration=5, n_boot=200, official=True)
     with ChatServer(reply=judge_reply) as srv:
         judge = RoleSpec("openai-compatible/judge", base_url=srv.base_url)
-        result = run_answers(ds, out, config, judge)
+        result = run_track(ANSWERS, ds, out, config, {"judge": judge}).result()
         asked = srv.request_count
-        again = run_answers(ds, out, config, judge)
+        again = run_track(ANSWERS, ds, out, config, {"judge": judge}).result()
         assert srv.request_count == asked  # resumed: nothing judged twice
     assert again.summary.keys() == result.summary.keys()
     n = sum(len(s.questions) for s in ds.subjects)
@@ -197,7 +197,7 @@ def test_mem0_shaped_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     with ChatServer(reply=judge_reply) as srv:
         judge = RoleSpec("openai-compatible/judge", base_url=srv.base_url)
         config = AnswersConfig(answers=str(file), format="mem0", calibration=2, n_boot=100)
-        result = run_answers(ds, tmp_path / "run", config, judge)
+        result = run_track(ANSWERS, ds, tmp_path / "run", config, {"judge": judge}).result()
     m = result.matching
     assert m["matched"] == 5 and m["matched_by"]["text"] == 5
     assert len(m["unmatched"]) == 1 and "conversation '1'" in m["unmatched"][0]["where"]
@@ -316,9 +316,13 @@ def test_a_renumbered_file_is_named_in_the_warnings(
     file.write_text("\n".join(json.dumps(x) for x in lines))
     with ChatServer(reply=judge_reply) as srv:
         judge = RoleSpec("openai-compatible/judge", base_url=srv.base_url)
-        result = run_answers(
-            ds, tmp_path / "run", AnswersConfig(answers=str(file), calibration=0, n_boot=50), judge
-        )
+        result = run_track(
+            ANSWERS,
+            ds,
+            tmp_path / "run",
+            AnswersConfig(answers=str(file), calibration=0, n_boot=50),
+            {"judge": judge},
+        ).result()
     assert result.categories.status == "another"
     assert result.categories.mapping["4"] == "multi-hop"
     assert any("another category map" in w for w in result.warnings)

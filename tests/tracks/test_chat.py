@@ -22,7 +22,7 @@ from dialogbench.data.registry import load_dataset
 from dialogbench.judging.prompts import JUDGE_SYSTEM
 from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
-from dialogbench.runner import Outcome, RoleSpec
+from dialogbench.runner import Outcome, RoleSpec, run_track
 from dialogbench.runner.record import to_json
 from dialogbench.stats.bootstrap import resample_counts
 from dialogbench.testing import ChatServer
@@ -39,7 +39,6 @@ from dialogbench.tracks.realcompanion.chat import (
     gain_split,
     limit_probes,
     paired_gain,
-    run_chat,
     share_outside,
     summarise,
 )
@@ -217,14 +216,14 @@ def test_run_against_a_scripted_server(tmp_path: Path, monkeypatch: pytest.Monke
         model = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
         config = ChatConfig(n_boot=200, framing="memories")
         out = tmp_path / "run"
-        result = run_chat(ds, out, config, model=model)
+        result = run_track(CHAT, ds, out, config, {"model": model}).result()
         asked = srv.request_count
         assert asked == n * 5 + n + 2  # replies, one judge call per probe, 2 corrections
-        again = run_chat(ds, out, config, model=model)  # resume
+        again = run_track(CHAT, ds, out, config, {"model": model}).result()  # resume
         assert to_json(again.summary()) == to_json(result.summary())
         assert srv.request_count == asked
         # an aggregation setting re-aggregates the saved probes: no call at all
-        fewer = run_chat(ds, out, replace(config, n_boot=100), model=model)
+        fewer = run_track(CHAT, ds, out, replace(config, n_boot=100), {"model": model}).result()
         assert srv.request_count == asked and fewer.probes == n
 
     rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
@@ -293,11 +292,11 @@ def test_another_judge_rejudges_without_the_model(
         ChatServer(reply=Scripted("<never>")) as judge,
     ):
         model = RoleSpec("openai-compatible/scripted", base_url=answerer.base_url)
-        first = run_chat(ds, out, config, model=model)
+        first = run_track(CHAT, ds, out, config, {"model": model}).result()
         replies = answerer.request_count
         assert replies == 4 * 5 + 4  # the model judged its own replies
         other = RoleSpec("openai-compatible/judge", base_url=judge.base_url)
-        again = run_chat(ds, out, config, model=model, judge_model=other)
+        again = run_track(CHAT, ds, out, config, {"model": model, "judge": other}).result()
         assert answerer.request_count == replies  # the replies were kept
         assert judge.request_count == 4  # one blinded call per probe
     assert to_json(again.summary()) == to_json(first.summary())  # the same scripted verdicts
@@ -310,12 +309,13 @@ def test_another_judge_rejudges_without_the_model(
 
 def test_bad_configuration_fails_first(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="needs a model"):
-        run_chat(load_dataset("sample"), tmp_path, ChatConfig())
+        run_track(CHAT, load_dataset("sample"), tmp_path, ChatConfig())
     embedded = RoleSpec("embedded")
     with pytest.raises(ValueError, match="framing"):
-        run_chat(load_dataset("sample"), tmp_path, ChatConfig(framing="x"), model=embedded)  # type: ignore[arg-type]
+        bad = ChatConfig(framing="x")  # type: ignore[arg-type]
+        run_track(CHAT, load_dataset("sample"), tmp_path, bad, {"model": embedded})
     with pytest.raises(ValueError, match="--limit"):
-        run_chat(load_dataset("sample"), tmp_path, ChatConfig(limit=0), model=embedded)
+        run_track(CHAT, load_dataset("sample"), tmp_path, ChatConfig(limit=0), {"model": embedded})
     assert not (tmp_path / "manifest.json").exists()
 
 
@@ -327,7 +327,9 @@ def test_embedded_model_short_run(tmp_path: Path) -> None:
     model = Model.from_spec(ModelSpec.parse("embedded"), cache=None)
     config = ChatConfig(limit=2, max_tokens=16, judge_max_tokens=96, max_fixes=0, n_boot=100)
     try:
-        result = run_chat(load_dataset("sample"), tmp_path, config, model=model)
+        result = run_track(
+            CHAT, load_dataset("sample"), tmp_path, config, {"model": model}
+        ).result()
     finally:
         asyncio.run(model.aclose())
     rows = [json.loads(x) for x in (tmp_path / "items.jsonl").read_text().splitlines()]
@@ -445,13 +447,17 @@ def test_both_framings_make_the_one_framing_calls(
     config = ChatConfig(n_boot=100, limit=6, framing="both")
     with ChatServer(reply=Scripted("<never>")) as srv:
         model = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
-        both = run_chat(ds, tmp_path / "both", config, model=model)
+        both = run_track(CHAT, ds, tmp_path / "both", config, {"model": model}).result()
         asked = srv.request_count
         for framing in ("turns", "memories"):
-            one = run_chat(ds, tmp_path / framing, replace(config, framing=framing), model=model)
+            one = run_track(
+                CHAT, ds, tmp_path / framing, replace(config, framing=framing), {"model": model}
+            ).result()
             assert srv.request_count == asked  # every call was made by the run of both
             assert to_json(one.memory_use[framing]) == to_json(both.memory_use[framing])
-    turns = run_chat(ds, tmp_path / "turns", replace(config, framing="turns"), model=model)
+    turns = run_track(
+        CHAT, ds, tmp_path / "turns", replace(config, framing="turns"), {"model": model}
+    ).result()
     assert to_json(turns.gains) == to_json(both.gains)  # the first framing gives the figures
     rows = [json.loads(x) for x in (tmp_path / "both" / "items.jsonl").read_text().splitlines()]
     assert len(rows) == 6 * 5 * 2 and {r["framing"] for r in rows} == {"turns", "memories"}
@@ -493,10 +499,10 @@ def test_memory_conditions_are_judged_with_the_others(
     out = tmp_path / "run"
     with ChatServer(reply=ScriptedMemory("<never>")) as srv:
         model = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
-        result = run_chat(ds, out, config, model=model)
+        result = run_track(CHAT, ds, out, config, {"model": model}).result()
         assert srv.request_count == 8 * 8 + 8  # eight replies and one judge call per probe
         bodies = [b["messages"] for b in srv.requests]
-        again = run_chat(ds, out, config, model=model)
+        again = run_track(CHAT, ds, out, config, {"model": model}).result()
         assert srv.request_count == 8 * 8 + 8 and to_json(again.summary()) == to_json(
             result.summary()
         )

@@ -16,12 +16,13 @@ from dialogbench.data.locomo import load_locomo
 from dialogbench.data.model import ChatItem, Dataset, Message, Question, Role, Subject
 from dialogbench.data.registry import load_dataset
 from dialogbench.models.embedded import GGUFUnavailable, default_gguf
-from dialogbench.runner import OptionError, check
+from dialogbench.runner import OptionError, check, run_track
 from dialogbench.tracks.realcompanion.coverage import (
+    COVERAGE,
     CoverageConfig,
+    CoverageTrack,
     budget_label,
     parse_tokens,
-    run_coverage,
 )
 
 
@@ -93,7 +94,9 @@ BUDGETS = (5, 11, 20, 21)
 
 def test_hand_computed_coverage(tmp_path: Path) -> None:
     config = CoverageConfig(budgets=BUDGETS, n_boot=200)
-    result = run_coverage(tiny_dataset(tiny_subject()), tmp_path, config, tokenizer=WordCounter())
+    result = run_track(
+        CoverageTrack(WordCounter()), tiny_dataset(tiny_subject()), tmp_path, config
+    ).result()
     # tokens back (furthest, nearest): chat item (21, 5); q1 (20, 20); q2 asked after s2 (11, 3)
     all_refs = {k: e.value for k, e in result.summary["all references"].items()}
     nearest = {k: e.value for k, e in result.summary["nearest reference"].items()}
@@ -147,17 +150,19 @@ def test_hand_computed_coverage(tmp_path: Path) -> None:
 def test_cluster_by_subject_and_resume(tmp_path: Path) -> None:
     ds = tiny_dataset(tiny_subject("a"), tiny_subject("b"))
     config = CoverageConfig(budgets=BUDGETS, n_boot=200, cluster="subject")
-    result = run_coverage(ds, tmp_path, config, tokenizer=WordCounter())
+    result = run_track(CoverageTrack(WordCounter()), ds, tmp_path, config).result()
     assert result.summary["all references"]["coverage@11"].value == pytest.approx(1 / 3)
     assert result.summary["all references"]["coverage@11"].n == 6
     solved = tmp_path / "parts" / "solved.jsonl"
     units = [json.loads(line)["unit"] for line in solved.read_text().splitlines()]
     assert units == ["subject-0000", "subject-0001"]
     stamp = solved.stat().st_mtime_ns
-    again = run_coverage(ds, tmp_path, replace(config, n_boot=300), tokenizer=WordCounter())
+    again = run_track(
+        CoverageTrack(WordCounter()), ds, tmp_path, replace(config, n_boot=300)
+    ).result()
     assert solved.stat().st_mtime_ns == stamp  # a new n_boot keeps every solved subject
     assert again.summary["all references"]["coverage@11"].value == pytest.approx(1 / 3)
-    run_coverage(ds, tmp_path, replace(config, budgets=(5, 11)), tokenizer=WordCounter())
+    run_track(CoverageTrack(WordCounter()), ds, tmp_path, replace(config, budgets=(5, 11)))
     rows = [json.loads(x) for x in (tmp_path / "items.jsonl").read_text().splitlines()]
     assert "window@11" in rows[0] and "window@20" not in rows[0]  # new budgets: solved again
 
@@ -165,7 +170,7 @@ def test_cluster_by_subject_and_resume(tmp_path: Path) -> None:
 def test_no_references_is_a_clear_error(tmp_path: Path) -> None:
     bare = tiny_subject().model_copy(update={"chat_items": [], "questions": []})
     with pytest.raises(ValueError, match="reference_ids or questions with evidence_ids"):
-        run_coverage(tiny_dataset(bare), tmp_path, tokenizer=WordCounter())
+        run_track(CoverageTrack(WordCounter()), tiny_dataset(bare), tmp_path)
 
 
 def test_budget_validation_and_labels() -> None:
@@ -189,7 +194,7 @@ def test_budget_validation_and_labels() -> None:
 @needs_tokenizer
 def test_sample_with_smollm2_tokenizer(tmp_path: Path) -> None:
     config = CoverageConfig(budgets=(256, 1024, 4096, 32768), n_boot=200)
-    result = run_coverage(load_dataset("sample"), tmp_path, config)
+    result = run_track(COVERAGE, load_dataset("sample"), tmp_path, config).result()
     assert result.tokenizer == {
         "name": "SmolLM2-135M-Instruct.Q4_1.gguf",
         "overhead per message": {"user": 5, "assistant": 6, "system": 5},
@@ -212,7 +217,9 @@ def test_sample_with_smollm2_tokenizer(tmp_path: Path) -> None:
 
 @needs_tokenizer
 def test_locomo(locomo_dir: Path, tmp_path: Path) -> None:
-    result = run_coverage(load_locomo(locomo_dir), tmp_path, CoverageConfig(n_boot=200))
+    result = run_track(
+        COVERAGE, load_locomo(locomo_dir), tmp_path, CoverageConfig(n_boot=200)
+    ).result()
     all_refs, nearest = result.summary["all references"], result.summary["nearest reference"]
     assert all_refs["coverage@8k"].n == 1982
     assert result.skipped == {"question probes without references": 4}

@@ -13,12 +13,13 @@ import numpy as np
 import pytest
 
 from dialogbench.data.registry import load_dataset
+from dialogbench.runner import run_track
 from dialogbench.stats.bootstrap import resample_counts
 from dialogbench.tracks.realcompanion.demand import (
+    DEMAND,
     DemandConfig,
     bootstrap_quantile,
     quantile_replicates,
-    run_demand,
 )
 
 FAST = DemandConfig(n_boot=200)
@@ -100,7 +101,7 @@ def value(e: dict[str, Any]) -> float:
 
 def test_hand_computed_release(tmp_path: Path) -> None:
     ds = load_dataset(str(write_release(tmp_path / "release")))
-    result = run_demand(ds, tmp_path / "run", FAST)
+    result = run_track(DEMAND, ds, tmp_path / "run", FAST).result()
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     rec, strict = summary["readings"]["recorded"], summary["readings"]["strict"]
     # proportional: 7 of a, 3 of b; recorded a/m12, a/m14, b/m12; strict a/m12
@@ -148,17 +149,19 @@ def test_hand_computed_release(tmp_path: Path) -> None:
 
 def test_window_and_cluster_are_aggregate_options(tmp_path: Path) -> None:
     ds = load_dataset(str(write_release(tmp_path / "release")))
-    wide = run_demand(ds, tmp_path / "run", DemandConfig(n_boot=200, window=12))
+    wide = run_track(DEMAND, ds, tmp_path / "run", DemandConfig(n_boot=200, window=12)).result()
     # a/m12 (11 back), a/m14 (12), b/m12 (10) now lie inside; a/m16 (16) does not
     assert wide.window["needs memory (recorded)"]["finds all"].value == pytest.approx(3 / 4)
-    by_subject = run_demand(ds, tmp_path / "run", DemandConfig(n_boot=200, cluster="subject"))
+    by_subject = run_track(
+        DEMAND, ds, tmp_path / "run", DemandConfig(n_boot=200, cluster="subject")
+    ).result()
     e = by_subject.readings["recorded"]["demand rate"]
     assert e.value == pytest.approx(0.3) and e.ci_low <= e.value <= e.ci_high
 
 
 def test_no_chat_items_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no chat item"):
-        run_demand(_empty(tmp_path), tmp_path / "r")
+        run_track(DEMAND, _empty(tmp_path), tmp_path / "r")
 
 
 def _empty(tmp_path: Path) -> Any:
@@ -241,7 +244,7 @@ def test_sample_against_its_files(tmp_path: Path) -> None:
                     window[reading].append((min(dist) <= 8, max(dist) <= 8))
                     contributes[reading].add(folder.name)
 
-    result = run_demand(load_dataset("sample"), tmp_path, FAST)
+    result = run_track(DEMAND, load_dataset("sample"), tmp_path, FAST).result()
     for reading in ("recorded", "strict"):
         got = result.readings[reading]
         rate = got["demand rate"]

@@ -20,6 +20,7 @@ from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
 from dialogbench.retrieval.base import Probe
 from dialogbench.retrieval.bm25 import STOPWORDS, tokenize
+from dialogbench.runner import run_track
 from dialogbench.runner.record import to_json
 from dialogbench.runner.roles import RoleSpec
 from dialogbench.stats.roc import auroc, auroc_replicates, bootstrap_auroc
@@ -31,6 +32,7 @@ from dialogbench.tracks.realcompanion.detection import (
     CHAT_CONTRASTS,
     COLD,
     CONTRASTS,
+    DETECTION,
     LEAKAGE,
     MODEL_DETECTORS,
     NEEDS,
@@ -43,7 +45,6 @@ from dialogbench.tracks.realcompanion.detection import (
     build_units,
     chat_group,
     limit_units,
-    run_detection,
     session_openers,
 )
 from dialogbench.tracks.realcompanion.detection_prompts import (
@@ -231,7 +232,7 @@ def test_bm25_confidence_is_the_formula() -> None:
 
 def test_sample_end_to_end_and_resume(tmp_path: Path) -> None:
     ds = load_dataset("sample")
-    result = run_detection(ds, tmp_path, FAST)
+    result = run_track(DETECTION, ds, tmp_path, FAST).result()
     assert set(result.summary) == {"lexical", "bm25"}
     for name in ("lexical", "bm25"):
         assert set(result.summary[name]) == ALL_FIGURES
@@ -270,7 +271,7 @@ def test_sample_end_to_end_and_resume(tmp_path: Path) -> None:
     units = [json.loads(x) for x in part.read_text().splitlines()]
     assert [u["unit"] for u in units] == ["lexical", "bm25"]  # one unit per detector
     part.write_text(json.dumps(units[0]) + "\n")  # as if stopped before bm25 finished
-    again = run_detection(ds, tmp_path, FAST)
+    again = run_track(DETECTION, ds, tmp_path, FAST).result()
     lines = [json.loads(x) for x in part.read_text().splitlines()]
     assert lines[0] == units[0] and [u["unit"] for u in lines] == ["lexical", "bm25"]
     assert to_json(again.summary) == to_json(result.summary)
@@ -278,7 +279,7 @@ def test_sample_end_to_end_and_resume(tmp_path: Path) -> None:
 
 def test_locomo_questions_against_session_openers(locomo_dir: Path, tmp_path: Path) -> None:
     ds = load_locomo(locomo_dir)
-    result = run_detection(ds, tmp_path, DetectionConfig(n_boot=500))
+    result = run_track(DETECTION, ds, tmp_path, DetectionConfig(n_boot=500)).result()
     sessions = sum(len({m.session for m in s.messages}) for s in ds.subjects)
     assert result.populations[QUESTION] == 1986
     assert result.populations[OPENER] == sessions
@@ -300,13 +301,13 @@ def test_locomo_questions_against_session_openers(locomo_dir: Path, tmp_path: Pa
 def test_bad_configurations_fail_before_any_work(tmp_path: Path) -> None:
     ds = load_dataset("sample")
     with pytest.raises(ValueError, match="unknown detector"):
-        run_detection(ds, tmp_path, DetectionConfig(detectors=("lexical", "psychic")))
+        run_track(DETECTION, ds, tmp_path, DetectionConfig(detectors=("lexical", "psychic")))
     with pytest.raises(ValueError, match="need a model"):
-        run_detection(ds, tmp_path, DetectionConfig(detectors=("model-context",)))
+        run_track(DETECTION, ds, tmp_path, DetectionConfig(detectors=("model-context",)))
     with pytest.raises(ValueError, match="threshold"):
-        run_detection(ds, tmp_path, DetectionConfig(threshold=1.5))
+        run_track(DETECTION, ds, tmp_path, DetectionConfig(threshold=1.5))
     with pytest.raises(ValueError, match="limit"):
-        run_detection(ds, tmp_path, DetectionConfig(limit=0))
+        run_track(DETECTION, ds, tmp_path, DetectionConfig(limit=0))
     assert not (tmp_path / "manifest.json").exists()
 
 
@@ -346,7 +347,7 @@ def test_model_detectors_against_a_scripted_server(
         config = DetectionConfig(n_boot=200)  # every detector: the default with a model
         model = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
         out = tmp_path / "run"
-        result = run_detection(ds, out, config, model)
+        result = run_track(DETECTION, ds, out, config, {"model": model}).result()
         asked = srv.request_count
         for name in MODEL_DETECTORS:
             # 2 referent-absent probes and 1 question unscored: counted, left out, not 0
@@ -393,21 +394,25 @@ def test_model_detectors_against_a_scripted_server(
         assert usage["stages"]["solve"]["model"]["tokens_processed"] > 0
 
         # resume: nothing left to ask; a new n_boot only redraws the figures
-        again = run_detection(ds, out, config, model)
+        again = run_track(DETECTION, ds, out, config, {"model": model}).result()
         assert to_json(again.summary) == to_json(result.summary)
         assert srv.request_count == asked
         stamp = (out / "parts" / "solved.jsonl").stat().st_mtime_ns
-        fewer = run_detection(ds, out, DetectionConfig(n_boot=100), model)
+        fewer = run_track(
+            DETECTION, ds, out, DetectionConfig(n_boot=100), {"model": model}
+        ).result()
         assert srv.request_count == asked and fewer.usage["total"]["calls"] == asked
         assert fewer.usage["total"]["cached_calls"] == 0  # the saved units, not re-asked
         # a new threshold moves the operating points only
-        high = run_detection(ds, out, DetectionConfig(n_boot=200, threshold=0.95), model)
+        high = run_track(
+            DETECTION, ds, out, DetectionConfig(n_boot=200, threshold=0.95), {"model": model}
+        ).result()
         assert srv.request_count == asked
         assert to_json(high.summary) == to_json(result.summary)
         assert high.usage["total"]["cached_calls"] == 0
         assert (out / "parts" / "solved.jsonl").stat().st_mtime_ns == stamp
         # a fresh folder is answered from the cache
-        run_detection(ds, tmp_path / "again", config, model)
+        run_track(DETECTION, ds, tmp_path / "again", config, {"model": model})
         assert srv.request_count == asked  # every reply, usable or not, was cached
 
     manifest = json.loads((out / "manifest.json").read_text())
@@ -424,7 +429,7 @@ def test_embedded_model_short_run(tmp_path: Path) -> None:
     model = Model.from_spec(ModelSpec.parse("embedded"), cache=None)
     config = DetectionConfig(detectors=ALL_DETECTORS, limit=6, max_tokens=24, n_boot=100)
     try:
-        result = run_detection(ds, tmp_path, config, model=model)
+        result = run_track(DETECTION, ds, tmp_path, config, {"model": model}).result()
     finally:
         asyncio.run(model.aclose())
     rows = [json.loads(x) for x in (tmp_path / "items.jsonl").read_text().splitlines()]
@@ -446,7 +451,7 @@ def test_embedded_model_short_run(tmp_path: Path) -> None:
 
 def test_proportional_contrasts_and_leakage_against_brute_force(tmp_path: Path) -> None:
     ds = load_dataset("sample")
-    result = run_detection(ds, tmp_path, FAST)
+    result = run_track(DETECTION, ds, tmp_path, FAST).result()
     units = build_units(ds)
     rows = [json.loads(x) for x in (tmp_path / "items.jsonl").read_text().splitlines()]
     for name in ("lexical", "bm25"):
@@ -500,7 +505,9 @@ def u_key(r: dict[str, Any]) -> tuple[str, str, str, str]:
 
 def test_strict_reading_moves_the_populations(tmp_path: Path) -> None:
     ds = load_dataset("sample")
-    result = run_detection(ds, tmp_path, DetectionConfig(n_boot=50, reading="strict"))
+    result = run_track(
+        DETECTION, ds, tmp_path, DetectionConfig(n_boot=50, reading="strict")
+    ).result()
     strict, recorded = hand_groups("strict"), hand_groups("recorded")
     assert {g: result.populations[g] for g in strict} == strict
     assert 0 < strict[NEEDS] < recorded[NEEDS]  # strict is the narrower reading
@@ -525,10 +532,10 @@ def test_memory_detectors_read_what_the_system_recalled(
     out = tmp_path / "run"
     with ChatServer(reply=Scripted(positives, set())) as srv:
         model = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
-        result = run_detection(ds, out, config, model)
+        result = run_track(DETECTION, ds, out, config, {"model": model}).result()
         bodies = [b["messages"] for b in srv.requests]
         asked = srv.request_count
-        run_detection(ds, out, config, model)
+        run_track(DETECTION, ds, out, config, {"model": model})
         assert srv.request_count == asked  # resumed
     names = ["model-memory:bm25", "model-memory:full-context", "model-memory:notes"]
     assert list(result.summary) == ["model-retrieved", *names]
@@ -573,4 +580,4 @@ def test_memory_detectors_read_what_the_system_recalled(
 
 def test_a_memory_detector_needs_a_model(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="model-memory:bm25 need a model"):
-        run_detection(load_dataset("sample"), tmp_path, DetectionConfig(memory=("bm25",)))
+        run_track(DETECTION, load_dataset("sample"), tmp_path, DetectionConfig(memory=("bm25",)))

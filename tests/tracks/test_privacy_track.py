@@ -16,15 +16,16 @@ from dialogbench.data.locomo import load_locomo
 from dialogbench.data.memorybank import load_memorybank
 from dialogbench.data.model import Dataset, Message, Subject
 from dialogbench.data.registry import load_dataset
+from dialogbench.runner import run_track
 from dialogbench.runner.roles import RoleSpec
 from dialogbench.stats.bootstrap import Estimate
 from dialogbench.testing import ChatServer
 from dialogbench.tracks.realcompanion.privacy import (
     MODEL_SYSTEMS,
+    PRIVACY,
     PrivacyConfig,
     draw_samples,
     eligible_speakers,
-    run_privacy,
 )
 from dialogbench.tracks.realcompanion.style import count_style, mask_content
 
@@ -78,7 +79,7 @@ def _chance_level(result: dict[str, Estimate], n: int) -> None:
 def test_identical_writers_score_chance(tmp_path: Path) -> None:
     """8 speakers who all write the very same message: every attribution is a tie."""
     config = PrivacyConfig(repeats=40, n_boot=500, control=False)
-    result = run_privacy(_writers([[LINES[0]] * 24] * 8), tmp_path, config)
+    result = run_track(PRIVACY, _writers([[LINES[0]] * 24] * 8), tmp_path, config).result()
     assert result.summary["style"]["accuracy"].n == 320
     _chance_level(result.summary["style"], 8)
 
@@ -87,7 +88,9 @@ def test_shuffled_authors_score_chance(tmp_path: Path) -> None:
     """Messages dealt to speakers at random, afresh each repeat: exactly chance on average."""
     rng = np.random.default_rng(1)
     texts = [list(rng.choice(LINES, size=24)) for _ in range(8)]
-    result = run_privacy(_writers(texts), tmp_path, PrivacyConfig(repeats=60, n_boot=500))
+    result = run_track(
+        PRIVACY, _writers(texts), tmp_path, PrivacyConfig(repeats=60, n_boot=500)
+    ).result()
     _chance_level(result.summary["shuffled authors"], 8)
 
 
@@ -98,7 +101,7 @@ def test_distinct_synthetic_styles_are_found(tmp_path: Path) -> None:
         ["WOW!!! so cool!!!", "OMG yes!!!"],
     ]
     ds = _writers([s * 10 for s in styles])
-    result = run_privacy(ds, tmp_path, PrivacyConfig(repeats=3, n_boot=200))
+    result = run_track(PRIVACY, ds, tmp_path, PrivacyConfig(repeats=3, n_boot=200)).result()
     assert result.summary["style"]["accuracy"].value == 1.0
 
 
@@ -107,23 +110,23 @@ def test_config_and_speaker_checks(tmp_path: Path) -> None:
         PrivacyConfig(sample_size=20, min_messages=20)
     one = _writers([["hi there"] * 30])
     with pytest.raises(ValueError, match="needs two or more"):
-        run_privacy(one, tmp_path, FAST)
+        run_track(PRIVACY, one, tmp_path, FAST)
 
 
 def test_sample_runs_and_resumes(tmp_path: Path) -> None:
     ds = load_dataset("sample")
     assert eligible_speakers(ds, 15).keys == ("maya/Maya", "tomas/Tomas")
-    first = run_privacy(ds, tmp_path, FAST)
+    first = run_track(PRIVACY, ds, tmp_path, FAST).result()
     solved = tmp_path / "parts" / "solved.jsonl"
     units = [json.loads(line)["unit"] for line in solved.read_text().splitlines()]
     assert units[0] == "style-r000" and units[-1] == "shuffled-authors-r009"
     assert len(units) == 2 * FAST.repeats
     stamp = solved.stat().st_mtime_ns
     (tmp_path / "summary.json").unlink()
-    again = run_privacy(ds, tmp_path, replace(FAST, n_boot=300, cluster="speaker"))
+    again = run_track(PRIVACY, ds, tmp_path, replace(FAST, n_boot=300, cluster="speaker")).result()
     assert solved.stat().st_mtime_ns == stamp and (tmp_path / "summary.json").exists()
     assert again.summary["style"]["accuracy"].value == first.summary["style"]["accuracy"].value
-    run_privacy(ds, tmp_path, replace(FAST, repeats=2))  # a solve field: every unit redone
+    run_track(PRIVACY, ds, tmp_path, replace(FAST, repeats=2))  # a solve field: every unit redone
     units = [json.loads(line)["unit"] for line in solved.read_text().splitlines()]
     assert len(units) == 4
 
@@ -150,7 +153,7 @@ def test_cli_options(tmp_path: Path) -> None:
 
 def test_locomo(locomo_dir: Path, tmp_path: Path) -> None:
     ds = load_locomo(locomo_dir)
-    result = run_privacy(ds, tmp_path, FAST)
+    result = run_track(PRIVACY, ds, tmp_path, FAST).result()
     style, control = result.summary["style"], result.summary["shuffled authors"]
     assert len(result.speakers) == 20 and style["chance"].value == 0.05
     assert style["accuracy"].n == 20 * FAST.repeats
@@ -169,7 +172,7 @@ def test_locomo(locomo_dir: Path, tmp_path: Path) -> None:
 
 
 def test_memorybank(memorybank_dir: Path, tmp_path: Path) -> None:
-    result = run_privacy(load_memorybank(memorybank_dir), tmp_path, FAST)
+    result = run_track(PRIVACY, load_memorybank(memorybank_dir), tmp_path, FAST).result()
     style, control = result.summary["style"], result.summary["shuffled authors"]
     assert len(result.speakers) == 15
     assert style["accuracy"].ci_low > 4 / 15
@@ -224,7 +227,7 @@ def test_model_oracle_finds_authors_and_its_control_sits_at_chance(
     with ChatServer(reply=Oracle(ds)) as srv:
         model = RoleSpec("openai-compatible/oracle", base_url=srv.base_url)
         out = tmp_path / "run"
-        result = run_privacy(ds, out, MODEL_FAST, model=model)
+        result = run_track(PRIVACY, ds, out, MODEL_FAST, {"model": model}).result()
         assert srv.request_count == 2 * 6 * 8  # one call per trial, both systems
     assert list(result.summary) == [
         "style",
@@ -274,7 +277,7 @@ def test_unusable_answers_are_counted_not_wrong_and_asked_again(
     with ChatServer(reply=Oracle(ds, garble)) as srv:
         model = RoleSpec("openai-compatible/oracle", base_url=srv.base_url)
         out = tmp_path / "run"
-        first = run_privacy(ds, out, config, model=model)
+        first = run_track(PRIVACY, ds, out, config, {"model": model}).result()
         rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
         bad = [r for r in rows if r["system"] == "language model" and not r["answered"]]
         assert len(bad) == 6  # speaker 2's trials
@@ -289,7 +292,7 @@ def test_unusable_answers_are_counted_not_wrong_and_asked_again(
         asked = srv.request_count
         assert asked == n + len(bad)  # each bad one got one correction
         # a rerun asks exactly those trials again, with the next sample index (a new seed)
-        again = run_privacy(ds, out, config, model=model)
+        again = run_track(PRIVACY, ds, out, config, {"model": model}).result()
         assert srv.request_count == asked + len(bad)
         assert {r.get("seed") for r in srv.requests[asked:]} == {1}
         assert again.summary["language model"]["answered"].value == 1.0
@@ -298,14 +301,14 @@ def test_unusable_answers_are_counted_not_wrong_and_asked_again(
         redone = [r for r in rows if r["system"] == "language model" and r["draws"] == 2]
         assert len(redone) == len(bad) and all(r["answered"] for r in redone)
         # and a third run has nothing left to ask
-        run_privacy(ds, out, config, model=model)
+        run_track(PRIVACY, ds, out, config, {"model": model})
         assert srv.request_count == asked + len(bad)
 
 
 def test_model_option_checks(tmp_path: Path) -> None:
     ds = _unique_writers(3, 20)
     with pytest.raises(ValueError, match="needs a model"):
-        run_privacy(ds, tmp_path, replace(MODEL_FAST, language_model=True))
+        run_track(PRIVACY, ds, tmp_path, replace(MODEL_FAST, language_model=True))
     # without a model the track runs the style systems as before
-    result = run_privacy(ds, tmp_path / "plain", MODEL_FAST)
+    result = run_track(PRIVACY, ds, tmp_path / "plain", MODEL_FAST).result()
     assert list(result.summary) == ["style", "shuffled authors"]

@@ -25,16 +25,16 @@ from dialogbench.data.registry import load_dataset
 from dialogbench.judging.prompts import JUDGE_SYSTEM
 from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
-from dialogbench.runner import OptionError, Outcome, RoleSpec, check
+from dialogbench.runner import OptionError, Outcome, RoleSpec, check, run_track
 from dialogbench.scoring.locomo import CATEGORY_NAMES, open_domain_gold
 from dialogbench.testing import ChatServer
 from dialogbench.tracks.realcompanion import questions_prompts as qp
 from dialogbench.tracks.realcompanion.questions import (
     QUESTIONS,
     QuestionsConfig,
+    QuestionsTrack,
     build_asked,
     limit_asked,
-    run_questions,
     shown,
     uses_official,
 )
@@ -134,11 +134,11 @@ def test_bad_configurations_fail_early(tmp_path: Path) -> None:
     with pytest.raises(OptionError, match="--k"):
         check(QuestionsConfig(k=0))
     with pytest.raises(ValueError, match="needs a model"):
-        run_questions(load_dataset("sample"), tmp_path, QuestionsConfig())
+        run_track(QUESTIONS, load_dataset("sample"), tmp_path, QuestionsConfig())
     embedded = RoleSpec("embedded")
     with pytest.raises(OptionError, match="twice"):
         config = QuestionsConfig(systems=("retrieval", "retrieval"))
-        run_questions(load_dataset("sample"), tmp_path, config, model=embedded)
+        run_track(QUESTIONS, load_dataset("sample"), tmp_path, config, {"model": embedded})
     assert not (tmp_path / "manifest.json").exists()
 
 
@@ -208,13 +208,13 @@ def test_scripted_run_on_the_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         # the official scorer on: the sample holds categories of its own besides LoCoMo's
         config = QuestionsConfig(context_tokens=budget, n_boot=200, official=True)
         out = tmp_path / "run"
-        result = run_questions(ds, out, config, model=model, tokenizer=Words())
+        result = run_track(QuestionsTrack(Words()), ds, out, config, {"model": model}).result()
         asked_requests = srv.request_count
-        again = run_questions(ds, out, config, model=model, tokenizer=Words())
+        again = run_track(QuestionsTrack(Words()), ds, out, config, {"model": model}).result()
         assert again.summary.keys() == {"full", "retrieval"}
         assert srv.request_count == asked_requests  # resumed: nothing asked again
         fewer = replace(config, n_boot=100)  # an aggregation setting: no call at all
-        run_questions(ds, out, fewer, model=model, tokenizer=Words())
+        run_track(QuestionsTrack(Words()), ds, out, fewer, {"model": model})
         assert srv.request_count == asked_requests
 
     n = len(questions)
@@ -298,9 +298,13 @@ def test_a_separate_judge_and_no_official_scorer(
         model = RoleSpec("openai-compatible/answerer", base_url=answerer.base_url)
         judge_spec = RoleSpec("openai-compatible/judge", judge.base_url, "JUDGE_KEY")
         out = tmp_path / "run"
-        itself = run_questions(ds, out, config, model=model)  # the model judges itself
+        itself = run_track(
+            QUESTIONS, ds, out, config, {"model": model}
+        ).result()  # the model judges itself
         assert answerer.request_count == 4 and judge.request_count == 0
-        result = run_questions(ds, out, config, model=model, judge_model=judge_spec)
+        result = run_track(
+            QUESTIONS, ds, out, config, {"model": model, "judge": judge_spec}
+        ).result()
         assert answerer.request_count == 4  # the answers were kept: only re-judged
         assert judge.request_count == 2
     assert itself.summary["retrieval"]["all"]["judge"].value == 0.5
@@ -337,7 +341,7 @@ def test_locomo_official_scores_per_category(
     with ChatServer(reply=Scripted(answers)) as srv:
         config = QuestionsConfig(systems=("retrieval",), limit=10, n_boot=100)
         model = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
-        result = run_questions(ds, tmp_path / "run", config, model=model)
+        result = run_track(QUESTIONS, ds, tmp_path / "run", config, {"model": model}).result()
     s = result.summary["retrieval"]
     cats = {k for k in s if k.startswith("category=")}
     assert cats == {f"category={c}" for c in CATEGORY_NAMES}  # 2 of each of the 5
@@ -360,7 +364,9 @@ def test_embedded_model_short_run(tmp_path: Path) -> None:
         systems=("full",), k=3, limit=2, max_tokens=12, judge_max_tokens=48, max_fixes=0
     )
     try:
-        result = run_questions(ds, tmp_path, replace(config, n_boot=100), model=model)
+        result = run_track(
+            QUESTIONS, ds, tmp_path, replace(config, n_boot=100), {"model": model}
+        ).result()
     finally:
         asyncio.run(model.aclose())
     rows = [json.loads(x) for x in (tmp_path / "items.jsonl").read_text().splitlines()]
@@ -394,10 +400,10 @@ def test_memory_systems_answer_from_what_they_recall(
     out = tmp_path / "run"
     with ChatServer(reply=Scripted(answers)) as srv:
         model = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
-        result = run_questions(ds, out, config, model=model, tokenizer=Words())
+        result = run_track(QuestionsTrack(Words()), ds, out, config, {"model": model}).result()
         bodies = _bodies(srv)
         asked = srv.request_count
-        run_questions(ds, out, config, model=model, tokenizer=Words())
+        run_track(QuestionsTrack(Words()), ds, out, config, {"model": model})
         assert srv.request_count == asked  # resumed: the memory units too
     systems = ["full", "memory:bm25", "memory:full-context", "memory:notes"]
     assert list(result.summary) == systems
@@ -471,9 +477,9 @@ def test_a_memory_budget_cuts_every_system_alike(
     )
     with ChatServer(reply=Scripted(answers)) as srv:
         model = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
-        run_questions(ds, tmp_path / "k", config, model=model, tokenizer=Words())
+        run_track(QuestionsTrack(Words()), ds, tmp_path / "k", config, {"model": model})
         tight = replace(config, memory_k=None, memory_tokens=25)
-        run_questions(ds, tmp_path / "t", tight, model=model, tokenizer=Words())
+        run_track(QuestionsTrack(Words()), ds, tmp_path / "t", tight, {"model": model})
     for r in map(json.loads, (tmp_path / "k" / "items.jsonl").read_text().splitlines()):
         if r["system"] == "memory:full-context":  # the newest three, in conversation order
             assert len(r["context_ids"]) == 3

@@ -18,10 +18,12 @@ from dialogbench.data.model import Dataset, Message, Subject
 from dialogbench.data.registry import load_dataset
 from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
+from dialogbench.runner import run_track
 from dialogbench.runner.roles import RoleSpec
 from dialogbench.testing import ChatServer
 from dialogbench.tracks.realcompanion import reconstruction_match as rm
 from dialogbench.tracks.realcompanion.reconstruction import (
+    RECONSTRUCTION,
     CharCounter,
     ReconstructionConfig,
     chunk_spans,
@@ -32,7 +34,6 @@ from dialogbench.tracks.realcompanion.reconstruction import (
     make_counter,
     merge,
     prompt_tokens,
-    run_reconstruction,
     score_row,
     select_subjects,
 )
@@ -212,7 +213,7 @@ def test_scripted_server_perfect_and_unscored(
         )
         model = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
         out = tmp_path / "run"
-        result = run_reconstruction(ds, out, config, model)
+        result = run_track(RECONSTRUCTION, ds, out, config, {"model": model}).result()
         asked = srv.request_count
         assert asked == 2 * (1 + 2)  # per run: one call each, one correction for the broken
         for kind in ("profile", "persona", "all"):
@@ -241,20 +242,29 @@ def test_scripted_server_perfect_and_unscored(
         assert compare_runs(out, out, n_boot=100).value == 1.0
 
         # resume: nothing asked again; a new n_boot or threshold reuses the saved outputs
-        assert run_reconstruction(ds, out, config, model).summary == result.summary
+        assert (
+            run_track(RECONSTRUCTION, ds, out, config, {"model": model}).result().summary
+            == result.summary
+        )
         solved = (out / "parts" / "solved.jsonl").stat().st_mtime_ns
-        fewer = run_reconstruction(ds, out, replace(config, n_boot=100), model)
+        fewer = run_track(
+            RECONSTRUCTION, ds, out, replace(config, n_boot=100), {"model": model}
+        ).result()
         assert fewer.usage["total"]["cached_calls"] == 0
-        strict = run_reconstruction(ds, out, replace(config, threshold=1.0), model)
+        strict = run_track(
+            RECONSTRUCTION, ds, out, replace(config, threshold=1.0), {"model": model}
+        ).result()
         assert strict.usage["total"]["cached_calls"] == 0 and srv.request_count == asked
         assert (out / "parts" / "solved.jsonl").stat().st_mtime_ns == solved
         assert json.loads((out / "manifest.json").read_text())["config"]["threshold"] == 1.0
-        lexical = run_reconstruction(ds, out, replace(config, matcher="lexical"), model)
+        lexical = run_track(
+            RECONSTRUCTION, ds, out, replace(config, matcher="lexical"), {"model": model}
+        ).result()
         assert srv.request_count == asked and lexical.summary["all"]["f1"].value == 1.0
         assert json.loads((out / "manifest.json").read_text())["config"]["matcher"] == "lexical"
-        run_reconstruction(ds, out, config, model)
+        run_track(RECONSTRUCTION, ds, out, config, {"model": model})
         # a fresh folder is answered from the cache
-        run_reconstruction(ds, tmp_path / "again", config, model)
+        run_track(RECONSTRUCTION, ds, tmp_path / "again", config, {"model": model})
         assert srv.request_count == asked
 
         # a tiny context budget: map over chunks, merge back to the released records
@@ -264,7 +274,9 @@ def test_scripted_server_perfect_and_unscored(
             n_boot=100,
             limit=1,
         )
-        small = run_reconstruction(ds, tmp_path / "chunked", chunked, model)
+        small = run_track(
+            RECONSTRUCTION, ds, tmp_path / "chunked", chunked, {"model": model}
+        ).result()
         row = json.loads((tmp_path / "chunked" / "items.jsonl").read_text())
         assert row["chunks"] > 1 and srv.request_count == asked + row["chunks"]
         assert small.summary["all"]["f1"].value == 1.0  # duplicates across chunks dropped
@@ -312,15 +324,17 @@ def test_replies_become_release_records() -> None:
 def test_bad_configurations_fail_early(tmp_path: Path) -> None:
     ds = load_dataset("sample")
     with pytest.raises(ValueError, match="needs a model"):
-        run_reconstruction(ds, tmp_path, ReconstructionConfig())
+        run_track(RECONSTRUCTION, ds, tmp_path, ReconstructionConfig())
     embedded = RoleSpec("embedded")
     bad = ReconstructionConfig(tokenizer="x")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="--tokenizer"):
-        run_reconstruction(ds, tmp_path, bad, embedded)
+        run_track(RECONSTRUCTION, ds, tmp_path, bad, {"model": embedded})
     with pytest.raises(ValueError, match="--threshold"):
-        run_reconstruction(ds, tmp_path, ReconstructionConfig(threshold=2.0), embedded)
+        run_track(
+            RECONSTRUCTION, ds, tmp_path, ReconstructionConfig(threshold=2.0), {"model": embedded}
+        )
     with pytest.raises(ValueError, match="--runs"):
-        run_reconstruction(ds, tmp_path, ReconstructionConfig(runs=0), embedded)
+        run_track(RECONSTRUCTION, ds, tmp_path, ReconstructionConfig(runs=0), {"model": embedded})
     with pytest.raises(ValueError, match="unknown tokenizer"):
         make_counter("x")
     assert not (tmp_path / "manifest.json").exists()
@@ -359,7 +373,7 @@ def test_embedded_model_short_run(tmp_path: Path) -> None:
     model = Model.from_spec(ModelSpec.parse("embedded"), cache=None)
     config = ReconstructionConfig(context_tokens=1400, max_tokens=80, tokenizer="gguf", n_boot=50)
     try:
-        result = run_reconstruction(ds, tmp_path, config, model=model)
+        result = run_track(RECONSTRUCTION, ds, tmp_path, config, {"model": model}).result()
     finally:
         asyncio.run(model.aclose())
     row = json.loads((tmp_path / "items.jsonl").read_text())

@@ -17,6 +17,7 @@ from dialogbench.data.model import Message
 from dialogbench.data.registry import load_dataset
 from dialogbench.memory import Budget, Memory, Query, Recall, query_of, replay, replay_costs
 from dialogbench.memory.registry import resolve_memory
+from dialogbench.runner import run_track
 from dialogbench.stats.metrics import metric_table
 from dialogbench.testing.memoryserver import MemoryServer
 from dialogbench.tracks.realcompanion.retrieval import (
@@ -24,8 +25,8 @@ from dialogbench.tracks.realcompanion.retrieval import (
     CITED,
     POOLED,
     QUESTIONS,
+    RETRIEVAL,
     RetrievalConfig,
-    run_retrieval,
     scoreable_probes,
 )
 
@@ -73,7 +74,7 @@ class Failing:
 
 def test_memory_bm25_gives_the_figures_of_retriever_bm25(tmp_path: Path) -> None:
     config = RetrievalConfig(retrievers=("bm25",), memory=("bm25",), n_boot=200)
-    result = run_retrieval(load_dataset("sample"), tmp_path, config)
+    result = run_track(RETRIEVAL, load_dataset("sample"), tmp_path, config).result()
     for population, table in result.headline().items():
         got, want = table["memory:bm25"], table["bm25"]
         for metric, e in want.items():
@@ -96,7 +97,7 @@ def test_memory_bm25_gives_the_figures_of_retriever_bm25(tmp_path: Path) -> None
 def test_text_memories_are_scored_by_what_they_cite_and_apart(tmp_path: Path) -> None:
     data = load_dataset("sample")
     config = RetrievalConfig(retrievers=("bm25",), memory=(f"{__name__}:Notes",), n_boot=200)
-    result = run_retrieval(data, tmp_path, config)
+    result = run_track(RETRIEVAL, data, tmp_path, config).result()
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert {CITED + CHAT, CITED + QUESTIONS, CITED + POOLED} <= set(summary)
     cited = summary[CITED + POOLED]["memory:notes"]
@@ -135,7 +136,7 @@ def test_text_memories_are_scored_by_what_they_cite_and_apart(tmp_path: Path) ->
 def test_costs_are_those_of_replay_costs(tmp_path: Path) -> None:
     data = load_dataset("sample")
     config = RetrievalConfig(retrievers=("bm25",), memory=("full-context",), n_boot=50)
-    result = run_retrieval(data, tmp_path, config)
+    result = run_track(RETRIEVAL, data, tmp_path, config).result()
     probes, _ = scoreable_probes(data)
     system = resolve_memory("full-context")
     replays = []

@@ -13,7 +13,12 @@ from dialogbench.data.model import Dataset
 from dialogbench.data.registry import load_dataset
 from dialogbench.retrieval import registry
 from dialogbench.retrieval.baselines import OracleRetriever
-from dialogbench.tracks.realcompanion.retrieval import POOLED, RetrievalConfig, run_retrieval
+from dialogbench.runner import run_track
+from dialogbench.tracks.realcompanion.retrieval import (
+    POOLED,
+    RETRIEVAL,
+    RetrievalConfig,
+)
 
 FAST = RetrievalConfig(n_boot=200)
 REPO = Path(__file__).resolve().parents[2]
@@ -21,7 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_locomo_all_questions(locomo_dir: Path, tmp_path: Path) -> None:
     ds = load_locomo(locomo_dir)
-    result = run_retrieval(ds, tmp_path, FAST)
+    result = run_track(RETRIEVAL, ds, tmp_path, FAST).result()
     s = result.summary
     assert s["oracle"]["hit@5"].value == 1.0
     assert s["oracle"]["hit@1"].n == 1982
@@ -60,7 +65,7 @@ def test_locomo_all_questions(locomo_dir: Path, tmp_path: Path) -> None:
 def test_sample_with_strata_and_cluster_bootstrap(tmp_path: Path) -> None:
     ds = load_dataset("sample")
     config = RetrievalConfig(n_boot=200, cluster="subject")
-    result = run_retrieval(ds, tmp_path, config)
+    result = run_track(RETRIEVAL, ds, tmp_path, config).result()
     assert result.summary["oracle"]["hit@1"].value == 1.0
     assert result.summary["broken-oracle"]["hit@10"].value == 0.0
     assert {"stratum", "tier", "kind", "nearest distance"} <= set(result.breakdown["bm25"])
@@ -72,27 +77,27 @@ def _units(path: Path) -> list[str]:
 
 def test_interrupted_run_resumes_with_finished_parts(tmp_path: Path) -> None:
     ds = load_dataset("sample")
-    run_retrieval(ds, tmp_path, FAST)
+    run_track(RETRIEVAL, ds, tmp_path, FAST)
     solved = tmp_path / "parts" / "solved.jsonl"
     lines = solved.read_text().splitlines()
     assert _units(solved) == list(FAST.retrievers)
     kept = [line for line in lines if json.loads(line)["unit"] != "bm25"]
     solved.write_text("\n".join(kept) + "\n")  # as if killed before bm25 finished
     (tmp_path / "summary.json").unlink()
-    run_retrieval(ds, tmp_path, FAST)
+    run_track(RETRIEVAL, ds, tmp_path, FAST)
     assert _units(solved) == [u for u in FAST.retrievers if u != "bm25"] + ["bm25"]
     assert (tmp_path / "summary.json").exists()
     # an aggregation setting re-aggregates the saved units
-    run_retrieval(ds, tmp_path, RetrievalConfig(n_boot=100))
+    run_track(RETRIEVAL, ds, tmp_path, RetrievalConfig(n_boot=100))
     assert len(_units(solved)) == len(FAST.retrievers)
     # a setting that changes the rankings starts afresh
-    run_retrieval(ds, tmp_path, RetrievalConfig(n_boot=200, seed=1))
+    run_track(RETRIEVAL, ds, tmp_path, RetrievalConfig(n_boot=200, seed=1))
     assert _units(solved) == list(FAST.retrievers)
 
 
 def test_failed_control_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(registry.BUILTINS, "broken-oracle", lambda seed, offset: OracleRetriever())
-    result = run_retrieval(load_dataset("sample"), tmp_path, FAST)
+    result = run_track(RETRIEVAL, load_dataset("sample"), tmp_path, FAST).result()
     assert any(w.startswith("CONTROL FAILED: broken-oracle hit@1") for w in result.warnings)
 
 
@@ -101,7 +106,7 @@ def test_plugin_by_class_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     config = RetrievalConfig(
         retrievers=("examples.keyword_memory:KeywordMemory", "bm25"), n_boot=100
     )
-    result = run_retrieval(load_dataset("sample"), tmp_path, config)
+    result = run_track(RETRIEVAL, load_dataset("sample"), tmp_path, config).result()
     plugin = result.summary["examples.keyword_memory:KeywordMemory"]
     assert 0.0 < plugin["hit@10"].value <= 1.0
 
@@ -131,7 +136,7 @@ def _hit(row: dict[str, Any], k: int) -> float:
 
 def test_populations_apart_against_the_items(tmp_path: Path) -> None:
     ds = _with_dependent(3)
-    result = run_retrieval(ds, tmp_path, FAST)
+    result = run_track(RETRIEVAL, ds, tmp_path, FAST).result()
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert list(summary) == ["chat probes", "question probes", "dependent chat probes", POOLED]
     rows = [json.loads(x) for x in (tmp_path / "items.jsonl").read_text().splitlines()]
@@ -152,7 +157,9 @@ def test_populations_apart_against_the_items(tmp_path: Path) -> None:
     need = result.breakdown["bm25"]["need"]
     with_refs = sum(bool(i.reference_ids) for s in ds.subjects for i in s.chat_items)
     assert need["needs memory"]["hit@1"].n + need["no memory need"]["hit@1"].n == with_refs
-    strict = run_retrieval(ds, tmp_path, RetrievalConfig(n_boot=200, reading="strict"))
+    strict = run_track(
+        RETRIEVAL, ds, tmp_path, RetrievalConfig(n_boot=200, reading="strict")
+    ).result()
     need = strict.breakdown["bm25"]["need"]  # strict: memory needed and dependent
     assert (
         need["needs memory"]["hit@1"].n
@@ -162,7 +169,9 @@ def test_populations_apart_against_the_items(tmp_path: Path) -> None:
 
 
 def test_locomo_has_no_chat_population(locomo_dir: Path, tmp_path: Path) -> None:
-    result = run_retrieval(load_locomo(locomo_dir), tmp_path, RetrievalConfig(n_boot=50))
+    result = run_track(
+        RETRIEVAL, load_locomo(locomo_dir), tmp_path, RetrievalConfig(n_boot=50)
+    ).result()
     assert list(result.populations) == ["question probes"]
     assert result.populations["question probes"]["bm25"]["hit@5"].value == pytest.approx(
         result.summary["bm25"]["hit@5"].value

@@ -8,10 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from dialogbench.data.demo.release import load_release
+from dialogbench.runner import run_track
 from dialogbench.runner.roles import RoleSpec
 from dialogbench.testing.chatserver import ChatServer
-from dialogbench.tracks.demo.awareness import AwarenessConfig, run_awareness
-from dialogbench.tracks.demo.interaction import InteractionConfig, run_interaction
+from dialogbench.tracks.demo.awareness import AWARENESS, AwarenessConfig
+from dialogbench.tracks.demo.interaction import (
+    INTERACTION,
+    InteractionConfig,
+)
 from golden.cases import golden_reply
 
 PEOPLE = [("Ann", "Ben"), ("Cleo", "Dev"), ("Eli", "Fay"), ("Gus", "Hana")]
@@ -83,9 +87,13 @@ def finished_runs(tmp_path: Path) -> tuple[Path, Path, list[Any]]:
     data = load_release(write_release(tmp_path / "demo"))
     with ChatServer(reply=golden_reply) as srv:
         spec = RoleSpec("openai-compatible/golden", srv.base_url)
-        run_awareness(data, tmp_path / "aw", AwarenessConfig(n_boot=20), model=spec)
-        run_interaction(
-            data, tmp_path / "int", InteractionConfig(n_boot=20, max_turns=4), model=spec
+        run_track(AWARENESS, data, tmp_path / "aw", AwarenessConfig(n_boot=20), {"model": spec})
+        run_track(
+            INTERACTION,
+            data,
+            tmp_path / "int",
+            InteractionConfig(n_boot=20, max_turns=4),
+            {"model": spec},
         )
         requests = srv.requests
     return tmp_path / "aw", tmp_path / "int", requests

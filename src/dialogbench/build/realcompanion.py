@@ -64,9 +64,10 @@ from dialogbench.data.model import (
 from dialogbench.data.release import CONVERSATION, SUBJECT_FILES, is_release, write_release
 from dialogbench.models.model import Call, Model
 from dialogbench.models.structured import Structured
-from dialogbench.models.types import ChatMessage, GenerateConfig
+from dialogbench.models.types import ChatMessage
 from dialogbench.retrieval.bm25 import BM25Index
 from dialogbench.runner import Finished, Outcome, Plan, Progress, Role, TrackBase, option, run_track
+from dialogbench.runner import config as shared
 from dialogbench.runner.record import write_json
 from dialogbench.runner.roles import Given
 from dialogbench.runner.track import Models, Rows
@@ -81,13 +82,13 @@ REPORT = "build.json"
 
 
 @dataclass(frozen=True)
-class BuildConfig:
+class BuildConfig(shared.Sampled):
     """Strata sizes, the seed, what stage A is shown, the passes and the call settings."""
 
     proportional: int = option(40, help="probes of the proportional stratum (all subjects)", min=0)
     enriched: int = option(20, help="probes of the enriched stratum (all subjects)", min=0)
     abstention: int = option(10, help="session openers of the abstention control", min=0)
-    seed: int = option(0, help="seed of the strata draws and of the calls", min=0)
+    seed: int = shared.seed("the strata draws and of the calls")
     subjects: tuple[str, ...] = option(
         (), help="only these subject ids (default: every subject)", nonempty=False
     )
@@ -105,17 +106,12 @@ class BuildConfig:
         4, help="at most this many parts per subject (evenly spread when there are more)", min=1
     )
     claims_per_part: int = option(8, help="at most this many claims asked per part", min=1)
-    temperature: float = option(0.0, help="sampling temperature of every call", min=0, max=2)
-    max_tokens: int = option(512, help="reply budget of each call (tokens)", min=16)
-    max_fixes: int = option(2, help="corrective retries of an unusable reply", min=0, max=10)
+    temperature: float = shared.temperature(0.0, "sampling temperature of every call")
+    max_tokens: int = shared.tokens(512, "reply budget of each call (tokens)", min=16, max=None)
+    max_fixes: int = shared.fixes(2, "corrective retries of an unusable reply")
 
     def sizes(self) -> Sizes:
         return Sizes(self.proportional, self.enriched, self.abstention)
-
-    def call_config(self) -> GenerateConfig:
-        return GenerateConfig(
-            temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed
-        )
 
 
 @dataclass(frozen=True)
@@ -158,7 +154,7 @@ async def _ask(
     model: Model, stage: str, messages: list[ChatMessage], schema: type[T], c: BuildConfig
 ) -> T:
     got = await model.generate_structured(
-        messages, schema, c.call_config(), max_fixes=c.max_fixes, tag=f"build:{stage}"
+        messages, schema, c.generate_config(), max_fixes=c.max_fixes, tag=f"build:{stage}"
     )
     if got.value is None:
         raise Failed(stage, got)
@@ -394,7 +390,10 @@ async def build_profile(subject: Subject, models: Models, c: BuildConfig) -> dic
     cites: proposed, matched (its evidence names messages of the conversation), kept."""
     person, parts = person_of(subject), parts_of(subject, c)
     calls = [
-        Call(bp.profile_messages(person, w, i + 1, len(parts), c.claims_per_part), c.call_config())
+        Call(
+            bp.profile_messages(person, w, i + 1, len(parts), c.claims_per_part),
+            c.generate_config(),
+        )
         for i, w in enumerate(parts)
     ]
     got = await models["model"].generate_structured_many(
@@ -424,7 +423,7 @@ async def build_profile(subject: Subject, models: Models, c: BuildConfig) -> dic
                 bp.match_messages(
                     person, cl.field, cl.statement, [subject.messages[pos[i]] for i in ev]
                 ),
-                c.call_config(),
+                c.generate_config(),
             )
             for cl, ev in matched
         ],
@@ -477,7 +476,10 @@ async def build_persona(subject: Subject, models: Models, c: BuildConfig) -> dic
     message of the conversation are dropped."""
     person, parts = person_of(subject), parts_of(subject, c)
     calls = [
-        Call(bp.persona_messages(person, w, i + 1, len(parts), c.claims_per_part), c.call_config())
+        Call(
+            bp.persona_messages(person, w, i + 1, len(parts), c.claims_per_part),
+            c.generate_config(),
+        )
         for i, w in enumerate(parts)
     ]
     got = await models["model"].generate_structured_many(

@@ -1,12 +1,14 @@
-"""Pieces every track shares: a stratified `--limit`, and how a prompt shows a message."""
+"""Pieces every track shares: a stratified `--limit`, how a prompt shows a message, and the
+digest of a prompt module's constants."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TypeVar
 
 from dialogbench.data.model import Message
+from dialogbench.runner.record import digest
 
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
@@ -50,3 +52,11 @@ def render_message(
     when = f"{message.timestamp:%Y-%m-%d} " if message.timestamp is not None else ""
     prefix = f"[{message.id}] " if with_id else ""
     return f"{prefix}{when}{message.speaker}: {body}"
+
+
+def prompt_digest(namespace: Mapping[str, object], names: str, **derived: object) -> str:
+    """The sha256 a prompt module records (its `PROMPT_SHA256`): the constants `names`
+    (space-separated) read from `namespace` (the module's `globals()`), and `derived`
+    values beside them (a rubric's repr, a reply schema), so changed wording starts a run
+    afresh."""
+    return digest({**{n: namespace[n] for n in names.split()}, **derived})

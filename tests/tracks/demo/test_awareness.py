@@ -22,16 +22,16 @@ from dialogbench.judging.prompts import FRAMINGS, single_messages
 from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
 from dialogbench.models.structured import parse_reply
-from dialogbench.runner import RoleSpec
+from dialogbench.runner import RoleSpec, run_track
 from dialogbench.testing import ChatServer
 from dialogbench.tracks.demo import awareness_prompts as ap
 from dialogbench.tracks.demo.awareness import (
+    AWARENESS,
     AwarenessConfig,
     answer_schema,
     label_metrics,
     number_metrics,
     objective_outcomes,
-    run_awareness,
     select_items,
 )
 
@@ -401,9 +401,14 @@ def test_scripted_run_resumes_and_counts(tmp_path: Path, monkeypatch: pytest.Mon
         config = AwarenessConfig(n_boot=200, max_fixes=1)
         seen: list[tuple[str, int, int]] = []
         monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache1.sqlite"))
-        result = run_awareness(
-            ds, out, config, model=settings, progress=lambda w, i, n: seen.append((w, i, n))
-        )
+        result = run_track(
+            AWARENESS,
+            ds,
+            out,
+            config,
+            {"model": settings},
+            progress=lambda w, i, n: seen.append((w, i, n)),
+        ).result()
         first = srv.request_count
         # 9 items: one prediction never parses (2 tries) and is judged as written; one
         # verdict never validates (2 tries)
@@ -414,29 +419,37 @@ def test_scripted_run_resumes_and_counts(tmp_path: Path, monkeypatch: pytest.Mon
 
         # a fresh response cache each time: what is not asked again was kept, not cached
         monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache2.sqlite"))
-        again = run_awareness(ds, out, config, model=settings)  # all finished: nothing asked
+        again = run_track(
+            AWARENESS, ds, out, config, {"model": settings}
+        ).result()  # all finished: nothing asked
         assert srv.request_count == first and again.summary.keys() == result.summary.keys()
         for stage in ("solved", "scored"):  # as if killed before the persona-zh items
             part = out / "parts" / f"{stage}.jsonl"
             kept = [x for x in part.read_text().splitlines() if '"unit": "persona-zh:' not in x]
             part.write_text("".join(x + "\n" for x in kept))
         monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache3.sqlite"))
-        run_awareness(ds, out, config, model=settings)
+        run_track(AWARENESS, ds, out, config, {"model": settings})
         assert srv.request_count == first + 4  # two predictions and two verdicts, no more
         assert (out / "items.jsonl").read_text() == items_text
 
         # a new n_boot only redraws the figures; a new judge re-judges, the model is not asked
         monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache4.sqlite"))
         before = srv.request_count
-        run_awareness(ds, tmp_path / "boot", config, model=settings)
+        run_track(AWARENESS, ds, tmp_path / "boot", config, {"model": settings})
         solved = srv.request_count - before
-        run_awareness(ds, tmp_path / "boot", replace(config, n_boot=100), model=settings)
+        run_track(
+            AWARENESS, ds, tmp_path / "boot", replace(config, n_boot=100), {"model": settings}
+        )
         assert srv.request_count == before + solved
         predictions = script.predictions
         judge = RoleSpec("openai-compatible/other-judge", srv.base_url)
-        rejudged = run_awareness(
-            ds, tmp_path / "boot", replace(config, n_boot=100), model=settings, judge_model=judge
-        )
+        rejudged = run_track(
+            AWARENESS,
+            ds,
+            tmp_path / "boot",
+            replace(config, n_boot=100),
+            {"model": settings, "judge": judge},
+        ).result()
         assert script.predictions == predictions and script.verdicts > 9
         assert rejudged.usage["stages"]["score"]["judge"]["model"] == (
             "openai-compatible/other-judge"
@@ -563,13 +576,19 @@ def test_bad_configurations_fail_early(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="tasks"):
         AwarenessConfig(tasks=("mood",))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="needs a model"):
-        run_awareness(demo_set([goal_item(1)]), tmp_path, AwarenessConfig())
+        run_track(AWARENESS, demo_set([goal_item(1)]), tmp_path, AwarenessConfig())
     settings = RoleSpec("openai-compatible/x", "http://127.0.0.1:9")
     with pytest.raises(ValueError, match="no items"):
-        run_awareness(demo_set([goal_item(1)]), tmp_path, AwarenessConfig(("scene",)), settings)
+        run_track(
+            AWARENESS,
+            demo_set([goal_item(1)]),
+            tmp_path,
+            AwarenessConfig(("scene",)),
+            {"model": settings},
+        )
     bad = goal_item(1).model_copy(update={"gold": {"mood": "x"}})
     with pytest.raises(DataError):
-        run_awareness(demo_set([bad]), tmp_path, AwarenessConfig(), settings)
+        run_track(AWARENESS, demo_set([bad]), tmp_path, AwarenessConfig(), {"model": settings})
     with pytest.raises(ValueError, match="limit"):
         AwarenessConfig(limit=0)
     assert not (tmp_path / "manifest.json").exists()
@@ -618,7 +637,7 @@ def test_gold_answers_on_cped_and_casino_score_full_marks(
     with ChatServer(reply=GoldEcho(ds.items)) as srv:
         settings = RoleSpec("openai-compatible/echo", srv.base_url)
         config = AwarenessConfig(limit=12, n_boot=100)
-        result = run_awareness(ds, tmp_path / "run", config, model=settings)
+        result = run_track(AWARENESS, ds, tmp_path / "run", config, {"model": settings}).result()
     assert {lang: set(c) for lang, c in result.counts.items()} == {
         "en": {"goal", "persona", "utterance"},  # CaSiNo
         "zh": {"persona", "scene", "utterance"},  # CPED
@@ -655,7 +674,7 @@ def test_embedded_model_on_a_cped_item(tmp_path: Path) -> None:
     model = Model.from_spec(ModelSpec.parse("embedded"), cache=None)
     config = AwarenessConfig(n_boot=50, max_tokens=32, judge_max_tokens=64, max_fixes=0)
     try:
-        result = run_awareness(ds, tmp_path, config, model=model)
+        result = run_track(AWARENESS, ds, tmp_path, config, {"model": model}).result()
     finally:
         asyncio.run(model.aclose())
     (row,) = [json.loads(x) for x in (tmp_path / "items.jsonl").read_text().splitlines()]

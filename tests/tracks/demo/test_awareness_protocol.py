@@ -13,14 +13,14 @@ import pytest
 from dialogbench.data.demo.model import AwarenessItem, DemoSet
 from dialogbench.data.errors import DataError
 from dialogbench.judging.prompts import FRAMINGS
-from dialogbench.runner import RoleSpec
+from dialogbench.runner import RoleSpec, run_track
 from dialogbench.testing import ChatServer
 from dialogbench.tracks.demo.awareness import (
+    AWARENESS,
     FREE_FORM_UNREAD,
     AwarenessConfig,
     free_form_answer,
     judged_text,
-    run_awareness,
 )
 
 JUDGE_SYSTEMS = {f.system for f in FRAMINGS.values()}
@@ -83,7 +83,7 @@ def test_paper_protocol_judges_every_answer_as_written(tmp_path: Path) -> None:
     with ChatServer(reply=script) as srv:
         model = RoleSpec("openai-compatible/scripted", srv.base_url)
         config = AwarenessConfig(protocol="paper", n_boot=200, tasks=("goal",))
-        result = run_awareness(ds, tmp_path / "run", config, model=model)
+        result = run_track(AWARENESS, ds, tmp_path / "run", config, {"model": model}).result()
     asked = [r for r in script.requests if r["messages"][0]["role"] == "user"]
     assert len(asked) == 3  # one call each: no correction, whatever came back
     assert all("response_format" not in r for r in asked)  # no schema constraint
@@ -114,7 +114,7 @@ def test_paper_protocol_needs_the_released_instruction(tmp_path: Path) -> None:
     with ChatServer(reply=Scripted()) as srv:
         model = RoleSpec("openai-compatible/scripted", srv.base_url)
         with pytest.raises(DataError) as caught:
-            run_awareness(ds, tmp_path, AwarenessConfig(protocol="paper"), model=model)
+            run_track(AWARENESS, ds, tmp_path, AwarenessConfig(protocol="paper"), {"model": model})
     assert caught.value.field == "instruction" and "--protocol schema" in str(caught.value.fix)
 
 

@@ -20,16 +20,17 @@ from dialogbench.data.demo.model import DemoSet, Episode, Persona, Scene
 from dialogbench.judging.prompts import FRAMINGS, single_messages
 from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
-from dialogbench.runner import RoleSpec
+from dialogbench.runner import RoleSpec, run_track
 from dialogbench.testing import ChatServer
 from dialogbench.testing.chatserver import Fault, status
 from dialogbench.tracks.demo import interaction_prompts as ip
 from dialogbench.tracks.demo.interaction import (
+    INTERACTION,
     InteractionConfig,
     InteractionResult,
+    as_demo_set,
     parse_turn,
     plan_runs,
-    run_interaction,
 )
 
 
@@ -187,12 +188,18 @@ def test_bad_configurations_fail_early(tmp_path: Path) -> None:
         InteractionConfig(max_turns=0)
     e = episode("a", ("Ana", "Bo"))
     with pytest.raises(ValueError, match="needs a model"):
-        run_interaction([e], tmp_path, InteractionConfig())
+        run_track(INTERACTION, as_demo_set([e]), tmp_path, InteractionConfig())
     model = RoleSpec("openai-compatible/x")
     with pytest.raises(ValueError, match="unique"):
-        run_interaction([e, e], tmp_path, InteractionConfig(), model=model)
+        run_track(INTERACTION, as_demo_set([e, e]), tmp_path, InteractionConfig(), {"model": model})
     with pytest.raises(ValueError, match="self-play"):
-        run_interaction([e], tmp_path, InteractionConfig(sides="self"), model, partner_model=model)
+        run_track(
+            INTERACTION,
+            as_demo_set([e]),
+            tmp_path,
+            InteractionConfig(sides="self"),
+            {"model": model, "partner": model},
+        )
     assert not (tmp_path / "manifest.json").exists()
 
 
@@ -307,13 +314,14 @@ def test_scripted_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[tuple[str, int, int]] = []
     with ChatServer(reply=reply) as srv:
         config = InteractionConfig(max_turns=4, n_boot=200)
-        result = run_interaction(
+        result = run_track(
+            INTERACTION,
             DemoSet(name="hand", episodes=five_episodes(), sha256="abc", source="test"),
             out,
             config,
-            model=RoleSpec("openai-compatible/scripted", srv.base_url),
+            {"model": RoleSpec("openai-compatible/scripted", srv.base_url)},
             progress=lambda what, done, total: seen.append((what, done, total)),
-        )
+        ).result()
         assert srv.request_count == AGENT_CALLS + JUDGE_CALLS
         agent_bodies = [b for b in srv.requests if b["messages"][0]["content"] in AGENT_SYSTEMS]
         assert all(b["temperature"] == 1.0 and b["seed"] == 0 for b in agent_bodies)
@@ -423,7 +431,10 @@ def run_scripted(
     """A run with a fresh cache-less model on `srv`, closed afterwards."""
     model = scripted_model(srv)
     try:
-        return run_interaction(data, out, config, model=model, judge_model=judge)
+        roles = {"model": model} if judge is None else {"model": model, "judge": judge}
+        finished = run_track(INTERACTION, as_demo_set(data), out, config, roles)
+        result: InteractionResult = finished.result()
+        return result
     finally:
         asyncio.run(model.aclose())
 
@@ -499,7 +510,13 @@ def test_a_fixed_partner_on_both_sides(tmp_path: Path, monkeypatch: pytest.Monke
         fixed = RoleSpec("openai-compatible/partner", partner.base_url)
         judge = scripted_model(judging, "judge")  # no cache: the two transcripts are equal
         try:
-            result = run_interaction([e], out, config, tested, fixed, judge_model=judge)
+            result = run_track(
+                INTERACTION,
+                as_demo_set([e]),
+                out,
+                config,
+                {"model": tested, "partner": fixed, "judge": judge},
+            ).result()
         finally:
             asyncio.run(judge.aclose())
         # as p1 the model says turns 1 and 3 (the end), as p2 turn 2
@@ -544,7 +561,13 @@ def test_embedded_model_short_run(tmp_path: Path) -> None:
         n_boot=100,
     )
     try:
-        result = run_interaction([episode("e", ("Ana", "Bo"))], tmp_path, config, model=model)
+        result = run_track(
+            INTERACTION,
+            as_demo_set([episode("e", ("Ana", "Bo"))]),
+            tmp_path,
+            config,
+            {"model": model},
+        ).result()
     finally:
         asyncio.run(model.aclose())
     (row,) = items(tmp_path).values()

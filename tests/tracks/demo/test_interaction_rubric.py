@@ -15,9 +15,13 @@ from dialogbench.data.demo.model import Episode, Persona, Scene
 from dialogbench.data.errors import DataError
 from dialogbench.judging.prompts import FRAMINGS
 from dialogbench.judging.rubric_files import built_in, load_rubric_file
-from dialogbench.runner import RoleSpec
+from dialogbench.runner import RoleSpec, run_track
 from dialogbench.testing import ChatServer
-from dialogbench.tracks.demo.interaction import InteractionConfig, run_interaction
+from dialogbench.tracks.demo.interaction import (
+    INTERACTION,
+    InteractionConfig,
+    as_demo_set,
+)
 
 JUDGE_SYSTEMS = {f.system for f in FRAMINGS.values()}
 SOTOPIA = load_rubric_file("sotopia")
@@ -70,7 +74,9 @@ def test_sotopia_rubric_scores_each_agent(tmp_path: Path) -> None:
     with ChatServer(reply=script) as srv:
         model = RoleSpec("openai-compatible/scripted", srv.base_url)
         config = InteractionConfig(rubric="sotopia", n_boot=100, max_fixes=1, max_turns=6)
-        result = run_interaction([good, bad], tmp_path / "run", config, model=model)
+        result = run_track(
+            INTERACTION, as_demo_set([good, bad]), tmp_path / "run", config, {"model": model}
+        ).result()
     assert "ANA-SECRET" in script.judge_prompts[0] and "BO-SECRET" in script.judge_prompts[0]
     rows = {
         r["id"]: r

@@ -1,13 +1,14 @@
-"""DEMO tracks: element awareness and dialogue agent interaction."""
+"""DEMO tracks: element awareness and dialogue agent interaction. Run one with
+`dialogbench.runner.run_track(AWARENESS, demo_set, out, config, roles).result()`
+(`as_demo_set` makes a set of episodes given by hand)."""
 
-from dialogbench.tracks.demo.awareness import AWARENESS, AwarenessConfig, run_awareness
-from dialogbench.tracks.demo.interaction import INTERACTION, InteractionConfig, run_interaction
+from dialogbench.tracks.demo.awareness import AWARENESS, AwarenessConfig
+from dialogbench.tracks.demo.interaction import INTERACTION, InteractionConfig, as_demo_set
 
 __all__ = [
     "AWARENESS",
     "INTERACTION",
     "AwarenessConfig",
     "InteractionConfig",
-    "run_awareness",
-    "run_interaction",
+    "as_demo_set",
 ]

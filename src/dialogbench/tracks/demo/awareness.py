@@ -75,7 +75,7 @@ import json
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -90,25 +90,22 @@ from dialogbench.data.demo.model import TASKS, TRAITS, AwarenessItem, DemoSet, T
 from dialogbench.data.demo.release import normalise_gold
 from dialogbench.data.errors import DataError
 from dialogbench.judging import is_unscored, verdict_fields
-from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge
+from dialogbench.judging.judge import Judge
 from dialogbench.lang import Lang
-from dialogbench.models.model import Model
 from dialogbench.models.structured import Structured, extract_json
-from dialogbench.models.types import ChatMessage, GenerateConfig
+from dialogbench.models.types import ChatMessage
 from dialogbench.report.table import summary_table
 from dialogbench.runner import (
     DatasetInfo,
     Outcome,
     Plan,
-    Progress,
     Role,
-    RoleSpec,
     TrackBase,
     check,
     option,
     register,
-    run_track,
 )
+from dialogbench.runner import config as shared
 from dialogbench.runner.track import Corpus, Models, Rows
 from dialogbench.stats.bootstrap import (
     Estimate,
@@ -331,7 +328,7 @@ FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
-class AwarenessConfig:
+class AwarenessConfig(shared.Sampled, shared.Judged):
     """Tasks, a limit, and the model settings (temperature 0, as in the paper)."""
 
     tasks: tuple[Task, ...] = option(TASKS, help="the awareness tasks to ask")
@@ -341,30 +338,18 @@ class AwarenessConfig:
         "paper: DEMO's released instruction, a free-form answer, judged as written (DEMO's "
         "own files only)",
     )
-    limit: int | None = option(
-        None, help="at most this many items, drawn in turn from each task x language", min=1
-    )
-    seed: int = option(0, help="seed of the item draw, the model calls and the bootstrap", min=0)
-    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
-    temperature: float = option(0.0, help="the model's sampling temperature", min=0, max=2)
-    max_tokens: int = option(1024, help="the answer's token budget", min=1, max=1_000_000)
-    judge_max_tokens: int = option(
-        1024, help="the verdict's token budget", min=1, max=1_000_000, stage="score"
-    )
-    max_fixes: int = option(
-        2, help="corrections asked for an invalid answer (and an unusable verdict)", min=0, max=20
+    limit: int | None = shared.limit("items, drawn in turn from each task x language")
+    seed: int = shared.seed("the item draw, the model calls and the bootstrap")
+    n_boot: int = shared.n_boot()
+    temperature: float = shared.temperature(0.0, "the model's sampling temperature")
+    max_tokens: int = shared.tokens(1024, "the answer's token budget")
+    judge_max_tokens: int = shared.tokens(1024, "the verdict's token budget", stage="score")
+    max_fixes: int = shared.fixes(
+        2, "corrections asked for an invalid answer (and an unusable verdict)", max=20
     )
 
     def __post_init__(self) -> None:
         check(self)
-
-    def predict_config(self) -> GenerateConfig:
-        return GenerateConfig(
-            temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed
-        )
-
-    def judge_config(self) -> GenerateConfig:
-        return replace(DEFAULT_JUDGE_CONFIG, max_tokens=self.judge_max_tokens)
 
 
 @dataclass
@@ -485,7 +470,7 @@ class AwarenessTrack(TrackBase[AwarenessConfig, AwarenessItem]):
                 [{"role": "user", "content": item.instruction or ""}],
                 _as_written,
                 _never_corrected,
-                config.predict_config(),
+                config.generate_config(),
                 max_fixes=0,
                 tag=PREDICT_TAG,
             )
@@ -498,7 +483,7 @@ class AwarenessTrack(TrackBase[AwarenessConfig, AwarenessItem]):
             got = await models["model"].generate_structured(
                 messages,
                 answer_schema(item),
-                config.predict_config(),
+                config.generate_config(),
                 max_fixes=config.max_fixes,
                 tag=PREDICT_TAG,
             )
@@ -626,29 +611,6 @@ def _table(title: str, table: Mapping[str, Mapping[str, Estimate]], row_label: s
 
 def _fmt(e: Estimate) -> str:
     return f"{e.value:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}] (n={e.n})"
-
-
-def run_awareness(
-    demo_set: DemoSet,
-    out: Path,
-    config: AwarenessConfig = AwarenessConfig(),
-    model: Model | RoleSpec | None = None,
-    progress: Progress | None = None,
-    judge_model: Model | RoleSpec | None = None,
-) -> AwarenessResult:
-    """Predict, judge and score every selected item, write the run folder and return the
-    figures. Finished items of the same run are kept.
-
-    `model` answers; `judge_model` (else the model under test) judges.
-    """
-    roles: dict[str, Model | RoleSpec] = {}
-    if model is not None:
-        roles["model"] = model
-    if judge_model is not None:
-        roles["judge"] = judge_model
-    finished = run_track(AWARENESS, demo_set, out, config, roles=roles, progress=progress)
-    result: AwarenessResult = finished.result()
-    return result
 
 
 def _as_json(value: Any) -> str:

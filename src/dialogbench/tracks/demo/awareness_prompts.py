@@ -29,7 +29,7 @@ from dialogbench.judging.prompts import FRAMINGS
 from dialogbench.judging.rubric import Dimension, Rubric
 from dialogbench.lang import Lang
 from dialogbench.models.types import ChatMessage
-from dialogbench.runner.record import digest
+from dialogbench.tracks.common import prompt_digest
 
 Kind = Literal["text", "score", "label", "lines", "two_lines", "stance", "strategy", "traits"]
 
@@ -346,28 +346,15 @@ RUBRICS: dict[Lang, dict[Task, Rubric]] = {
 """The judge's rubric for each language and task: two 0-10 dimensions."""
 
 
-def _constants() -> dict[str, object]:
-    return {
-        "fields": [GOAL_FIELDS, PERSON_FIELDS, SCENE_FIELDS, UTTERANCE_FIELDS],
-        "SYSTEM": SYSTEM,
-        "DIALOGUE_HEAD": DIALOGUE_HEAD,
-        "WHO": [WHO, WHO_UNKNOWN],
-        "TARGET_HEAD": TARGET_HEAD,
-        "TASK_ASK": TASK_ASK,
-        "ANSWER_HEAD": ANSWER_HEAD,
-        "LABELS_RULE": LABELS_RULE,
-        "KIND_HELP": KIND_HELP,
-        "ALLOWED": ALLOWED,
-        "FIELD_HELP": FIELD_HELP,
-        "STRATEGY_WITHOUT_TYPE": STRATEGY_WITHOUT_TYPE,
-        "TRAIT_NAMES": TRAIT_NAMES,
-        "PARTICIPANT_HEAD": PARTICIPANT_HEAD,
-        "rubrics": {lang: [repr(r) for r in by_task.values()] for lang, by_task in RUBRICS.items()},
-        "framing": {lang: asdict(FRAMINGS[lang]) for lang in RUBRICS},
-    }
-
-
-PROMPT_SHA256 = digest(_constants())
+PROMPT_SHA256 = prompt_digest(
+    globals(),
+    "SYSTEM DIALOGUE_HEAD TARGET_HEAD TASK_ASK ANSWER_HEAD LABELS_RULE KIND_HELP ALLOWED"
+    " FIELD_HELP STRATEGY_WITHOUT_TYPE TRAIT_NAMES PARTICIPANT_HEAD",
+    fields=[GOAL_FIELDS, PERSON_FIELDS, SCENE_FIELDS, UTTERANCE_FIELDS],
+    WHO=[WHO, WHO_UNKNOWN],
+    rubrics={lang: [repr(r) for r in by_task.values()] for lang, by_task in RUBRICS.items()},
+    framing={lang: asdict(FRAMINGS[lang]) for lang in RUBRICS},
+)
 
 # -- building the prompt --------------------------------------------------------------------
 

@@ -47,7 +47,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -56,7 +55,7 @@ from rich.table import Table
 from dialogbench.data.demo.model import DemoSet, Episode
 from dialogbench.data.errors import DataError
 from dialogbench.judging import is_unscored, verdict_fields
-from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge, Verdict
+from dialogbench.judging.judge import Judge, Verdict
 from dialogbench.judging.rubric_files import PARTICIPANTS, RubricFile, load_rubric_file
 from dialogbench.models.model import Model
 from dialogbench.models.structured import Structured, extract_json
@@ -66,15 +65,13 @@ from dialogbench.runner import (
     DatasetInfo,
     Outcome,
     Plan,
-    Progress,
     Role,
-    RoleSpec,
     TrackBase,
     check,
     option,
     register,
-    run_track,
 )
+from dialogbench.runner import config as shared
 from dialogbench.runner.record import digest
 from dialogbench.runner.track import Corpus, Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
@@ -92,35 +89,31 @@ AGENT_TAG, PARTNER_TAG, JUDGE_TAG = "interaction:agent", "interaction:partner", 
 
 
 @dataclass(frozen=True)
-class InteractionConfig:
+class InteractionConfig(shared.Sampled, shared.Judged):
     """Turn limit, who plays which side, the agents' and the judge's settings, a limit."""
 
     max_turns: int = option(
         20, help="at most this many turns (both sides together) per episode", min=1, max=1000
     )
-    limit: int | None = option(
-        None, help="at most this many episodes, drawn in turn from each language", min=1
-    )
-    seed: int = option(0, help="seed of the episode draw, the agents and the bootstrap", min=0)
-    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
+    limit: int | None = shared.limit("episodes, drawn in turn from each language")
+    seed: int = shared.seed("the episode draw, the agents and the bootstrap")
+    n_boot: int = shared.n_boot()
     sides: Sides | None = option(  # noqa: RUF009  (an option field, like the others)
         None,
         help="who the model under test plays: self (both participants, self-play: the default "
         "without a partner), p1 (speaks first: the default with a partner), p2, or both (with "
         "a partner, every episode twice)",
     )
-    temperature: float = option(1.0, help="the agents' temperature (the paper's 1.0)", min=0, max=2)
-    max_tokens: int = option(256, help="tokens per turn", min=1, max=1_000_000)
+    temperature: float = shared.temperature(1.0, "the agents' temperature (the paper's 1.0)")
+    max_tokens: int = shared.tokens(256, "tokens per turn")
     constrain_turns: bool | None = option(
         None,
         help="send each turn's JSON shape as a schema (default: only when the embedded model "
         "plays a side)",
     )
-    judge_max_tokens: int = option(
-        1024, help="the verdict's token budget", min=1, max=1_000_000, stage="score"
-    )
-    max_fixes: int = option(
-        2, help="corrections asked for a malformed turn (and an unusable verdict)", min=0, max=20
+    judge_max_tokens: int = shared.tokens(1024, "the verdict's token budget", stage="score")
+    max_fixes: int = shared.fixes(
+        2, "corrections asked for a malformed turn (and an unusable verdict)", max=20
     )
     rubric: str = option(
         "demo",
@@ -139,16 +132,8 @@ class InteractionConfig:
     def agent_config(self, constrain: bool | None = None) -> GenerateConfig:
         """The agents' settings; `constrain` stands in for an unset `constrain_turns`."""
         on = self.constrain_turns if self.constrain_turns is not None else bool(constrain)
-        return GenerateConfig(
-            temperature=self.temperature,
-            max_tokens=self.max_tokens,
-            seed=self.seed,
-            json_schema=ip.TURN_SCHEMA if on else None,
-            schema_name="turn",
-        )
-
-    def judge_config(self) -> GenerateConfig:
-        return replace(DEFAULT_JUDGE_CONFIG, max_tokens=self.judge_max_tokens)
+        schema = ip.TURN_SCHEMA if on else None
+        return replace(self.generate_config(), json_schema=schema, schema_name="turn")
 
 
 @dataclass
@@ -479,33 +464,14 @@ class InteractionTrack(TrackBase[InteractionConfig, Run]):
 INTERACTION = register(InteractionTrack())
 
 
-def run_interaction(
-    demo_set_or_episodes: DemoSet | Sequence[Episode],
-    out: Path,
-    config: InteractionConfig = InteractionConfig(),
-    model: Model | RoleSpec | None = None,
-    partner_model: Model | RoleSpec | None = None,
-    progress: Progress | None = None,
-    judge_model: Model | RoleSpec | None = None,
-) -> InteractionResult:
-    """Play every episode, judge each finished one, write the run folder, return the figures.
-    Episodes and verdicts already stored by the same run are kept.
-
-    `model` is under test; `partner_model`, if given, plays the fixed partner (else
-    self-play); `judge_model` (else the model under test) judges.
-    """
-    data = demo_set_or_episodes
-    if not isinstance(data, DemoSet):
-        episodes = list(data)
-        sha = digest([e.model_dump(mode="json") for e in episodes])
-        data = DemoSet(name="episodes", source="given", sha256=sha, episodes=episodes)
-    roles: dict[str, Model | RoleSpec] = {}
-    for role, given in (("model", model), ("partner", partner_model), ("judge", judge_model)):
-        if given is not None:
-            roles[role] = given
-    finished = run_track(INTERACTION, data, out, config, roles=roles, progress=progress)
-    result: InteractionResult = finished.result()
-    return result
+def as_demo_set(data: DemoSet | Sequence[Episode]) -> DemoSet:
+    """Episodes given by hand as the DEMO set the track runs on (its sha256 their digest);
+    a `DemoSet` as it is."""
+    if isinstance(data, DemoSet):
+        return data
+    episodes = list(data)
+    sha = digest([e.model_dump(mode="json") for e in episodes])
+    return DemoSet(name="episodes", source="given", sha256=sha, episodes=episodes)
 
 
 def _item(record: dict[str, Any], verdict: Verdict | None) -> dict[str, Any]:

@@ -44,7 +44,7 @@ from dialogbench.judging.prompts import FRAMINGS
 from dialogbench.judging.rubric import Dimension, Rubric
 from dialogbench.lang import Lang
 from dialogbench.models.types import ChatMessage
-from dialogbench.runner.record import digest
+from dialogbench.tracks.common import prompt_digest
 
 KNOWN_FROM = 4
 """Familiarity (0-10) from which an agent knows its partner's profile (DEMO's rule)."""
@@ -336,19 +336,13 @@ JUDGE_RUBRICS: dict[Lang, Rubric] = {
 """The judge's rubric per language; the dimension names (`DIMENSIONS`) are the same."""
 
 
-def _constants() -> dict[str, object]:
-    return {
-        "KNOWN_FROM": KNOWN_FROM,
-        "END_KEY": END_KEY,
-        "DEMO_END": DEMO_END,
-        "TURN_SCHEMA": TURN_SCHEMA,
-        "wording": {lang: asdict(w) for lang, w in WORDING.items()},
-        "rubrics": {lang: repr(r) for lang, r in JUDGE_RUBRICS.items()},
-        "framing": {lang: asdict(FRAMINGS[lang]) for lang in JUDGE_RUBRICS},
-    }
-
-
-PROMPT_SHA256 = digest(_constants())
+PROMPT_SHA256 = prompt_digest(
+    globals(),
+    "KNOWN_FROM END_KEY DEMO_END TURN_SCHEMA",
+    wording={lang: asdict(w) for lang, w in WORDING.items()},
+    rubrics={lang: repr(r) for lang, r in JUDGE_RUBRICS.items()},
+    framing={lang: asdict(FRAMINGS[lang]) for lang in JUDGE_RUBRICS},
+)
 
 
 # -- rendering ------------------------------------------------------------------------------

@@ -1,34 +1,36 @@
-"""RealCompanion tracks: long-term memory over months of real conversation."""
+"""RealCompanion tracks: long-term memory over months of real conversation. Run one with
+`dialogbench.runner.run_track(TRACK, dataset, out, config, roles).result()`."""
 
-from dialogbench.tracks.realcompanion.answers import AnswersConfig, AnswersResult, run_answers
-from dialogbench.tracks.realcompanion.chat import ChatConfig, ChatResult, run_chat
-from dialogbench.tracks.realcompanion.coverage import CoverageConfig, CoverageResult, run_coverage
-from dialogbench.tracks.realcompanion.demand import DemandConfig, DemandResult, run_demand
+from dialogbench.tracks.realcompanion.answers import ANSWERS, AnswersConfig, AnswersResult
+from dialogbench.tracks.realcompanion.chat import CHAT, ChatConfig, ChatResult
+from dialogbench.tracks.realcompanion.coverage import COVERAGE, CoverageConfig, CoverageResult
+from dialogbench.tracks.realcompanion.demand import DEMAND, DemandConfig, DemandResult
 from dialogbench.tracks.realcompanion.detection import (
+    DETECTION,
     DetectionConfig,
     DetectionResult,
     default_detectors,
-    run_detection,
 )
-from dialogbench.tracks.realcompanion.privacy import PrivacyConfig, PrivacyResult, run_privacy
-from dialogbench.tracks.realcompanion.questions import (
-    QuestionsConfig,
-    QuestionsResult,
-    run_questions,
-)
+from dialogbench.tracks.realcompanion.privacy import PRIVACY, PrivacyConfig, PrivacyResult
+from dialogbench.tracks.realcompanion.questions import QUESTIONS, QuestionsConfig, QuestionsResult
 from dialogbench.tracks.realcompanion.reconstruction import (
+    RECONSTRUCTION,
     ReconstructionConfig,
     ReconstructionResult,
     compare_runs,
-    run_reconstruction,
 )
-from dialogbench.tracks.realcompanion.retrieval import (
-    RetrievalConfig,
-    RetrievalResult,
-    run_retrieval,
-)
+from dialogbench.tracks.realcompanion.retrieval import RETRIEVAL, RetrievalConfig, RetrievalResult
 
 __all__ = [
+    "ANSWERS",
+    "CHAT",
+    "COVERAGE",
+    "DEMAND",
+    "DETECTION",
+    "PRIVACY",
+    "QUESTIONS",
+    "RECONSTRUCTION",
+    "RETRIEVAL",
     "AnswersConfig",
     "AnswersResult",
     "ChatConfig",
@@ -49,13 +51,4 @@ __all__ = [
     "RetrievalResult",
     "compare_runs",
     "default_detectors",
-    "run_answers",
-    "run_chat",
-    "run_coverage",
-    "run_demand",
-    "run_detection",
-    "run_privacy",
-    "run_questions",
-    "run_reconstruction",
-    "run_retrieval",
 ]

@@ -42,23 +42,20 @@ from dialogbench.data.errors import DataError
 from dialogbench.data.model import Dataset, Question
 from dialogbench.judging import verdict_fields
 from dialogbench.judging.calibration import CalibrationProbe, PassRule, calibrate
-from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge
+from dialogbench.judging.judge import Judge
 from dialogbench.judging.qa_rubrics import QA_RUBRICS
-from dialogbench.models.types import GenerateConfig
 from dialogbench.report.table import summary_table
 from dialogbench.runner import (
     OptionError,
     Outcome,
     Plan,
-    Progress,
     Role,
     TrackBase,
     option,
     register,
-    run_track,
 )
+from dialogbench.runner import config as shared
 from dialogbench.runner.record import digest
-from dialogbench.runner.roles import Given
 from dialogbench.runner.track import Models, Rows
 from dialogbench.scoring.locomo import f1_score
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
@@ -97,7 +94,7 @@ PROMPT_SHA256 = digest(
 
 
 @dataclass(frozen=True)
-class AnswersConfig:
+class AnswersConfig(shared.Judged):
     """The answers file, its format, the calibration probes, a limit, the judge settings."""
 
     answers: str | None = option(None, help="the file of answers (required)")
@@ -113,25 +110,18 @@ class AnswersConfig:
         min=0,
         max=10_000,
     )
-    limit: int | None = option(
-        None, help="at most this many answers, drawn in turn from each category", min=1
-    )
-    seed: int = option(0, help="seed of the limit, the probes and the bootstrap", min=0)
-    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
+    limit: int | None = shared.limit("answers, drawn in turn from each category")
+    seed: int = shared.seed("the limit, the probes and the bootstrap")
+    n_boot: int = shared.n_boot()
     official: bool | None = option(
         None,
         help="LoCoMo's official scorer (default: when the dataset or its categories are LoCoMo's)",
         stage="score",
     )
-    judge_max_tokens: int = option(
-        512, help="the judge's budget per verdict (tokens)", min=1, stage="score"
+    judge_max_tokens: int = shared.tokens(
+        512, "the judge's budget per verdict (tokens)", stage="score", max=None
     )
-    max_fixes: int = option(
-        2, help="corrective retries of an unusable verdict", min=0, max=10, stage="score"
-    )
-
-    def judge_config(self) -> GenerateConfig:
-        return replace(DEFAULT_JUDGE_CONFIG, max_tokens=self.judge_max_tokens)
+    max_fixes: int = shared.fixes(2, "corrective retries of an unusable verdict", stage="score")
 
     def questions_config(self) -> QuestionsConfig:
         """The question track's settings its scoring reads (official, bootstrap, judge)."""
@@ -537,17 +527,3 @@ def _map_json(c: CategoryMap) -> dict[str, Any]:
         "compared": c.compared,
         "message": c.message,
     }
-
-
-def run_answers(
-    dataset: Dataset,
-    out: Path,
-    config: AnswersConfig,
-    judge_model: Given,
-    progress: Progress | None = None,
-) -> AnswersResult:
-    """Match and judge the answers file of `config` against `dataset`, write the run folder
-    and return the figures. A rerun into the same folder keeps what was judged."""
-    finished = run_track(ANSWERS, dataset, out, config, {"judge": judge_model}, progress)
-    result: AnswersResult = finished.result()
-    return result

@@ -79,7 +79,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -88,15 +87,15 @@ from rich.table import Table
 
 from dialogbench.data.model import ChatItem, Dataset, Message, Subject
 from dialogbench.judging import is_unscored, verdict_fields
-from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, BlindVerdict, Judge
+from dialogbench.judging.judge import BlindVerdict, Judge
 from dialogbench.memory import Budget, Query
 from dialogbench.models.model import Call, Model
 from dialogbench.models.types import GenerateConfig, ModelError
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import build_probes
 from dialogbench.retrieval.bm25 import BM25Retriever
-from dialogbench.runner import Outcome, Plan, Progress, Role, TrackBase, option, register, run_track
-from dialogbench.runner.roles import Given
+from dialogbench.runner import Outcome, Plan, Role, TrackBase, option, register
+from dialogbench.runner import config as shared
 from dialogbench.runner.track import Models, Rows, Stage
 from dialogbench.stats.bootstrap import (
     Estimate,
@@ -126,7 +125,7 @@ MEMORY_GAINS = ("C1", "C0")
 
 
 @dataclass(frozen=True)
-class ChatConfig:
+class ChatConfig(shared.Sampled, shared.Judged):
     """Framing, the reply and judge settings, a limit, the bootstrap (models are roles)."""
 
     framing: Literal["turns", "memories", "both"] = option(
@@ -144,19 +143,15 @@ class ChatConfig:
         "system (default: no cap)",
         min=1,
     )
-    limit: int | None = option(
-        None, help="at most this many probes, drawn in turn from each stratum x need", min=1
+    limit: int | None = shared.limit("probes, drawn in turn from each stratum x need")
+    seed: int = shared.seed("the limit draw, the replies and the bootstrap")
+    n_boot: int = shared.n_boot()
+    temperature: float = shared.temperature(0.0, "sampling temperature of the replies")
+    max_tokens: int = shared.tokens(256, "reply budget (tokens)", max=None)
+    judge_max_tokens: int = shared.tokens(
+        1024, "the judge's budget per verdict (tokens)", stage="score", max=None
     )
-    seed: int = option(0, help="seed of the limit draw, the replies and the bootstrap", min=0)
-    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
-    temperature: float = option(0.0, help="sampling temperature of the replies", min=0, max=2)
-    max_tokens: int = option(256, help="reply budget (tokens)", min=1)
-    judge_max_tokens: int = option(
-        1024, help="the judge's budget per verdict (tokens)", min=1, stage="score"
-    )
-    max_fixes: int = option(
-        2, help="corrective retries of an unusable verdict", min=0, max=10, stage="score"
-    )
+    max_fixes: int = shared.fixes(2, "corrective retries of an unusable verdict", stage="score")
     reading: Literal["recorded", "strict"] = option(
         "recorded", help=READING_HELP, stage="aggregate"
     )
@@ -167,12 +162,7 @@ class ChatConfig:
         return FRAMING_ORDER if self.framing == "both" else (self.framing,)
 
     def reply_config(self) -> GenerateConfig:
-        return GenerateConfig(
-            temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed
-        )
-
-    def judge_config(self) -> GenerateConfig:
-        return replace(DEFAULT_JUDGE_CONFIG, max_tokens=self.judge_max_tokens)
+        return self.generate_config()
 
 
 @dataclass(frozen=True)
@@ -466,26 +456,6 @@ class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
 
 
 CHAT = register(ChatTrack())
-
-
-def run_chat(
-    dataset: Dataset,
-    out: Path,
-    config: ChatConfig = ChatConfig(),
-    model: Given | None = None,
-    progress: Progress | None = None,
-    judge_model: Given | None = None,
-) -> ChatResult:
-    """Reply under every condition, judge each probe's replies in one blinded call, write
-    the run folder and return the figures. Finished probes of the same run are kept.
-
-    `model` (a `Model` or a `RoleSpec`) writes the replies; `judge_model` (else the model
-    under test) judges.
-    """
-    roles = {k: v for k, v in (("model", model), ("judge", judge_model)) if v is not None}
-    finished = run_track(CHAT, dataset, out, config, roles=roles, progress=progress)
-    result: ChatResult = finished.result()
-    return result
 
 
 def _table(title: str, table: dict[str, dict[str, Estimate]], label: str = "condition") -> Table:

@@ -29,7 +29,7 @@ from dialogbench.data.model import Message
 from dialogbench.judging.rubric import Dimension, Flag, Rubric
 from dialogbench.models.types import ChatMessage
 from dialogbench.runner.record import digest
-from dialogbench.tracks.common import render_message
+from dialogbench.tracks.common import prompt_digest, render_message
 
 Framing = Literal["turns", "memories"]
 
@@ -90,19 +90,11 @@ CHAT_RUBRIC = Rubric(
 NOTES_HEADING = "Notes from memory, most relevant first:"
 
 
-def _constants() -> dict[str, object]:
-    return {
-        "MESSAGE_CHARS": MESSAGE_CHARS,
-        "REPLY_SYSTEM": REPLY_SYSTEM,
-        "FRAMINGS": FRAMINGS,
-        "CONTEXT_HEADING": CONTEXT_HEADING,
-        "NEW_MESSAGE_HEADING": NEW_MESSAGE_HEADING,
-        "REPLY_TASK": REPLY_TASK,
-        "rubric": repr(CHAT_RUBRIC),
-    }
-
-
-PROMPT_SHA256 = digest(_constants())
+PROMPT_SHA256 = prompt_digest(
+    globals(),
+    "MESSAGE_CHARS REPLY_SYSTEM FRAMINGS CONTEXT_HEADING NEW_MESSAGE_HEADING REPLY_TASK",
+    rubric=repr(CHAT_RUBRIC),
+)
 MEMORY_PROMPT_SHA256 = digest({"NOTES_HEADING": NOTES_HEADING, "base": PROMPT_SHA256})
 
 

@@ -30,7 +30,8 @@ from dialogbench.data.model import Dataset, Subject
 from dialogbench.models.tokenizer import GGUFTokenizer, TokenCounter
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import Probe, build_probes
-from dialogbench.runner import Outcome, Plan, Progress, TrackBase, option, register, run_track
+from dialogbench.runner import Outcome, Plan, TrackBase, option, register
+from dialogbench.runner import config as shared
 from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 
@@ -73,8 +74,8 @@ class CoverageConfig:
     tokenizer: str = option(
         "embedded", help="'embedded' (SmolLM2-135M-Instruct) or the path of a GGUF file"
     )
-    seed: int = option(0, help="seed of the bootstrap", min=0, stage="aggregate")
-    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
+    seed: int = shared.seed("the bootstrap", stage="aggregate")
+    n_boot: int = shared.n_boot()
     cluster: Literal["item", "subject"] = option(
         "item", help="resample items, or whole subjects", stage="aggregate"
     )
@@ -253,23 +254,6 @@ class CoverageTrack(TrackBase[CoverageConfig, Unit]):
 
 
 COVERAGE = register(CoverageTrack())
-
-
-def run_coverage(
-    dataset: Dataset,
-    out: Path,
-    config: CoverageConfig = CoverageConfig(),
-    progress: Progress | None = None,
-    tokenizer: TokenCounter | None = None,
-) -> CoverageResult:
-    """Measure context coverage per budget, write the run folder and return the figures.
-
-    `tokenizer` overrides `config.tokenizer` (tests pass a deterministic counter).
-    """
-    track = COVERAGE if tokenizer is None else CoverageTrack(tokenizer)
-    finished = run_track(track, dataset, out, config, progress=progress)
-    result: CoverageResult = finished.result()
-    return result
 
 
 def _gguf_path(spec: str) -> Path | None:

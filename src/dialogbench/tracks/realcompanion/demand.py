@@ -44,7 +44,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -53,7 +52,8 @@ from rich.table import Table
 
 from dialogbench.data.model import RECENT_WINDOW, Dataset, Message, Reading, Subject
 from dialogbench.report.table import summary_table
-from dialogbench.runner import Outcome, Plan, Progress, TrackBase, option, register, run_track
+from dialogbench.runner import Outcome, Plan, TrackBase, option, register
+from dialogbench.runner import config as shared
 from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import (
     Estimate,
@@ -90,8 +90,8 @@ class DemandConfig:
         max=1_000_000,
         stage="aggregate",
     )
-    seed: int = option(0, help="seed of the bootstrap", min=0, stage="aggregate")
-    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
+    seed: int = shared.seed("the bootstrap", stage="aggregate")
+    n_boot: int = shared.n_boot()
     cluster: Literal["item", "subject"] = option(
         "item", help="resample items, or whole subjects", stage="aggregate"
     )
@@ -243,18 +243,6 @@ class DemandTrack(TrackBase[DemandConfig, Subject]):
 
 
 DEMAND = register(DemandTrack())
-
-
-def run_demand(
-    dataset: Dataset,
-    out: Path,
-    config: DemandConfig = DemandConfig(),
-    progress: Progress | None = None,
-) -> DemandResult:
-    """Read every chat item's labels, write the run folder and return the figures."""
-    finished = run_track(DEMAND, dataset, out, config, progress=progress)
-    result: DemandResult = finished.result()
-    return result
 
 
 # -- figures --------------------------------------------------------------------------------

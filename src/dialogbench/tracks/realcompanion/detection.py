@@ -74,7 +74,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -85,11 +84,11 @@ from rich.table import Table
 from dialogbench.data.model import Dataset, Reading, Subject
 from dialogbench.memory import Budget, query_of
 from dialogbench.models.model import Model
-from dialogbench.models.types import GenerateConfig
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import Probe, build_probes
-from dialogbench.runner import Outcome, Plan, Progress, TrackBase, option, register, run_track
-from dialogbench.runner.roles import Given, Role
+from dialogbench.runner import Outcome, Plan, TrackBase, option, register
+from dialogbench.runner import config as shared
+from dialogbench.runner.roles import Role
 from dialogbench.runner.track import Models, Rows, Stage
 from dialogbench.stats.bootstrap import Estimate, nan_estimate, percentile_estimate
 from dialogbench.stats.roc import (
@@ -136,7 +135,7 @@ def default_detectors(with_model: bool) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class DetectionConfig:
+class DetectionConfig(shared.Sampled):
     """Detectors, threshold, intervals, the model detectors' reply settings, a probe limit."""
 
     detectors: tuple[str, ...] | None = option(
@@ -156,27 +155,18 @@ class DetectionConfig:
         help=rc.MEMORY_HELP + "; each gives a detector model-memory:NAME reading its recall",
         nonempty=False,
     )
-    seed: int = option(0, help="seed of the probe limit, the replies and the bootstrap", min=0)
-    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
+    seed: int = shared.seed("the probe limit, the replies and the bootstrap")
+    n_boot: int = shared.n_boot()
     window: int = option(3, help="messages the model detectors see", min=1, max=1000)
     """How many messages the model detectors see (the preceding ones, or the best BM25
     matches), and how many BM25 matches the bm25 detector lists."""
     reading: Literal["recorded", "strict"] = option(
         "recorded", help=READING_HELP, stage="aggregate"
     )
-    limit: int | None = option(
-        None, help="at most this many probes, drawn in turn from each population", min=1
-    )
-    max_tokens: int = option(48, help="reply budget of the model detectors", min=1, max=1_000_000)
-    temperature: float = option(
-        0.0, help="sampling temperature of the model detectors", min=0, max=2
-    )
-    max_fixes: int = option(1, help="corrections of an unusable model reply", min=0, max=10)
-
-    def generate_config(self) -> GenerateConfig:
-        return GenerateConfig(
-            temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed
-        )
+    limit: int | None = shared.limit("probes, drawn in turn from each population")
+    max_tokens: int = shared.tokens(48, "reply budget of the model detectors")
+    temperature: float = shared.temperature(0.0, "sampling temperature of the model detectors")
+    max_fixes: int = shared.fixes(1, "corrections of an unusable model reply")
 
     @property
     def chosen(self) -> tuple[str, ...]:
@@ -492,25 +482,6 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
 
 
 DETECTION = register(DetectionTrack())
-
-
-def run_detection(
-    dataset: Dataset,
-    out: Path,
-    config: DetectionConfig = DetectionConfig(),
-    model: Given | None = None,
-    progress: Progress | None = None,
-) -> DetectionResult:
-    """Score every probe with every configured detector, write the run folder, and return
-    the figures. Detectors a previous run of the same run finished are kept.
-
-    `model` (a `Model` or a `RoleSpec`) is what the model detectors ask; without it the
-    default detectors are the text ones.
-    """
-    roles = {"model": model} if model is not None else {}
-    finished = run_track(DETECTION, dataset, out, config, roles=roles, progress=progress)
-    result: DetectionResult = finished.result()
-    return result
 
 
 def _detect(

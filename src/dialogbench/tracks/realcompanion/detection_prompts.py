@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from dialogbench.data.model import Message
 from dialogbench.models.types import ChatMessage
 from dialogbench.runner.record import digest
-from dialogbench.tracks.common import render_message
+from dialogbench.tracks.common import prompt_digest, render_message
 
 MESSAGE_CHARS = 800
 
@@ -77,19 +77,11 @@ class MemoryNeed(BaseModel):
     likelihood: int = Field(ge=0, le=10, description="0 = certainly not, 10 = certainly")
 
 
-def _constants() -> dict[str, object]:
-    return {
-        "MESSAGE_CHARS": MESSAGE_CHARS,
-        "DETECT_SYSTEM": DETECT_SYSTEM,
-        "CONTEXT_TASK": CONTEXT_TASK,
-        "RETRIEVED_TASK": RETRIEVED_TASK,
-        "NO_MESSAGES": NO_MESSAGES,
-        "ANSWER_FORMAT": ANSWER_FORMAT,
-        "schema": MemoryNeed.model_json_schema(),
-    }
-
-
-PROMPT_SHA256 = digest(_constants())
+PROMPT_SHA256 = prompt_digest(
+    globals(),
+    "MESSAGE_CHARS DETECT_SYSTEM CONTEXT_TASK RETRIEVED_TASK NO_MESSAGES ANSWER_FORMAT",
+    schema=MemoryNeed.model_json_schema(),
+)
 MEMORY_PROMPT_SHA256 = digest(
     {"MEMORY_TASK": MEMORY_TASK, "NOTES_HEADING": NOTES_HEADING, "base": PROMPT_SHA256}
 )

@@ -48,7 +48,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -58,10 +57,10 @@ from scipy import sparse
 
 from dialogbench.data.model import Dataset
 from dialogbench.models.model import Model
-from dialogbench.models.types import GenerateConfig
 from dialogbench.report.table import summary_table
-from dialogbench.runner import Outcome, Plan, Progress, TrackBase, option, register, run_track
-from dialogbench.runner.roles import Given, Role
+from dialogbench.runner import Outcome, Plan, TrackBase, option, register
+from dialogbench.runner import config as shared
+from dialogbench.runner.roles import Role
 from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 from dialogbench.tracks.realcompanion.privacy_prompts import (
@@ -81,7 +80,7 @@ FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
-class PrivacyConfig:
+class PrivacyConfig(shared.Sampled):
     """Who counts as a speaker, how samples are drawn, and how to draw intervals."""
 
     sample_size: int = option(10, help="messages in each held-out sample (k)", min=1, max=10_000)
@@ -100,8 +99,8 @@ class PrivacyConfig:
     )
     """Text a loader added that the person did not write (by default LoCoMo's
     machine-written image captions)."""
-    seed: int = option(0, help="seed of the samples, the tie-breaks and the bootstrap", min=0)
-    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
+    seed: int = shared.seed("the samples, the tie-breaks and the bootstrap")
+    n_boot: int = shared.n_boot()
     cluster: Literal["trial", "speaker"] = option(
         "trial", help="resample trials, or whole speakers", stage="aggregate"
     )
@@ -114,14 +113,9 @@ class PrivacyConfig:
     model_repeats: int | None = option(
         None, help="trials per speaker for the model (default: --repeats)", min=1, max=100_000
     )
-    max_tokens: int = option(32, help="reply budget of the model", min=1, max=1_000_000)
-    temperature: float = option(0.0, help="sampling temperature of the model", min=0, max=2)
-    max_fixes: int = option(1, help="corrections of an unusable model reply", min=0, max=10)
-
-    def generate_config(self) -> GenerateConfig:
-        return GenerateConfig(
-            temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed
-        )
+    max_tokens: int = shared.tokens(32, "reply budget of the model")
+    temperature: float = shared.temperature(0.0, "sampling temperature of the model")
+    max_fixes: int = shared.fixes(1, "corrections of an unusable model reply")
 
     @property
     def systems(self) -> tuple[str, ...]:
@@ -405,22 +399,6 @@ class PrivacyTrack(TrackBase[PrivacyConfig, Unit]):
 
 
 PRIVACY = register(PrivacyTrack())
-
-
-def run_privacy(
-    dataset: Dataset,
-    out: Path,
-    config: PrivacyConfig = PrivacyConfig(),
-    progress: Progress | None = None,
-    model: Given | None = None,
-) -> PrivacyResult:
-    """Run the attribution trials (and the controls), write the run folder, return figures.
-
-    `model` (a `Model` or a `RoleSpec`) adds the language-model attributor."""
-    roles = {"model": model} if model is not None else {}
-    finished = run_track(PRIVACY, dataset, out, config, roles=roles, progress=progress)
-    result: PrivacyResult = finished.result()
-    return result
 
 
 def _trials(

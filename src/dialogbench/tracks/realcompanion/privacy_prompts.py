@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field, create_model
 
 from dialogbench.models.types import ChatMessage
-from dialogbench.runner.record import digest
+from dialogbench.tracks.common import prompt_digest
 
 MESSAGE_CHARS = 300
 """Longest message text shown; longer ones are cut and end in `[...]`."""
@@ -63,18 +63,11 @@ def guess_model(n: int) -> type[AuthorGuess]:
     return bounded
 
 
-def _constants() -> dict[str, object]:
-    return {
-        "MESSAGE_CHARS": MESSAGE_CHARS,
-        "ATTRIBUTE_SYSTEM": ATTRIBUTE_SYSTEM,
-        "ATTRIBUTE_TASK": ATTRIBUTE_TASK,
-        "WRITER_HEADING": WRITER_HEADING,
-        "ANSWER_FORMAT": ANSWER_FORMAT,
-        "schema": AuthorGuess.model_json_schema(),
-    }
-
-
-PROMPT_SHA256 = digest(_constants())
+PROMPT_SHA256 = prompt_digest(
+    globals(),
+    "MESSAGE_CHARS ATTRIBUTE_SYSTEM ATTRIBUTE_TASK WRITER_HEADING ANSWER_FORMAT",
+    schema=AuthorGuess.model_json_schema(),
+)
 
 
 def shown(text: str) -> str:

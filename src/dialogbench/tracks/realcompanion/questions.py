@@ -62,7 +62,7 @@ from __future__ import annotations
 import math
 import warnings as warnings_module
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -71,7 +71,7 @@ from rich.table import Table
 
 from dialogbench.data.model import Dataset, Question, Subject
 from dialogbench.judging import is_unscored, verdict_fields
-from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG, Judge, Verdict
+from dialogbench.judging.judge import Judge, Verdict
 from dialogbench.judging.rubric import Rubric
 from dialogbench.memory import Budget, Query, Recalled
 from dialogbench.memory.costs import TokenCount
@@ -85,14 +85,12 @@ from dialogbench.runner import (
     OptionError,
     Outcome,
     Plan,
-    Progress,
     Role,
     TrackBase,
     option,
     register,
-    run_track,
 )
-from dialogbench.runner.roles import Given
+from dialogbench.runner import config as shared
 from dialogbench.runner.track import Models, Rows, Stage
 from dialogbench.scoring.locomo import ADVERSARIAL, CATEGORY_NAMES, is_abstention, locomo_score
 from dialogbench.scoring.locomo import set_f1 as set_f1_score
@@ -112,7 +110,7 @@ ANSWER_TAG, JUDGE_TAG = "questions:answer", "questions:judge"
 
 
 @dataclass(frozen=True)
-class QuestionsConfig:
+class QuestionsConfig(shared.Sampled, shared.Judged):
     """Systems, context settings, the answer and judge settings, a limit (models are roles)."""
 
     systems: tuple[str, ...] = option(
@@ -140,32 +138,23 @@ class QuestionsConfig:
         "--context-tokens less the prompt's fixed parts)",
         min=1,
     )
-    limit: int | None = option(
-        None, help="at most this many questions, drawn in turn from each category", min=1
-    )
-    seed: int = option(0, help="seed of the limit draw, the answers and the bootstrap", min=0)
-    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
+    limit: int | None = shared.limit("questions, drawn in turn from each category")
+    seed: int = shared.seed("the limit draw, the answers and the bootstrap")
+    n_boot: int = shared.n_boot()
     official: bool | None = option(
         None,
         help="LoCoMo's official scorer (default: when the dataset or its categories are LoCoMo's)",
         stage="score",
     )
-    temperature: float = option(0.0, help="sampling temperature of the answers", min=0, max=2)
-    max_tokens: int = option(64, help="answer budget (tokens)", min=1)
-    judge_max_tokens: int = option(
-        512, help="the judge's budget per verdict (tokens)", min=1, stage="score"
+    temperature: float = shared.temperature(0.0, "sampling temperature of the answers")
+    max_tokens: int = shared.tokens(64, "answer budget (tokens)", max=None)
+    judge_max_tokens: int = shared.tokens(
+        512, "the judge's budget per verdict (tokens)", stage="score", max=None
     )
-    max_fixes: int = option(
-        2, help="corrective retries of an unusable verdict", min=0, max=10, stage="score"
-    )
+    max_fixes: int = shared.fixes(2, "corrective retries of an unusable verdict", stage="score")
 
     def answer_config(self) -> GenerateConfig:
-        return GenerateConfig(
-            temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed
-        )
-
-    def judge_config(self) -> GenerateConfig:
-        return replace(DEFAULT_JUDGE_CONFIG, max_tokens=self.judge_max_tokens)
+        return self.generate_config()
 
 
 @dataclass(frozen=True)
@@ -548,28 +537,6 @@ QUESTIONS = register(QuestionsTrack())
 
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
-
-
-def run_questions(
-    dataset: Dataset,
-    out: Path,
-    config: QuestionsConfig = QuestionsConfig(),
-    model: Given | None = None,
-    progress: Progress | None = None,
-    judge_model: Given | None = None,
-    tokenizer: TokenCounter | None = None,
-) -> QuestionsResult:
-    """Answer every question with every system, judge and score the answers, write the run
-    folder and return the figures. Finished questions of the same run are kept.
-
-    `model` (a `Model` or a `RoleSpec`) answers; `judge_model` (else the model under test)
-    judges. `tokenizer` overrides `config.tokenizer` (tests pass a deterministic counter).
-    """
-    track = QUESTIONS if tokenizer is None else QuestionsTrack(tokenizer)
-    roles = {k: v for k, v in (("model", model), ("judge", judge_model)) if v is not None}
-    finished = run_track(track, dataset, out, config, roles=roles, progress=progress)
-    result: QuestionsResult = finished.result()
-    return result
 
 
 def _row(system: str, a: Asked, shown: str, *, fell_back: bool) -> dict[str, Any]:

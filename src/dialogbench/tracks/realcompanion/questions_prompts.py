@@ -34,7 +34,7 @@ from dialogbench.data.model import Message
 from dialogbench.judging.rubric import Dimension, Rubric
 from dialogbench.models.types import ChatMessage
 from dialogbench.runner.record import digest
-from dialogbench.tracks.common import render_message
+from dialogbench.tracks.common import prompt_digest, render_message
 
 MESSAGE_CHARS = 800
 
@@ -112,20 +112,11 @@ MEMORY_HEADING = "Messages a memory system recalled for this question, oldest fi
 NOTES_HEADING = "Notes a memory system kept about the conversation, most relevant first:"
 
 
-def _constants() -> dict[str, object]:
-    return {
-        "MESSAGE_CHARS": MESSAGE_CHARS,
-        "NOT_AVAILABLE": NOT_AVAILABLE,
-        "ANSWER_SYSTEM": ANSWER_SYSTEM,
-        "HEADINGS": HEADINGS,
-        "NO_MESSAGES": NO_MESSAGES,
-        "ASKED_AT": ASKED_AT,
-        "ANSWER_TASK": ANSWER_TASK,
-        "rubrics": [repr(CORRECTNESS_RUBRIC), repr(ABSTENTION_RUBRIC)],
-    }
-
-
-PROMPT_SHA256 = digest(_constants())
+PROMPT_SHA256 = prompt_digest(
+    globals(),
+    "MESSAGE_CHARS NOT_AVAILABLE ANSWER_SYSTEM HEADINGS NO_MESSAGES ASKED_AT ANSWER_TASK",
+    rubrics=[repr(CORRECTNESS_RUBRIC), repr(ABSTENTION_RUBRIC)],
+)
 MEMORY_PROMPT_SHA256 = digest(
     {"MEMORY_HEADING": MEMORY_HEADING, "NOTES_HEADING": NOTES_HEADING, "base": PROMPT_SHA256}
 )

@@ -66,7 +66,7 @@ import functools
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -83,9 +83,9 @@ from dialogbench.models.structured import CORRECTION, Structured
 from dialogbench.models.tokenizer import IntArray, TokenCounter
 from dialogbench.models.types import ChatMessage, GenerateConfig, ModelError
 from dialogbench.report.table import summary_table
-from dialogbench.runner import Outcome, Plan, Progress, TrackBase, option, register, run_track
+from dialogbench.runner import Outcome, Plan, TrackBase, option, register
+from dialogbench.runner import config as shared
 from dialogbench.runner.record import RunFolder
-from dialogbench.runner.roles import Given
 from dialogbench.runner.roles import Role as ModelRole
 from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
@@ -113,7 +113,7 @@ TOKENIZERS = ("auto", "gguf", "chars")
 
 
 @dataclass(frozen=True)
-class ReconstructionConfig:
+class ReconstructionConfig(shared.Sampled):
     """Runs, context budget, matching, intervals, the reply settings, a subject limit."""
 
     runs: int = option(1, help="repeated runs per subject (run r uses seed + r)", min=1, max=1000)
@@ -141,16 +141,14 @@ class ReconstructionConfig:
     )
     """Statement similarity at or above which two records agree: embedding cosine
     (meaning) or content-word F1 (lexical)."""
-    limit: int | None = option(
-        None, help="at most this many subjects (the first with a profile or persona)", min=1
+    limit: int | None = shared.limit("subjects (the first with a profile or persona)")
+    seed: int = shared.seed("the replies and the bootstrap")
+    n_boot: int = shared.n_boot()
+    max_tokens: int = shared.tokens(1024, "reply budget per call")
+    temperature: float = shared.temperature(
+        0.7, "sampling temperature (above 0 so repeated runs can differ)"
     )
-    seed: int = option(0, help="seed of the replies and the bootstrap", min=0)
-    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
-    max_tokens: int = option(1024, help="reply budget per call", min=1, max=1_000_000)
-    temperature: float = option(
-        0.7, help="sampling temperature (above 0 so repeated runs can differ)", min=0, max=2
-    )
-    max_fixes: int = option(1, help="corrections of an unusable reply", min=0, max=10)
+    max_fixes: int = shared.fixes(1, "corrections of an unusable reply")
     max_claims: int | None = option(
         None, help="bound the claims per reply (helps small models)", min=1, max=10_000
     )
@@ -168,15 +166,10 @@ class ReconstructionConfig:
         threshold = rm.MEANING_THRESHOLD if self.threshold is None else self.threshold
         return rm.meaning(embedding_similarity(), threshold)
 
-    def generate_config(self) -> GenerateConfig:
-        schema = self.reply_model()
-        return GenerateConfig(
-            temperature=self.temperature,
-            max_tokens=self.max_tokens,
-            seed=self.seed,
-            json_schema=schema.model_json_schema(),
-            schema_name="Reconstruction",
-        )
+    def reply_config(self) -> GenerateConfig:
+        """The calls' settings, asking for the reply's JSON shape."""
+        schema = self.reply_model().model_json_schema()
+        return replace(self.generate_config(), json_schema=schema, schema_name="Reconstruction")
 
 
 @dataclass
@@ -234,7 +227,7 @@ def history_budget(counter: TokenCounter, person: str, config: ReconstructionCon
     `ERROR_ROOM`-character error) are set aside; counted with the longest part label, so
     every chunk's prompt and its corrections fit."""
     fixed = prompt_tokens(counter, reconstruction_messages(person, [], 999, 999))
-    schema = json.dumps(config.generate_config().json_schema)
+    schema = json.dumps(config.reply_config().json_schema)
     fix: list[ChatMessage] = [
         {"role": "user", "content": CORRECTION.format(error="x" * ERROR_ROOM, schema=schema)}
     ]
@@ -617,27 +610,6 @@ class ReconstructionTrack(TrackBase[ReconstructionConfig, Unit]):
 RECONSTRUCTION = register(ReconstructionTrack())
 
 
-def run_reconstruction(
-    dataset: Dataset,
-    out: Path,
-    config: ReconstructionConfig = ReconstructionConfig(),
-    model: Given | None = None,
-    progress: Progress | None = None,
-    counter: TokenCounter | None = None,
-) -> ReconstructionResult:
-    """Write every selected subject's profile and persona `config.runs` times, score them,
-    write the run folder and return the figures. Units a previous run finished are kept.
-
-    `model` is a `Model` or a `RoleSpec`. `counter` overrides `config.tokenizer`.
-    """
-    if model is None:
-        raise ValueError("the reconstruction track needs a model: pass model= (e.g. embedded)")
-    track = RECONSTRUCTION if counter is None else ReconstructionTrack(counter)
-    finished = run_track(track, dataset, out, config, roles={"model": model}, progress=progress)
-    result: ReconstructionResult = finished.result()
-    return result
-
-
 def _reconstruction(written: dict[str, Any]) -> Reconstruction:
     """A saved output as a `Reconstruction` (its records as the reply model dumped them)."""
     return Reconstruction(
@@ -672,7 +644,7 @@ async def ask(
 ) -> list[Structured[Reconstruction]]:
     """Every prompt's `Reconstruction`: one batch, then the corrections of the unusable
     replies as the next batch, up to `max_fixes` times."""
-    gen = config.generate_config()
+    gen = config.reply_config()
     calls = [Call(list(p), gen, sample) for p in prompts]
     return await model.generate_structured_many(
         calls, config.reply_model(), max_fixes=config.max_fixes, tag=tag

@@ -23,8 +23,7 @@ from pydantic import BaseModel, Field, create_model
 
 from dialogbench.data.model import Message
 from dialogbench.models.types import ChatMessage
-from dialogbench.runner.record import digest
-from dialogbench.tracks.common import render_message
+from dialogbench.tracks.common import prompt_digest, render_message
 
 RECON_SYSTEM = (
     "You read long conversations between a person and an AI companion and write down who "
@@ -119,19 +118,11 @@ def reply_model(max_claims: int | None, max_persona: int | None) -> type[Reconst
     return bounded
 
 
-def _constants() -> dict[str, object]:
-    return {
-        "RECON_SYSTEM": RECON_SYSTEM,
-        "RECON_TASK": RECON_TASK,
-        "WHOLE_SCOPE": WHOLE_SCOPE,
-        "CHUNK_SCOPE": CHUNK_SCOPE,
-        "ANSWER_FORMAT": ANSWER_FORMAT,
-        "MESSAGE_CHARS": MESSAGE_CHARS,
-        "schema": Reconstruction.model_json_schema(),
-    }
-
-
-PROMPT_SHA256 = digest(_constants())
+PROMPT_SHA256 = prompt_digest(
+    globals(),
+    "RECON_SYSTEM RECON_TASK WHOLE_SCOPE CHUNK_SCOPE ANSWER_FORMAT MESSAGE_CHARS",
+    schema=Reconstruction.model_json_schema(),
+)
 
 
 def render(message: Message, text: str | None = None) -> str:

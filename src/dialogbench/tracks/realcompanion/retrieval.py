@@ -34,7 +34,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -47,7 +46,8 @@ from dialogbench.memory.harness import query_of
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import BatchRetriever, Probe, build_probes
 from dialogbench.retrieval.registry import DEFAULT_RETRIEVERS, resolve
-from dialogbench.runner import Outcome, Plan, Progress, TrackBase, option, register, run_track
+from dialogbench.runner import Outcome, Plan, TrackBase, option, register
+from dialogbench.runner import config as shared
 from dialogbench.runner.track import Models, Rows, Stage
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 from dialogbench.stats.metrics import metric_table, random_hit_expectation
@@ -90,8 +90,8 @@ class RetrievalConfig:
     ks: tuple[int, ...] = option(
         (1, 5, 10), help="cut-offs for hit@k and recall@k", min=1, max=MAX_K, flag="--k", sort=True
     )
-    seed: int = option(0, help="seed of the random retrievers and the bootstrap", min=0)
-    n_boot: int = option(2000, help="bootstrap resamples", min=1, max=1_000_000, stage="aggregate")
+    seed: int = shared.seed("the random retrievers and the bootstrap")
+    n_boot: int = shared.n_boot()
     cluster: Literal["item", "subject"] = option(
         "item", help="resample items, or whole subjects", stage="aggregate"
     )
@@ -316,18 +316,6 @@ class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
 
 
 RETRIEVAL = register(RetrievalTrack())
-
-
-def run_retrieval(
-    dataset: Dataset,
-    out: Path,
-    config: RetrievalConfig = RetrievalConfig(),
-    progress: Progress | None = None,
-) -> RetrievalResult:
-    """Run every configured retriever, write the run folder and return the figures."""
-    finished = run_track(RETRIEVAL, dataset, out, config, progress=progress)
-    result: RetrievalResult = finished.result()
-    return result
 
 
 def solve_memory(name: str, unit: MemoryUnit, ctx: Probes, plan: Plan[Unit]) -> Rows:
