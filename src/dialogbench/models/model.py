@@ -141,7 +141,9 @@ class Model:
         self.retry_after_max_s = retry_after_max_s
         """The longest Retry-After honoured; a longer one is cut to this, and logged."""
         self.quick_retries = quick_retries
-        """Retries (at most) of an unreachable endpoint or an empty reply, after short waits."""
+        """Retries (at most) of an unreachable endpoint or an empty reply, after short waits;
+        counted apart from the call's other failures (which `max_retries` bounds with
+        them)."""
         self.hedge = hedge
         """Send a duplicate of a request left unanswered well past the endpoint's usual
         latency, first reply winning (`models/hedge.py`); only to a provider marked
@@ -267,6 +269,7 @@ class Model:
         limiter = endpoint_limiter(self.provider.endpoint, limit)
         hedger = self._hedger()
         attempt = 0
+        quick_failures = 0  # of them, unreachable or empty: those have their own limit
         began = time.monotonic()
         queued = 0.0  # waiting for a connection slot: not part of the deadline
         flying: dict[asyncio.Task[ModelOutput], tuple[float, float | None]] = {}
@@ -351,8 +354,12 @@ class Model:
                     else:  # not now (no budget, overload, too few latencies): look again later
                         look = self._look_at(hedger, tally, flying[current], time.monotonic())
                 quick = error.kind in ("unreachable", "empty")
-                most = min(self.max_retries, self.quick_retries) if quick else self.max_retries
-                if not error.retryable or attempt >= most:
+                quick_failures += quick
+                if (
+                    not error.retryable
+                    or attempt >= self.max_retries
+                    or (quick and quick_failures > self.quick_retries)
+                ):
                     raise self._gave_up(error, attempt + 1, spent())
                 delay = self._backoff(error, attempt, quick)
                 if self.deadline_s is not None and spent() + delay >= self.deadline_s:
