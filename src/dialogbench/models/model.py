@@ -12,16 +12,22 @@ are retried with exponential back-off and full jitter, honouring Retry-After up 
 a Retry-After also halves the endpoint's concurrency, which then grows back by one per window
 of successes (with one, the server's wait is the back-off).
 An unreachable endpoint (connection refused, host not found) and an empty reply are retried
-at most twice, quickly. Each request has `timeout_s`; a call, all its retries and waits
-together, has `deadline_s`. A provider that runs one call at a time in this process (its
-`max_concurrency`, 1 for an embedded or GGUF model) caps the endpoint's concurrency, so calls
-queue before their timeout starts. Errors, empty replies included, are never cached (nor replayed
-from a cache written before they counted as errors); each failure has a `ModelError.kind`.
+at most twice, quickly (counted apart from the call's other failures). Each request has
+`timeout_s`; a call, all its retries and waits together, has `deadline_s`. A request to a
+server left unanswered well past the endpoint's usual latency is hedged: a duplicate is
+sent, the first reply wins and the other is cancelled (`models/hedge.py`; bounded per call
+and by a budget per endpoint, counted in `Model.hedges` and usage's `hedged_requests`), so
+a hung request costs about the hedge delay, not the whole timeout. A provider that runs one
+call at a time in this process (its `max_concurrency`, 1 for an embedded or GGUF model) caps
+the endpoint's concurrency, so calls queue before their timeout starts; it is never hedged.
+Errors, empty replies included, are never cached (nor replayed from a cache written before
+they counted as errors); each failure has a `ModelError.kind`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import json
 import logging
@@ -301,10 +307,16 @@ class Model:
             only counted)."""
             end = None if timeout is None else time.monotonic() + timeout
             while flying:
-                wait = None if end is None else max(0.0, end - time.monotonic())
-                done, _ = await asyncio.wait(
-                    flying, timeout=wait, return_when=asyncio.FIRST_COMPLETED
-                )
+                if end is None and len(flying) == 1:  # the common case: one request, no hedge
+                    (only,) = flying
+                    with contextlib.suppress(Exception):  # its error is read below
+                        await only
+                    done = {only}
+                else:
+                    wait = None if end is None else max(0.0, end - time.monotonic())
+                    done, _ = await asyncio.wait(
+                        flying, timeout=wait, return_when=asyncio.FIRST_COMPLETED
+                    )
                 if not done:
                     return None
                 got: ModelOutput | ModelError | None = None
