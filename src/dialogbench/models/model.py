@@ -12,16 +12,22 @@ are retried with exponential back-off and full jitter, honouring Retry-After up 
 a Retry-After also halves the endpoint's concurrency, which then grows back by one per window
 of successes (with one, the server's wait is the back-off).
 An unreachable endpoint (connection refused, host not found) and an empty reply are retried
-at most twice, quickly. Each request has `timeout_s`; a call, all its retries and waits
-together, has `deadline_s`. A provider that runs one call at a time in this process (its
-`max_concurrency`, 1 for an embedded or GGUF model) caps the endpoint's concurrency, so calls
-queue before their timeout starts. Errors, empty replies included, are never cached (nor replayed
-from a cache written before they counted as errors); each failure has a `ModelError.kind`.
+at most twice, quickly (counted apart from the call's other failures). Each request has
+`timeout_s`; a call, all its retries and waits together, has `deadline_s`. A request to a
+server left unanswered well past the endpoint's usual latency is hedged: a duplicate is
+sent, the first reply wins and the other is cancelled (`models/hedge.py`; bounded per call
+and by a budget per endpoint, counted in `Model.hedges` and usage's `hedged_requests`), so
+a hung request costs about the hedge delay, not the whole timeout. A provider that runs one
+call at a time in this process (its `max_concurrency`, 1 for an embedded or GGUF model) caps
+the endpoint's concurrency, so calls queue before their timeout starts; it is never hedged.
+Errors, empty replies included, are never cached (nor replayed from a cache written before
+they counted as errors); each failure has a `ModelError.kind`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import json
 import logging
@@ -147,7 +153,9 @@ class Model:
         self.retry_after_max_s = retry_after_max_s
         """The longest Retry-After honoured; a longer one is cut to this, and logged."""
         self.quick_retries = quick_retries
-        """Retries (at most) of an unreachable endpoint or an empty reply, after short waits."""
+        """Retries (at most) of an unreachable endpoint or an empty reply, after short waits;
+        counted apart from the call's other failures (which `max_retries` bounds with
+        them)."""
         self.hedge = hedge
         """Send a duplicate of a request left unanswered well past the endpoint's usual
         latency, first reply winning (`models/hedge.py`); only to a provider marked
@@ -275,6 +283,7 @@ class Model:
         limiter = endpoint_limiter(self.provider.endpoint, limit)
         hedger = self._hedger()
         attempt = 0
+        quick_failures = 0  # of them, unreachable or empty: those have their own limit
         began = time.monotonic()
         queued = 0.0  # waiting for a connection slot: not part of the deadline
         flying: dict[asyncio.Task[ModelOutput], tuple[float, float | None]] = {}
@@ -306,10 +315,16 @@ class Model:
             only counted)."""
             end = None if timeout is None else time.monotonic() + timeout
             while flying:
-                wait = None if end is None else max(0.0, end - time.monotonic())
-                done, _ = await asyncio.wait(
-                    flying, timeout=wait, return_when=asyncio.FIRST_COMPLETED
-                )
+                if end is None and len(flying) == 1:  # the common case: one request, no hedge
+                    (only,) = flying
+                    with contextlib.suppress(Exception):  # its error is read below
+                        await only
+                    done = {only}
+                else:
+                    wait = None if end is None else max(0.0, end - time.monotonic())
+                    done, _ = await asyncio.wait(
+                        flying, timeout=wait, return_when=asyncio.FIRST_COMPLETED
+                    )
                 if not done:
                     return None
                 got: ModelOutput | ModelError | None = None
@@ -359,8 +374,12 @@ class Model:
                     else:  # not now (no budget, overload, too few latencies): look again later
                         look = self._look_at(hedger, tally, flying[current], time.monotonic())
                 quick = error.kind in ("unreachable", "empty")
-                most = min(self.max_retries, self.quick_retries) if quick else self.max_retries
-                if not error.retryable or attempt >= most:
+                quick_failures += quick
+                if (
+                    not error.retryable
+                    or attempt >= self.max_retries
+                    or (quick and quick_failures > self.quick_retries)
+                ):
                     raise self._gave_up(error, attempt + 1, spent())
                 delay = self._backoff(error, attempt, quick)
                 if self.deadline_s is not None and spent() + delay >= self.deadline_s:
