@@ -21,6 +21,7 @@ from dialogbench.data.errors import DataError
 from dialogbench.judging.prompts import FRAMINGS, single_messages
 from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
+from dialogbench.models.model import RETRY_SEED_STEP
 from dialogbench.models.structured import parse_reply
 from dialogbench.runner import RoleSpec
 from dialogbench.testing import ChatServer
@@ -412,17 +413,23 @@ def test_scripted_run_resumes_and_counts(tmp_path: Path, monkeypatch: pytest.Mon
         assert {w for w, _, _ in seen} == {"solve", "score"}
         items_text = (out / "items.jsonl").read_text()
 
-        # a fresh response cache each time: what is not asked again was kept, not cached
+        # a fresh response cache each time: what is not asked again was kept, not cached.
+        # The unusable prediction and verdict are failed calls: a rerun asks them again
+        # (this server answers them the same way), u3's prediction (2 tries) and its
+        # judging as written, g2's verdict (2 tries); the 7 other items are kept
+        failed_again = 2 + 1 + 2
         monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache2.sqlite"))
-        again = run_awareness(ds, out, config, model=settings)  # all finished: nothing asked
-        assert srv.request_count == first and again.summary.keys() == result.summary.keys()
+        again = run_awareness(ds, out, config, model=settings)
+        assert srv.request_count == first + failed_again
+        assert again.summary.keys() == result.summary.keys()
         for stage in ("solved", "scored"):  # as if killed before the persona-zh items
             part = out / "parts" / f"{stage}.jsonl"
             kept = [x for x in part.read_text().splitlines() if '"unit": "persona-zh:' not in x]
             part.write_text("".join(x + "\n" for x in kept))
         monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache3.sqlite"))
         run_awareness(ds, out, config, model=settings)
-        assert srv.request_count == first + 4  # two predictions and two verdicts, no more
+        # two predictions and two verdicts, and the failed calls once more
+        assert srv.request_count == first + failed_again + 4 + failed_again
         assert (out / "items.jsonl").read_text() == items_text
 
         # a new n_boot only redraws the figures; a new judge re-judges, the model is not asked
@@ -431,13 +438,18 @@ def test_scripted_run_resumes_and_counts(tmp_path: Path, monkeypatch: pytest.Mon
         run_awareness(ds, tmp_path / "boot", config, model=settings)
         solved = srv.request_count - before
         run_awareness(ds, tmp_path / "boot", replace(config, n_boot=100), model=settings)
-        assert srv.request_count == before + solved
+        # only the failed calls are asked again, as retry 1: u3's prediction (2 tries; its
+        # judging as written comes from the cache) and g2's verdict (2 tries)
+        assert srv.request_count == before + solved + 2 + 2
+        retried = [b for b in srv.requests[before + solved :] if b["seed"] == RETRY_SEED_STEP]
+        assert len(retried) == 4
         predictions = script.predictions
         judge = RoleSpec("openai-compatible/other-judge", srv.base_url)
         rejudged = run_awareness(
             ds, tmp_path / "boot", replace(config, n_boot=100), model=settings, judge_model=judge
         )
-        assert script.predictions == predictions and script.verdicts > 9
+        # the model under test is asked only for the prediction that failed (2 tries)
+        assert script.predictions == predictions + 2 and script.verdicts > 9
         assert rejudged.usage["stages"]["score"]["judge"]["model"] == (
             "openai-compatible/other-judge"
         )
@@ -541,6 +553,15 @@ def test_scripted_run_resumes_and_counts(tmp_path: Path, monkeypatch: pytest.Mon
     assert usage["roles"]["model"]["calls"] == 10  # 9 items + 1 correction
     assert usage["roles"]["judge"]["calls"] == 10  # 9 answers + 1 correction
     assert usage["stages"]["solve"]["model"]["calls"] == 10
+    # the prediction and the verdict still unusable after their correction: failed calls
+    assert usage["roles"]["model"]["failed_by_kind"] == {"unparseable": 1}
+    assert usage["roles"]["judge"]["failed_by_kind"] == {"unparseable": 1}
+    noted = json.loads((out / "warnings.json").read_text())
+    assert noted["failed_calls_by_kind"] == {
+        "model": {"unparseable": 1},
+        "judge": {"unparseable": 1},
+    }
+    assert noted["failures"]["failed model calls"] == 1
     assert usage["total"]["tokens_processed"] > 0
 
 

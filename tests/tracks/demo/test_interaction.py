@@ -298,6 +298,7 @@ def items(out: Path) -> dict[str, dict[str, Any]]:
 CONFIG = InteractionConfig(max_turns=4, n_boot=200)
 AGENT_CALLS = 3 + 3 + 3 + 4 + 3  # e-end, e-fix (one retry), e-broken (3 tries), e-long, e-zh
 JUDGE_CALLS = 1 + 1 + 3 + 1  # e-long's verdict: the first reply and two corrections
+FAILED_CALLS = 3 + 3  # e-broken's turn and e-long's verdict, each with its two corrections
 
 
 def test_scripted_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -380,6 +381,9 @@ def test_scripted_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert usage["roles"]["model"]["calls"] == AGENT_CALLS and "partner" not in usage["roles"]
     assert usage["roles"]["judge"]["calls"] == JUDGE_CALLS
     assert usage["stages"]["score"]["judge"]["calls"] == JUDGE_CALLS
+    # the malformed turn (the wrong speaker) and the unusable verdict are failed calls
+    assert usage["roles"]["model"]["failed_by_kind"] == {"schema": 1}
+    assert usage["roles"]["judge"]["failed_by_kind"] == {"unparseable": 1}
     assert usage["total"]["tokens_processed"] > 0
     solved = [
         json.loads(line) for line in (out / "parts" / "solved.jsonl").read_text().splitlines()
@@ -439,22 +443,28 @@ def test_resume_keeps_finished_episodes_and_verdicts(tmp_path: Path) -> None:
         (out / "items.jsonl").unlink()
         srv.reset()
         again = run_scripted(srv, five_episodes(), out, CONFIG)
-        assert srv.request_count == 4 + 3 + 1  # e-long played and judged, e-zh judged
+        # e-long played and judged, e-zh judged; and the failed calls asked again (this
+        # script answers them the same way): e-broken's malformed turn (3 tries) and
+        # e-long's unusable verdict (counted in e-long's)
+        assert srv.request_count == 4 + 3 + 1 + 3
         assert again.counts == first.counts
         assert again.summary == first.summary
         assert len(items(out)) == 5
         srv.reset()
-        run_scripted(srv, five_episodes(), out, CONFIG)  # all done: nothing is asked
-        assert srv.request_count == 0
-        run_scripted(srv, five_episodes(), out, replace(CONFIG, n_boot=100))  # figures only
-        assert srv.request_count == 0
+        run_scripted(srv, five_episodes(), out, CONFIG)  # only the failed calls are asked
+        assert srv.request_count == FAILED_CALLS
+        srv.reset()
+        run_scripted(srv, five_episodes(), out, replace(CONFIG, n_boot=100))
+        assert srv.request_count == FAILED_CALLS
+        srv.reset()
         with ChatServer(reply=Scripted()) as judging:  # a new judge: transcripts kept
             judge = scripted_model(judging, "judge")
             try:
                 rejudged = run_scripted(srv, five_episodes(), out, CONFIG, judge)
             finally:
                 asyncio.run(judge.aclose())
-            assert srv.request_count == 0 and judging.request_count == JUDGE_CALLS
+            # the model under test plays only the failed episode again
+            assert srv.request_count == 3 and judging.request_count == JUDGE_CALLS
         assert rejudged.counts == first.counts
         srv.reset()
         run_scripted(srv, five_episodes(), out, replace(CONFIG, max_turns=3))  # afresh
