@@ -22,10 +22,11 @@ from dialogbench.data.registry import load_dataset
 from dialogbench.judging.prompts import JUDGE_SYSTEM
 from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
+from dialogbench.models.model import RETRY_SEED_STEP
 from dialogbench.runner import Outcome, RoleSpec
 from dialogbench.runner.record import to_json
 from dialogbench.stats.bootstrap import resample_counts
-from dialogbench.testing import ChatServer
+from dialogbench.testing import ChatServer, UnusableFirst
 from dialogbench.tracks.realcompanion import chat_prompts as cp
 from dialogbench.tracks.realcompanion.chat import (
     CHAT,
@@ -43,6 +44,7 @@ from dialogbench.tracks.realcompanion.chat import (
     share_outside,
     summarise,
 )
+from tests_support_unusable import run_twice
 from tracks.memory_support import FLAKY_SPEC, NOTES_SPEC, Flaky
 
 FAST = ChatConfig(n_boot=200)
@@ -282,6 +284,41 @@ def test_run_against_a_scripted_server(tmp_path: Path, monkeypatch: pytest.Monke
         for r in rows
         if r["judged"]
     }
+
+
+def test_an_unusable_verdict_is_a_failed_call_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through `dialogbench run chat`: the judge's first answer to each blinded call is no
+    JSON, as are its corrections; the first run exits 3 counting them (`unparseable`), the
+    rerun sends exactly those judge calls again (once each; the replies kept) and exits 0."""
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    flaky = UnusableFirst(
+        Scripted("<never>"), applies=lambda body: body["messages"][0]["content"] == JUDGE_SYSTEM
+    )
+    out = tmp_path / "run"
+    with ChatServer(reply=flaky) as srv:
+        argv = [
+            "run", "chat", "--dataset", "sample", "--limit", "4", "--model",
+            "openai-compatible/s", "--base-url", srv.base_url, "--n-boot", "50", "--out", str(out),
+        ]  # fmt: skip
+        outputs: list[str] = []
+
+        def run() -> int:
+            got = CliRunner().invoke(app, argv)
+            outputs.append(got.output)
+            return got.exit_code
+
+        got = run_twice(srv, flaky, out, run)
+    assert got.exit_codes == (3, 0), outputs
+    assert got.failed_calls_by_kind == {"judge": {"unparseable": 4}}
+    assert got.failures["failed judge calls"] == 4
+    assert "unparseable" in outputs[0] and "Traceback" not in outputs[0]
+    assert len(got.failed) == 4 and got.asked_again == got.failed
+    assert got.rerun_requests == 4  # the 20 replies came from the saved units
+    assert got.seeds == [(0, RETRY_SEED_STEP)] * 4
+    rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
+    assert len(rows) == 4 * 5 and all(r["judged"] for r in rows)
 
 
 def test_another_judge_rejudges_without_the_model(

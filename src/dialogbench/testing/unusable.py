@@ -62,8 +62,25 @@ class UnusableFirst:
         with self._lock:
             return list(self._spoiled)
 
+    def picks(self, body: Body) -> bool:
+        """Whether `body` is one of the requests this backend spoils the first time."""
+        return self.applies is None or self.applies(body)
+
+    def failed_askings(self) -> list[Body]:
+        """The spoiled requests that began an asking of a call, leaving out the corrections
+        sent after them (a spoiled conversation that extends an earlier spoiled one): what a
+        rerun should send again, once each."""
+        spoiled = self.spoiled
+        seen = {conversation(b) for b in spoiled}
+
+        def correction(b: Body) -> bool:
+            messages = b.get("messages") or []
+            return len(messages) > 2 and conversation({"messages": messages[:-2]}) in seen
+
+        return [b for b in spoiled if not correction(b)]
+
     def __call__(self, body: Body) -> str:
-        if self.applies is not None and not self.applies(body):
+        if not self.picks(body):
             return self.good(body)
         key = conversation(body)
         with self._lock:

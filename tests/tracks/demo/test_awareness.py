@@ -23,10 +23,11 @@ from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
 from dialogbench.models.model import RETRY_SEED_STEP
 from dialogbench.models.structured import parse_reply
-from dialogbench.runner import RoleSpec
-from dialogbench.testing import ChatServer
+from dialogbench.runner import RoleSpec, run_track
+from dialogbench.testing import ChatServer, UnusableFirst
 from dialogbench.tracks.demo import awareness_prompts as ap
 from dialogbench.tracks.demo.awareness import (
+    AWARENESS,
     AwarenessConfig,
     answer_schema,
     label_metrics,
@@ -35,6 +36,7 @@ from dialogbench.tracks.demo.awareness import (
     run_awareness,
     select_items,
 )
+from tests_support_unusable import run_twice
 
 JUDGE_SYSTEMS = {f.system for f in FRAMINGS.values()}
 SENTIMENTS = ["positive", "negative", "neutral"]
@@ -563,6 +565,42 @@ def test_scripted_run_resumes_and_counts(tmp_path: Path, monkeypatch: pytest.Mon
     }
     assert noted["failures"]["failed model calls"] == 1
     assert usage["total"]["tokens_processed"] > 0
+
+
+def test_an_unusable_prediction_is_a_failed_call_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model under test answers each prediction first with JSON of the wrong shape: the
+    first run exits 3 counting them (`schema`), the rerun sends exactly those predictions
+    again (one request each, the seed moved) and exits 0."""
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    items = [utterance_item(1), utterance_item(2, "zh"), goal_item(1), scene_item(1)]
+    answers = {i.transcript: json.dumps(right_answer(i), ensure_ascii=False) for i in items}
+    flaky = UnusableFirst(
+        Scripted(answers),
+        bad='{"answer": "I am not sure"}',
+        applies=lambda body: body["messages"][0]["content"] in ap.SYSTEM.values(),
+    )
+    out = tmp_path / "run"
+    config = AwarenessConfig(n_boot=50, max_fixes=1)
+    with ChatServer(reply=flaky) as srv:
+        roles = {"model": RoleSpec("openai-compatible/scripted", srv.base_url)}
+        got = run_twice(
+            srv,
+            flaky,
+            out,
+            lambda: run_track(AWARENESS, demo_set(items), out, config, roles=roles).exit_code,
+        )
+    assert got.exit_codes == (3, 0)
+    assert got.failed_calls_by_kind == {"model": {"schema": 4}}
+    assert got.usage_by_kind == {"model": {"schema": 4}}
+    assert got.failures["failed model calls"] == 4
+    assert len(got.failed) == 4 and got.asked_again == got.failed  # the first askings only
+    assert got.seeds == [(0, RETRY_SEED_STEP)] * 4
+    rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
+    assert all(r["prediction"]["parsed"] == r["gold"] and r["score"] == 10.0 for r in rows)
+    usage = json.loads((out / "usage.json").read_text())
+    assert usage["roles"]["model"]["failed_calls"] == 0  # the units kept are the rerun's
 
 
 def test_limit_draws_from_every_task_and_language() -> None:

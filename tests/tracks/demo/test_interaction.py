@@ -20,17 +20,20 @@ from dialogbench.data.demo.model import DemoSet, Episode, Persona, Scene
 from dialogbench.judging.prompts import FRAMINGS, single_messages
 from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
-from dialogbench.runner import RoleSpec
-from dialogbench.testing import ChatServer
+from dialogbench.models.model import RETRY_SEED_STEP
+from dialogbench.runner import RoleSpec, run_track
+from dialogbench.testing import ChatServer, UnusableFirst
 from dialogbench.testing.chatserver import Fault, status
 from dialogbench.tracks.demo import interaction_prompts as ip
 from dialogbench.tracks.demo.interaction import (
+    INTERACTION,
     InteractionConfig,
     InteractionResult,
     parse_turn,
     plan_runs,
     run_interaction,
 )
+from tests_support_unusable import run_twice
 
 
 def episode(
@@ -493,6 +496,76 @@ def test_an_episode_whose_call_failed_is_played_again(tmp_path: Path) -> None:
         again = run_scripted(srv, [e], out, CONFIG)  # a failed unit is not finished
         assert srv.request_count == 3 + 1
     assert again.counts["all"]["ended_by_marker"] == 1 and again.summary["en"]["goal"].n == 1
+
+
+def _judging(body: dict[str, Any]) -> bool:
+    return bool(body["messages"][0]["content"] in JUDGE_SYSTEMS)
+
+
+OUT_OF_RANGE = json.dumps({"reason": "superb", **dict.fromkeys(ip.DIMENSIONS, 11)})
+
+
+def test_an_unusable_verdict_is_a_failed_call_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The judge answers each verdict first with scores out of 0-10: the first run exits 3
+    counting them (`range`), the rerun judges exactly those again (the transcripts kept,
+    one request per verdict) and exits 0 (the "4 unscored verdicts kept" of issue 23)."""
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    episodes = [
+        episode("e-end", ("Ana", "Bo")),
+        episode("e-fix", ("Cleo", "Dan"), familiarity=10),
+        episode("e-zh", ("刘洋", "陈静"), lang="zh"),
+    ]
+    data = DemoSet(name="hand", episodes=episodes, sha256="abc", source="test")
+    flaky = UnusableFirst(Scripted(), bad=OUT_OF_RANGE, applies=_judging)
+    out = tmp_path / "run"
+    config = InteractionConfig(max_turns=4, n_boot=50, max_fixes=1)
+    with ChatServer(reply=flaky) as srv:
+        roles = {"model": RoleSpec("openai-compatible/scripted", srv.base_url)}
+        got = run_twice(
+            srv, flaky, out, lambda: run_track(INTERACTION, data, out, config, roles).exit_code
+        )
+    assert got.exit_codes == (3, 0)
+    assert got.failed_calls_by_kind == {"judge": {"range": 3}}
+    assert got.usage_by_kind == {"judge": {"range": 3}}
+    assert got.failures["verdicts unscored"] == 3
+    assert len(got.failed) == 3 and got.asked_again == got.failed
+    assert got.rerun_requests == 3  # nothing else: the played episodes were kept
+    assert got.seeds == [(0, RETRY_SEED_STEP)] * 3
+    rows = items(out)
+    assert all(r["judged"] for r in rows.values()) and rows["e-end"]["goal"] == 8.0
+
+
+def test_a_malformed_turn_is_a_failed_call_played_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model under test (p1, beside a fixed partner) first answers each turn with
+    prose: the episode fails, counted `unparseable`; the rerun asks exactly that turn again
+    and plays the episode to its end."""
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    episodes = [episode("e-end", ("Ana", "Bo")), episode("e-zh", ("刘洋", "陈静"), lang="zh")]
+    data = DemoSet(name="hand", episodes=episodes, sha256="abc", source="test")
+    flaky = UnusableFirst(Scripted(), applies=lambda body: body["model"] == "tested")
+    out = tmp_path / "run"
+    config = InteractionConfig(max_turns=2, n_boot=50, max_fixes=0)
+    with ChatServer(reply=flaky) as srv:
+        roles = {
+            "model": RoleSpec("openai-compatible/tested", srv.base_url),
+            "partner": RoleSpec("openai-compatible/partner", srv.base_url),
+            "judge": RoleSpec("openai-compatible/judge", srv.base_url),
+        }
+        got = run_twice(
+            srv, flaky, out, lambda: run_track(INTERACTION, data, out, config, roles).exit_code
+        )
+    assert got.exit_codes == (3, 0)
+    assert got.failed_calls_by_kind == {"model": {"unparseable": 2}}
+    assert got.failures["failed episodes"] == 2
+    assert len(got.failed) == 2 and got.asked_again == got.failed
+    assert got.seeds == [(0, RETRY_SEED_STEP)] * 2
+    rows = items(out)
+    assert all(r["ending"] == "max_turns" and r["judged"] for r in rows.values())
+    assert all(r["turns"][0]["retry"] == 1 and "retry" not in r["turns"][1] for r in rows.values())
 
 
 def test_a_fixed_partner_on_both_sides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
