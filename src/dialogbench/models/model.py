@@ -254,7 +254,11 @@ class Model:
             except ModelError as e:
                 results[i] = e
 
-        await asyncio.gather(*[fresh(i) for i, r in enumerate(results) if r is None])
+        misses = [i for i, r in enumerate(results) if r is None]
+        if len(misses) == 1:  # no task of its own: a lone call keeps its place in line
+            await fresh(misses[0])
+        else:
+            await asyncio.gather(*[fresh(i) for i in misses])
         return [r for r in results if r is not None]
 
     def _seeded(self, config: GenerateConfig, sample: int) -> GenerateConfig:
