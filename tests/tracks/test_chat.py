@@ -318,7 +318,7 @@ def test_an_unusable_verdict_is_a_failed_call_asked_again(
     assert got.rerun_requests == 4  # the 20 replies came from the saved units
     assert got.seeds == [(0, RETRY_SEED_STEP)] * 4
     rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
-    assert len(rows) == 4 * 5 and all(r["judged"] for r in rows)
+    assert len(rows) == 4 * 5 and all(r["judged"] and r["judge_retry"] == 1 for r in rows)
 
 
 def test_another_judge_rejudges_without_the_model(

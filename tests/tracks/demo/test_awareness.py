@@ -599,6 +599,7 @@ def test_an_unusable_prediction_is_a_failed_call_asked_again(
     assert got.seeds == [(0, RETRY_SEED_STEP)] * 4
     rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
     assert all(r["prediction"]["parsed"] == r["gold"] and r["score"] == 10.0 for r in rows)
+    assert all(r["prediction"]["retry"] == 1 and "judge_retry" not in r for r in rows)
     usage = json.loads((out / "usage.json").read_text())
     assert usage["roles"]["model"]["failed_calls"] == 0  # the units kept are the rerun's
 

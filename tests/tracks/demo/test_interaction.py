@@ -535,6 +535,7 @@ def test_an_unusable_verdict_is_a_failed_call_asked_again(
     assert got.seeds == [(0, RETRY_SEED_STEP)] * 3
     rows = items(out)
     assert all(r["judged"] for r in rows.values()) and rows["e-end"]["goal"] == 8.0
+    assert all(r["judge_retry"] == 1 for r in rows.values())  # the second asking's verdict
 
 
 def test_a_malformed_turn_is_a_failed_call_played_again(
