@@ -242,10 +242,14 @@ class Model:
     ) -> list[ModelOutput | ModelError]:
         """`_fetch` for many calls: one cache look-up, then the misses concurrently; a failed
         call gives its (accounted) `ModelError` in place."""
-        hits = self.cache.get_many([k for _, _, k in asks]) if self.cache is not None else {}
-        results: list[ModelOutput | ModelError | None] = [
-            _usable(hits.get(k.digest)) for _, _, k in asks
-        ]
+        results: list[ModelOutput | ModelError | None]
+        if self.cache is None:
+            results = [None] * len(asks)
+        elif len(asks) == 1:
+            results = [_usable(self.cache.get(asks[0][2]))]
+        else:
+            hits = self.cache.get_many([k for _, _, k in asks])
+            results = [_usable(hits.get(k.digest)) for _, _, k in asks]
 
         async def fresh(i: int) -> None:
             messages, config, key = asks[i]
