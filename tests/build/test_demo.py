@@ -26,11 +26,14 @@ from dialogbench.build.demo_prompts import GOAL_TYPES
 from dialogbench.cli import app
 from dialogbench.data.demo.release import load_release
 from dialogbench.data.errors import DataError
-from dialogbench.models.model import Model
+from dialogbench.models.cache import ResponseCache
+from dialogbench.models.model import RETRY_SEED_STEP, Model
 from dialogbench.models.spec import ModelSpec
 from dialogbench.runner import run_track
 from dialogbench.runner.roles import RoleSpec
+from dialogbench.testing import UnusableFirst
 from dialogbench.testing.chatserver import ChatServer, Fault, status
+from dialogbench.testing.unusable import conversation
 from dialogbench.tracks.demo.awareness import AWARENESS, AwarenessConfig
 from dialogbench.tracks.demo.interaction import INTERACTION, InteractionConfig
 
@@ -137,16 +140,19 @@ class Scripted:
         return json.dumps(annotation)
 
 
-def _models(url: str) -> tuple[Model, tuple[Model, Model]]:
+def _models(url: str, cache: ResponseCache | None = None) -> tuple[Model, tuple[Model, Model]]:
     def one(name: str) -> Model:
-        return Model.from_spec(ModelSpec.parse(f"openai-compatible/{name}", base_url=url))
+        spec = ModelSpec.parse(f"openai-compatible/{name}", base_url=url)
+        return Model.from_spec(spec, cache=cache)
 
     return one("writer"), (one("checker-a"), one("checker-b"))
 
 
-def _build(config: BuildConfig, out: Path, url: str) -> dict[str, Any]:
+def _build(
+    config: BuildConfig, out: Path, url: str, cache: ResponseCache | None = None
+) -> dict[str, Any]:
     async def go() -> dict[str, Any]:
-        model, checkers = _models(url)
+        model, checkers = _models(url, cache)
         try:
             return await build_demo(config, out, model, checkers)
         finally:
@@ -346,6 +352,27 @@ def test_an_unreadable_verdict_is_unparsed_not_a_rejection(tmp_path: Path) -> No
     assert kept >= 1 and steps["generate"]["unparsed"] == kept and not second["complete"]
     entries = [json.loads(x) for x in (out / "steps" / "4-generate.jsonl").read_text().splitlines()]
     assert all(e["stage"] == "dialogue" and e["turn"] == config.min_turns for e in entries)
+
+
+def test_a_rerun_asks_the_unparsed_units_afresh(tmp_path: Path) -> None:
+    """Issue 23's `build demo` rerun that sent nothing: a distill reply that never parses
+    is not cached, so the rerun asks exactly those requests again (as retry 1) and the
+    build completes."""
+    flaky = UnusableFirst(Scripted(), applies=lambda body: _schema(body)[0] == "Distilled")
+    out = tmp_path / "b"
+    cache = ResponseCache(tmp_path / "responses.sqlite")
+    with ChatServer(reply=flaky) as srv:
+        first = _build(CONFIG, out, srv.base_url, cache)
+        assert first["steps"]["distill"]["unparsed"] == 4 and not first["complete"]
+        seeds = {conversation(b): b["seed"] for b in flaky.failed_askings()}
+        before = srv.request_count
+        second = _build(CONFIG, out, srv.base_url, cache)
+        again = [b for b in srv.requests[before:] if flaky.picks(b)]
+    assert len(seeds) == 4 and sorted(map(conversation, again)) == sorted(seeds)
+    assert all(b["seed"] == seeds[conversation(b)] + RETRY_SEED_STEP for b in again)
+    assert second["steps"]["distill"]["ok"] == 4 and second["complete"]
+    entries = [json.loads(x) for x in (out / "steps" / "1-distill.jsonl").read_text().splitlines()]
+    assert {e["retry"] for e in entries if e["status"] == "ok"} == {1}
 
 
 def test_other_settings_need_another_folder(tmp_path: Path) -> None:

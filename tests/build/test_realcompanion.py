@@ -23,10 +23,11 @@ from dialogbench.data.release import load_release
 from dialogbench.models import Model, ModelSpec
 from dialogbench.retrieval.bm25 import BM25Index
 from dialogbench.runner import RoleSpec
-from dialogbench.testing import ChatServer
+from dialogbench.testing import ChatServer, UnusableFirst
 from dialogbench.testing.chatserver import Fault, status
 from dialogbench.tracks.realcompanion.chat import CHAT, ChatConfig
 from dialogbench.tracks.realcompanion.detection import DETECTION, DetectionConfig
+from tests_support_unusable import run_twice
 
 from .scripted import Script, Scripted
 
@@ -300,6 +301,34 @@ def test_failed_calls_are_counted_and_only_they_are_redone(tmp_path: Path) -> No
     assert {p for _, p in sent} == failed  # finished probes are kept
     assert {s for s, _ in sent} == {"ClassifyReply", "ReplyReply", "ValidateReply"}  # A, B cached
     assert sum(len(s.chat_items) for s in result.dataset.subjects) == 15
+
+
+def test_an_unusable_reply_is_a_failed_call_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stage C's first answer to each probe is no JSON (and so are its corrections): the
+    build exits 3 counting them `unparseable`; the rerun sends exactly those askings again
+    and exits 0, every other stage's reply from the cache."""
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    out = tmp_path / "built"
+    data = load_dataset("sample")
+    flaky = UnusableFirst(
+        sample_script(),
+        applies=lambda body: body["response_format"]["json_schema"]["name"] == "ClassifyReply",
+    )
+    config = BuildConfig(proportional=8, enriched=4, abstention=3, profile=False)
+    with ChatServer(reply=flaky) as srv:
+        spec = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
+        got = run_twice(
+            srv,
+            flaky,
+            out / ".build",
+            lambda: build_realcompanion(data, out, config, spec)[1].exit_code,
+        )
+    assert got.exit_codes == (3, 0)
+    assert got.failed_calls_by_kind == {"model": {"unparseable": 15}}
+    assert len(got.failed) == 15 and got.asked_again == got.failed
+    assert sum(len(s.chat_items) for s in load_release(out).subjects) == 15
 
 
 def test_build_record_sits_inside_and_resumes(tmp_path: Path) -> None:

@@ -64,6 +64,7 @@ def test_persists_across_instances_and_counts_hits(tmp_path: Path) -> None:
         "miss_reasons": {},
         "unreadable": 0,
         "unstored": 0,
+        "evicted_unusable": 0,
     }
 
 

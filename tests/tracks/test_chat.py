@@ -22,10 +22,11 @@ from dialogbench.data.registry import load_dataset
 from dialogbench.judging.prompts import JUDGE_SYSTEM
 from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
+from dialogbench.models.model import RETRY_SEED_STEP
 from dialogbench.runner import Outcome, RoleSpec, run_track
 from dialogbench.runner.record import to_json
 from dialogbench.stats.bootstrap import resample_counts
-from dialogbench.testing import ChatServer
+from dialogbench.testing import ChatServer, UnusableFirst
 from dialogbench.tracks.realcompanion import chat_prompts as cp
 from dialogbench.tracks.realcompanion.chat import (
     CHAT,
@@ -42,6 +43,7 @@ from dialogbench.tracks.realcompanion.chat import (
     share_outside,
     summarise,
 )
+from tests_support_unusable import run_twice
 from tracks.memory_support import FLAKY_SPEC, NOTES_SPEC, Flaky
 
 FAST = ChatConfig(n_boot=200)
@@ -221,10 +223,12 @@ def test_run_against_a_scripted_server(tmp_path: Path, monkeypatch: pytest.Monke
         assert asked == n * 5 + n + 2  # replies, one judge call per probe, 2 corrections
         again = run_track(CHAT, ds, out, config, {"model": model}).result()  # resume
         assert to_json(again.summary()) == to_json(result.summary())
-        assert srv.request_count == asked
-        # an aggregation setting re-aggregates the saved probes: no call at all
+        # only the unusable verdict, a failed judge call, is asked again (3 tries: this
+        # server answers it the same way)
+        assert srv.request_count == asked + 3
+        # an aggregation setting re-aggregates the saved probes: no other call
         fewer = run_track(CHAT, ds, out, replace(config, n_boot=100), {"model": model}).result()
-        assert srv.request_count == asked and fewer.probes == n
+        assert srv.request_count == asked + 6 and fewer.probes == n
 
     rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
     assert len(rows) == n * 5 and result.unscored["judge"] == 1 and result.probes == n
@@ -268,6 +272,7 @@ def test_run_against_a_scripted_server(tmp_path: Path, monkeypatch: pytest.Monke
     assert usage["roles"]["model"]["calls"] == 5 * n and usage["roles"]["judge"]["calls"] == n + 2
     assert usage["stages"]["solve"]["model"]["calls"] == 5 * n
     assert usage["stages"]["score"]["judge"]["calls"] == n + 2
+    assert usage["roles"]["judge"]["failed_by_kind"] == {"unparseable": 1}
     solved = [json.loads(x) for x in (out / "parts" / "solved.jsonl").read_text().splitlines()]
     assert sorted(u["unit"] for u in solved) == sorted(
         f"{p.subject_id}/{p.item.probe_id}" for p in probes
@@ -278,6 +283,41 @@ def test_run_against_a_scripted_server(tmp_path: Path, monkeypatch: pytest.Monke
         for r in rows
         if r["judged"]
     }
+
+
+def test_an_unusable_verdict_is_a_failed_call_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through `dialogbench run chat`: the judge's first answer to each blinded call is no
+    JSON, as are its corrections; the first run exits 3 counting them (`unparseable`), the
+    rerun sends exactly those judge calls again (once each; the replies kept) and exits 0."""
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    flaky = UnusableFirst(
+        Scripted("<never>"), applies=lambda body: body["messages"][0]["content"] == JUDGE_SYSTEM
+    )
+    out = tmp_path / "run"
+    with ChatServer(reply=flaky) as srv:
+        argv = [
+            "run", "chat", "--dataset", "sample", "--limit", "4", "--model",
+            "openai-compatible/s", "--base-url", srv.base_url, "--n-boot", "50", "--out", str(out),
+        ]  # fmt: skip
+        outputs: list[str] = []
+
+        def run() -> int:
+            got = CliRunner().invoke(app, argv)
+            outputs.append(got.output)
+            return got.exit_code
+
+        got = run_twice(srv, flaky, out, run)
+    assert got.exit_codes == (3, 0), outputs
+    assert got.failed_calls_by_kind == {"judge": {"unparseable": 4}}
+    assert got.failures["failed judge calls"] == 4
+    assert "unparseable" in outputs[0] and "Traceback" not in outputs[0]
+    assert len(got.failed) == 4 and got.asked_again == got.failed
+    assert got.rerun_requests == 4  # the 20 replies came from the saved units
+    assert got.seeds == [(0, RETRY_SEED_STEP)] * 4
+    rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
+    assert len(rows) == 4 * 5 and all(r["judged"] and r["judge_retry"] == 1 for r in rows)
 
 
 def test_another_judge_rejudges_without_the_model(

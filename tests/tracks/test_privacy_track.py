@@ -16,6 +16,7 @@ from dialogbench.data.locomo import load_locomo
 from dialogbench.data.memorybank import load_memorybank
 from dialogbench.data.model import Dataset, Message, Subject
 from dialogbench.data.registry import load_dataset
+from dialogbench.models.model import RETRY_SEED_STEP
 from dialogbench.runner import run_track
 from dialogbench.runner.roles import RoleSpec
 from dialogbench.stats.bootstrap import Estimate
@@ -247,7 +248,7 @@ def test_model_oracle_finds_authors_and_its_control_sits_at_chance(
     for r in (r for r in rows if r["system"] in MODEL_SYSTEMS):
         assert r["shown"][r["true writer"] - 1] == r["speaker"]
         assert r["correct"] == (r["predicted"] == r["speaker"])
-        assert len(r["sample"]) == 3 and r["answered"] and r["draws"] == 1
+        assert len(r["sample"]) == 3 and r["answered"] and r["retry"] == 0
     # the model saw exactly the held-out messages the style system attributed (paired)
     style = {(r["repeat"], r["speaker"]): r["sample"] for r in rows if r["system"] == "style"}
     for r in (r for r in rows if r["system"] == "language model"):
@@ -291,14 +292,16 @@ def test_unusable_answers_are_counted_not_wrong_and_asked_again(
         assert "without a usable answer" in " ".join(first.warnings)
         asked = srv.request_count
         assert asked == n + len(bad)  # each bad one got one correction
-        # a rerun asks exactly those trials again, with the next sample index (a new seed)
+        usage = json.loads((out / "usage.json").read_text())
+        assert usage["roles"]["model"]["failed_by_kind"] == {"unparseable": len(bad)}
+        # a rerun asks exactly those trials again, as their next asking (a new seed)
         again = run_track(PRIVACY, ds, out, config, {"model": model}).result()
         assert srv.request_count == asked + len(bad)
-        assert {r.get("seed") for r in srv.requests[asked:]} == {1}
+        assert {r.get("seed") for r in srv.requests[asked:]} == {RETRY_SEED_STEP}
         assert again.summary["language model"]["answered"].value == 1.0
         assert again.failures == {}
         rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
-        redone = [r for r in rows if r["system"] == "language model" and r["draws"] == 2]
+        redone = [r for r in rows if r["system"] == "language model" and r["retry"] == 1]
         assert len(redone) == len(bad) and all(r["answered"] for r in redone)
         # and a third run has nothing left to ask
         run_track(PRIVACY, ds, out, config, {"model": model})

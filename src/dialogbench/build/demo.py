@@ -496,10 +496,12 @@ class StepLog:
 
 def _entry(key: str, got: Structured[Any], value: Any = None, **extra: Any) -> dict[str, Any]:
     """A log line from a structured reply: ok (with `value`), failed or unparsed."""
+    retry = {"retry": got.retry} if got.retry else {}
     if got.value is not None:
-        return {"key": key, "status": "ok", "value": value, "attempts": got.attempts, **extra}
+        ok = {"key": key, "status": "ok", "value": value, "attempts": got.attempts}
+        return {**ok, **retry, **extra}
     status = "failed" if got.call_failed else "unparsed"
-    return {"key": key, "status": status, "error": got.error, "raw": got.raw, **extra}
+    return {"key": key, "status": status, "error": got.error, "raw": got.raw, **retry, **extra}
 
 
 async def ask(

@@ -5,7 +5,8 @@
     b = await judge.score_blind({"ours": a, "baseline": b}, reference=gold)
 
 A reply that still fails validation after the corrective retries gives an unscored verdict
-(`scores` None) that keeps the raw text and the error: it is never scored 0 or dropped.
+(`scores` None) that keeps the raw text and the error: it is never scored 0 or dropped, and
+it is a failed call of the judge's role (`Model.generate_parsed`), so a rerun asks it again.
 Blind scoring shuffles the candidates, shows them as A, B, C, ... only, records which
 label was whom, and maps the scores back to the original names.
 """
@@ -39,6 +40,8 @@ class Verdict(BaseModel):
     raw: str = ""
     error: str | None = None
     attempts: int = 0
+    retry: int = 0
+    """Earlier askings of this verdict that came back unusable (`Structured.retry`)."""
 
     @property
     def scored(self) -> bool:
@@ -60,6 +63,8 @@ class BlindVerdict(BaseModel):
     raw: str = ""
     error: str | None = None
     attempts: int = 0
+    retry: int = 0
+    """Earlier askings of this verdict that came back unusable (`Structured.retry`)."""
 
     @property
     def scored(self) -> bool:
@@ -83,6 +88,7 @@ class BlindVerdict(BaseModel):
             raw=self.raw,
             error=self.error,
             attempts=self.attempts,
+            retry=self.retry,
         )
 
 
@@ -152,6 +158,7 @@ class Judge:
             raw=got.raw,
             error=got.error,
             attempts=got.attempts,
+            retry=got.retry,
             **found,
         )
 
@@ -214,5 +221,6 @@ class Judge:
             raw=got.raw,
             error=got.error,
             attempts=got.attempts,
+            retry=got.retry,
             **found,
         )

@@ -20,6 +20,8 @@ and, by case:
     judge_raw, judge_error           an unscored verdict: the judge's last raw reply and why
                                      it could not be used (kept, counted, never scored 0)
     judge_skipped                    nothing was judged: why (e.g. "episode failed")
+    judge_retry                      a verdict whose earlier askings came back unusable
+                                     (failed calls, asked again by a rerun): how many
     judge_label, judge_labels,       a blinded verdict: this candidate's label, every label ->
     judge_seed                       candidate as shown (in order), and the shuffle's seed
 
@@ -83,6 +85,8 @@ def verdict_fields(
     }
     if not one.scored:
         row.update(judge_raw=one.raw, judge_error=one.error)
+    if one.retry:
+        row["judge_retry"] = one.retry
     return {**row, **blind}
 
 

@@ -1,9 +1,12 @@
 """A response cache in SQLite (WAL), so that rerunning finished work makes no requests.
 
-The key is a sha256 over the model name, endpoint, sampling settings, messages and the
-sample index: never an API key. Errors are never stored. Each entry keeps its key's parts
-(messages by digest) so that a miss can be explained: which setting differed from the
-nearest entry, or that the prompt itself is new.
+The key is a sha256 over the model name, endpoint, sampling settings, messages, the
+sample index and the retry number (when not 0): never an API key. Errors are never stored,
+nor are replies that could not be used: `mark_unusable` deletes such a call's replies and
+counts, per call, how often it came back unusable (table `unusable`), so that the next
+asking uses the next retry number and gets a reply of its own (`Model.generate_parsed`).
+Each entry keeps its key's parts (messages by digest) so that a miss can be explained:
+which setting differed from the nearest entry, or that the prompt itself is new.
 
 A cache that cannot be opened (a directory, a file that is not SQLite, a truncated one) is
 a `CacheError` naming the file and the fix. Damage found while running is not fatal: a
@@ -53,6 +56,13 @@ CREATE TABLE IF NOT EXISTS hits (
     hits INTEGER NOT NULL,
     PRIMARY KEY (model, endpoint)
 );
+CREATE TABLE IF NOT EXISTS unusable (
+    key TEXT PRIMARY KEY,
+    retries INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    error TEXT NOT NULL,
+    updated REAL NOT NULL
+);
 CREATE INDEX IF NOT EXISTS responses_messages ON responses (messages_sha);
 CREATE INDEX IF NOT EXISTS responses_model ON responses (model, endpoint);
 """
@@ -81,7 +91,7 @@ def _damaged(e: sqlite3.DatabaseError) -> bool:
 class CallKey:
     """The parts of a call that decide its reply, and their digest."""
 
-    __slots__ = ("_messages", "digest", "endpoint", "model", "sample", "settings")
+    __slots__ = ("_messages", "digest", "endpoint", "model", "retry", "sample", "settings")
 
     def __init__(
         self,
@@ -90,15 +100,21 @@ class CallKey:
         settings: dict[str, Any] | str,
         messages: list[ChatMessage],
         sample: int = 0,
+        retry: int = 0,
     ) -> None:
         self.model = model
         self.endpoint = endpoint = redacted_url(endpoint)  # no credentials in a key
         self.settings = settings if isinstance(settings, str) else canonical_json(settings)
         self.sample = sample
+        self.retry = retry
+        """How many earlier askings of this call were unusable; 0 leaves the digest as it
+        was before retries existed, so older caches still hit."""
         self._messages = json.dumps(
             [[m["role"], m["content"]] for m in messages], ensure_ascii=False
         )
-        parts = (model, endpoint, self.settings, str(sample), self._messages)
+        parts: tuple[str, ...] = (model, endpoint, self.settings, str(sample), self._messages)
+        if retry:
+            parts += (f"retry {retry}",)
         self.digest = hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
     @property
@@ -120,6 +136,8 @@ class ResponseCache:
         """Lookups that found a damaged entry or page (counted as misses too)."""
         self.unstored = 0
         """Replies that could not be stored (a damaged file)."""
+        self.evicted = 0
+        """Unusable replies deleted in this session (`mark_unusable`)."""
         self._reported: set[str] = set()
         self._pending_hits: Counter[tuple[str, str]] = Counter()
         self.miss_reasons: Counter[str] = Counter()
@@ -308,6 +326,65 @@ class ResponseCache:
                     f"on without caching those replies. {FIX[0].upper()}{FIX[1:]}",
                 )
 
+    def retries(self, firsts: list[CallKey]) -> dict[str, int]:
+        """digest -> how often the call that starts with that request (at retry 0) came back
+        unusable, for those of `firsts` that ever did (few statements); a damaged file
+        reads as none (reported once)."""
+        out: dict[str, int] = {}
+        digests = list({k.digest for k in firsts})
+        with self._lock:
+            for lo in range(0, len(digests), 500):
+                chunk = digests[lo : lo + 500]
+                marks = ",".join("?" * len(chunk))
+                try:
+                    out.update(
+                        self._db.execute(
+                            f"SELECT key, retries FROM unusable WHERE key IN ({marks})", chunk
+                        ).fetchall()
+                    )
+                except sqlite3.DatabaseError as e:
+                    if not _damaged(e):
+                        raise
+                    self._unreadable(f"SQLite reports damage ({e})")
+        return out
+
+    def mark_unusable(
+        self, first: CallKey, chain: list[CallKey], retry: int, kind: str, error: str
+    ) -> int:
+        """A call (its first request's key at retry 0) whose asking number `retry` ended
+        unusable: delete the replies of that asking (`chain`, its requests) and count it, so
+        the next asking is number `retry + 1`. Returns that number."""
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    self._db.executemany(
+                        "DELETE FROM responses WHERE key = ?", [(k.digest,) for k in chain]
+                    )
+                    self._db.execute(
+                        "INSERT INTO unusable (key, retries, kind, error, updated) "
+                        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET "
+                        "retries = MAX(retries, excluded.retries), kind = excluded.kind, "
+                        "error = excluded.error, updated = excluded.updated",
+                        (first.digest, retry + 1, kind, error[:500], time.time()),
+                    )
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+            except sqlite3.DatabaseError as e:
+                if not _damaged(e):
+                    raise
+                self.unstored += 1
+                self._report(
+                    "write",
+                    f"an unusable reply could not be forgotten: SQLite reports damage ({e}). "
+                    f"{FIX[0].upper()}{FIX[1:]}",
+                )
+                return retry + 1
+            self.evicted += len(chain)
+        return retry + 1
+
     def explain(self, key: CallKey) -> str:
         """Why `key` is or is not in the cache, in words."""
         with self._lock:
@@ -320,6 +397,14 @@ class ResponseCache:
             ).fetchone()
             if row:
                 return "cached"
+            unusable = self._db.execute(
+                "SELECT retries, kind FROM unusable WHERE key = ?", (key.digest,)
+            ).fetchone()
+            if unusable is not None:
+                return (
+                    f"came back unusable ({unusable[1]}) {unusable[0]} time(s): its replies "
+                    f"were deleted, and the next asking is retry {unusable[0]}"
+                )
             same_prompt = self._db.execute(
                 "SELECT model, endpoint, settings, sample FROM responses WHERE messages_sha = ? "
                 "LIMIT 50",
@@ -382,6 +467,7 @@ class ResponseCache:
                 "miss_reasons": dict(self.miss_reasons),
                 "unreadable": self.unreadable,
                 "unstored": self.unstored,
+                "evicted_unusable": self.evicted,
             },
         }
 

@@ -45,7 +45,14 @@ from pydantic import BaseModel
 from dialogbench.models.cache import CallKey, ResponseCache
 from dialogbench.models.hedge import Hedger, endpoint_hedger
 from dialogbench.models.spec import ModelSpec, make_provider
-from dialogbench.models.structured import CALL_FAILED, CORRECTION, Structured, parse_reply
+from dialogbench.models.structured import (
+    CALL_FAILED,
+    CORRECTION,
+    Structured,
+    Unusable,
+    parse_reply,
+    unusable_kind,
+)
 from dialogbench.models.types import ChatMessage, GenerateConfig, ModelError, ModelOutput, Provider
 from dialogbench.models.usage import UsageLedger
 
@@ -53,6 +60,11 @@ logger = logging.getLogger("dialogbench.models")
 
 T = TypeVar("T", bound=BaseModel)
 V = TypeVar("V")
+
+RETRY_SEED_STEP = 1_000_000
+"""How far the seed of each new asking of a call that came back unusable moves (retry n
+sends seed + n x this), so that a seeded backend answers afresh; the step keeps retries
+apart from the sample indices, which move the seed by 1."""
 
 
 @dataclass(frozen=True)
@@ -210,13 +222,10 @@ class Model:
     ) -> ModelOutput:
         """One reply, from the cache when this exact call was made before."""
         config = self._seeded(config or GenerateConfig(), sample)
-        key = CallKey(self.name, self.provider.endpoint, config.cache_text, messages, sample)
-        if self.cache is not None:
-            hit = self.cache.get(key)
-            if hit is not None and hit.text.strip():  # an empty reply is an error, not a hit
-                self.ledger.record(tag, self.name, hit.usage, cached=True, role=self.role)
-                return hit
-        return await self._fresh(messages, config, key, tag)
+        key = self._key(messages, config, sample)
+        out = await self._fetch(messages, config, key, tag)
+        self._account(tag, out)
+        return out
 
     async def generate_many(
         self, calls: list[Call], *, tag: str = ""
@@ -227,24 +236,71 @@ class Model:
         finished work costs microseconds per call and makes no request.
         """
         configs = [self._seeded(c.config, c.sample) for c in calls]
-        keys = [
-            CallKey(self.name, self.provider.endpoint, cfg.cache_text, c.messages, c.sample)
-            for c, cfg in zip(calls, configs, strict=True)
-        ]
-        hits = self.cache.get_many(keys) if self.cache is not None else {}
-        cached = [_usable(hits.get(key.digest)) for key in keys]
-        self.ledger.record_cached(
-            tag, self.name, [h.usage for h in cached if h is not None], role=self.role
+        keys = [self._key(c.messages, cfg, c.sample) for c, cfg in zip(calls, configs, strict=True)]
+        outs = await self._fetch_many(
+            [(c.messages, cfg, key) for c, cfg, key in zip(calls, configs, keys, strict=True)], tag
         )
-        results: list[ModelOutput | ModelError | None] = list(cached)
+        for out in outs:
+            if isinstance(out, ModelOutput):
+                self._account(tag, out)
+        return outs
+
+    def _key(
+        self, messages: list[ChatMessage], config: GenerateConfig, sample: int, retry: int = 0
+    ) -> CallKey:
+        return CallKey(
+            self.name, self.provider.endpoint, config.cache_text, messages, sample, retry
+        )
+
+    def _account(self, tag: str, out: ModelOutput, error: BaseException | None = None) -> None:
+        """Charge one answered call to the ledger and the role (`error`: it was unusable)."""
+        self.ledger.record(
+            tag,
+            self.name,
+            out.usage,
+            cached=out.cached,
+            role=self.role,
+            error=error,
+            hedged=0 if out.cached else out.hedged,
+        )
+
+    async def _fetch(
+        self, messages: list[ChatMessage], config: GenerateConfig, key: CallKey, tag: str
+    ) -> ModelOutput:
+        """The cached reply to `key`, else a fresh one (stored); a failed call is accounted
+        and raised, an answered one is left to the caller to account."""
+        if self.cache is not None:
+            hit = _usable(self.cache.get(key))
+            if hit is not None:
+                return hit
+        return await self._fresh(messages, config, key, tag)
+
+    async def _fetch_many(
+        self, asks: list[tuple[list[ChatMessage], GenerateConfig, CallKey]], tag: str
+    ) -> list[ModelOutput | ModelError]:
+        """`_fetch` for many calls: one cache look-up, then the misses concurrently; a failed
+        call gives its (accounted) `ModelError` in place."""
+        results: list[ModelOutput | ModelError | None]
+        if self.cache is None:
+            results = [None] * len(asks)
+        elif len(asks) == 1:
+            results = [_usable(self.cache.get(asks[0][2]))]
+        else:
+            hits = self.cache.get_many([k for _, _, k in asks])
+            results = [_usable(hits.get(k.digest)) for _, _, k in asks]
 
         async def fresh(i: int) -> None:
+            messages, config, key = asks[i]
             try:
-                results[i] = await self._fresh(calls[i].messages, configs[i], keys[i], tag)
+                results[i] = await self._fresh(messages, config, key, tag)
             except ModelError as e:
                 results[i] = e
 
-        await asyncio.gather(*[fresh(i) for i, r in enumerate(results) if r is None])
+        misses = [i for i, r in enumerate(results) if r is None]
+        if len(misses) == 1:  # no task of its own: a lone call keeps its place in line
+            await fresh(misses[0])
+        else:
+            await asyncio.gather(*[fresh(i) for i in misses])
         return [r for r in results if r is not None]
 
     def _seeded(self, config: GenerateConfig, sample: int) -> GenerateConfig:
@@ -252,10 +308,18 @@ class Model:
             return replace(config, seed=config.seed + sample)
         return config
 
+    def _retried(self, config: GenerateConfig, retry: int) -> GenerateConfig:
+        """The config of asking number `retry` of a call: its seed moved by
+        `RETRY_SEED_STEP` x `retry` (a config without a seed is left as it is)."""
+        if retry and config.seed is not None:
+            return replace(config, seed=config.seed + RETRY_SEED_STEP * retry)
+        return config
+
     async def _fresh(
         self, messages: list[ChatMessage], config: GenerateConfig, key: CallKey, tag: str
     ) -> ModelOutput:
-        """Call the provider (no cache lookup), then store and account the reply."""
+        """Call the provider (no cache lookup) and store the reply; a failed call is
+        accounted here, an answered one by the caller (with the hedges it sent)."""
         tally = _Tally()
         try:
             out = await self._call(messages, config, tally)
@@ -264,7 +328,8 @@ class Model:
             raise
         if self.cache is not None:
             self.cache.put(key, out)
-        self.ledger.record(tag, self.name, out.usage, role=self.role, hedged=tally.hedges)
+        if tally.hedges:
+            out = out.model_copy(update={"hedged": tally.hedges})
         return out
 
     async def _call(
@@ -550,21 +615,24 @@ class Model:
         tag: str = "",
     ) -> Structured[V]:
         """`parse(reply)`, sending an unusable reply back with `correct(why)` up to
-        `max_fixes` times; then the raw text and why not (`parse` raises `ValueError`)."""
-        convo = list(messages)
-        raw, error = "", "no attempt"
-        for attempt in range(1, max_fixes + 2):
-            try:
-                out = await self.generate(convo, config, sample=sample, tag=tag)
-            except ModelError as e:
-                return Structured(raw=raw, error=f"{CALL_FAILED}: {e}", attempts=attempt)
-            raw = out.text
-            try:
-                return Structured(value=parse(raw), raw=raw, attempts=attempt)
-            except ValueError as e:
-                error = str(e)
-            convo = [*convo, {"role": "assistant", "content": raw}, correct(error)]
-        return Structured(raw=raw, error=error, attempts=max_fixes + 1)
+        `max_fixes` times (`parse` raises `ValueError`, best an `Unusable` with its kind).
+
+        What is still unusable after that is a failed call: charged to the role as one of
+        kind `unparseable`, `schema` or `range` (its tokens counted), its replies deleted
+        from the cache, and returned with the raw text, the error and the kind. The cache
+        counts the failure, so the next asking of the same call (a rerun) is retry number
+        n + 1: another cache key, and the request's seed moved by `RETRY_SEED_STEP` x n, so
+        that a backend with a fixed seed answers afresh; replies that were usable stay
+        cached. A reply replayed unusable from a cache written before this rule is
+        forgotten and asked afresh at once."""
+        (got,) = await self.generate_parsed_many(
+            [Call(messages, config or GenerateConfig(), sample)],
+            parse,
+            correct,
+            max_fixes=max_fixes,
+            tag=tag,
+        )
+        return got
 
     async def generate_parsed_many(
         self,
@@ -578,29 +646,107 @@ class Model:
         """`generate_parsed` for many calls at once, round by round: every first attempt as
         one batch (one cache look-up), then the corrections of the unusable replies as the
         next batch, up to `max_fixes` rounds. Each call's requests are the ones
-        `generate_parsed` would send (same conversation, config and sample)."""
+        `generate_parsed` would send (same conversation, config, sample and retry)."""
+        configs = [self._seeded(c.config, c.sample) for c in calls]
+        firsts = [
+            self._key(c.messages, cfg, c.sample) for c, cfg in zip(calls, configs, strict=True)
+        ]
+        known = self.cache.retries(firsts) if self.cache is not None else {}
+        retries = [known.get(k.digest, 0) for k in firsts]
         results: list[Structured[V]] = [Structured(error="no attempt") for _ in calls]
-        convos = {i: list(c.messages) for i, c in enumerate(calls)}
+        todo = list(range(len(calls)))
+        for replayed_ok in (True, False):  # the second pass: what a stale cache replayed
+            stale = await self._parsed_rounds(
+                todo,
+                calls,
+                configs,
+                firsts,
+                retries,
+                results,
+                parse,
+                correct,
+                max_fixes,
+                tag,
+                stale_ok=replayed_ok,
+            )
+            todo = stale
+            if not todo:
+                break
+        return results
+
+    async def _parsed_rounds(
+        self,
+        todo: list[int],
+        calls: list[Call],
+        configs: list[GenerateConfig],
+        firsts: list[CallKey],
+        retries: list[int],
+        results: list[Structured[V]],
+        parse: Callable[[str], V],
+        correct: Callable[[str], ChatMessage],
+        max_fixes: int,
+        tag: str,
+        *,
+        stale_ok: bool,
+    ) -> list[int]:
+        """Ask the calls `todo` (each at its retry number) round by round, into `results`.
+
+        A call whose last reply is still unusable is recorded in the cache (its replies
+        deleted, its retry number moved on in `retries`) and charged as a failed call;
+        except, with `stale_ok`, when that reply was replayed from the cache (kept by an
+        older cache): such calls are returned, to be asked afresh."""
+        cfgs = {i: self._retried(configs[i], retries[i]) for i in todo}
+        convos = {i: list(calls[i].messages) for i in todo}
+        chains: dict[int, list[CallKey]] = {i: [] for i in todo}
+        stale: list[int] = []
         for attempt in range(1, max_fixes + 2):
             if not convos:
                 break
-            batch = [replace(calls[i], messages=m) for i, m in convos.items()]
-            outs = await self.generate_many(batch, tag=tag)
+            asks = [
+                (m, cfgs[i], self._key(m, cfgs[i], calls[i].sample, retries[i]))
+                for i, m in convos.items()
+            ]
+            outs = await self._fetch_many(asks, tag)
             again: dict[int, list[ChatMessage]] = {}
-            for (i, convo), out in zip(convos.items(), outs, strict=True):
-                if isinstance(out, ModelError):
-                    error = f"{CALL_FAILED}: {out}"
-                    results[i] = Structured(raw=results[i].raw, error=error, attempts=attempt)
+            for (i, convo), (_, _, key), got in zip(convos.items(), asks, outs, strict=True):
+                retry = retries[i]
+                if isinstance(got, ModelError):
+                    results[i] = Structured(
+                        raw=results[i].raw,
+                        error=f"{CALL_FAILED}: {got}",
+                        attempts=attempt,
+                        kind=got.kind,
+                        retry=retry,
+                    )
                     continue
+                chains[i].append(key)
                 try:
-                    results[i] = Structured(value=parse(out.text), raw=out.text, attempts=attempt)
-                    continue
+                    value = parse(got.text)
                 except ValueError as e:
-                    why = str(e)
-                results[i] = Structured(raw=out.text, error=why, attempts=attempt)
-                again[i] = [*convo, {"role": "assistant", "content": out.text}, correct(why)]
+                    why, kind = str(e), unusable_kind(e)
+                else:
+                    self._account(tag, got)
+                    results[i] = Structured(
+                        value=value, raw=got.text, attempts=attempt, retry=retry
+                    )
+                    continue
+                results[i] = Structured(
+                    raw=got.text, error=why, attempts=attempt, kind=kind, retry=retry
+                )
+                if attempt <= max_fixes:
+                    self._account(tag, got)
+                    again[i] = [*convo, {"role": "assistant", "content": got.text}, correct(why)]
+                    continue
+                replayed = stale_ok and got.cached and self.cache is not None
+                if self.cache is not None:
+                    retries[i] = self.cache.mark_unusable(firsts[i], chains[i], retry, kind, why)
+                if replayed:
+                    stale.append(i)  # not a failure of this call: the cache kept a bad reply
+                    self._account(tag, got)
+                else:
+                    self._account(tag, got, error=Unusable(why, kind))
             convos = again
-        return results
+        return stale
 
     async def generate_structured_many(
         self,

@@ -3,7 +3,8 @@
 Extraction tries, in order: the whole reply as JSON, the last fenced ```json block, the last
 balanced `{...}` object. A reply that fails to parse or validate is sent back with a
 corrective message, up to a limit; what still fails is returned unscored with its raw text,
-never scored 0 and never dropped.
+never scored 0 and never dropped, and is a failed call of kind `unparseable`, `schema` or
+`range` (`Unusable.kind`; see `Model.generate_parsed`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -20,6 +21,36 @@ V = TypeVar("V")
 
 CALL_FAILED = "call failed"
 """How a `Structured` error starts when the model call itself failed (no reply to fix)."""
+
+ReplyKind = Literal["unparseable", "schema", "range"]
+"""Why a reply that arrived could not be used:
+
+- `unparseable`: no JSON (or nothing the caller's parser could read) in it;
+- `schema`: JSON of the wrong shape (a field missing, of the wrong type, an unknown label);
+- `range`: the right shape, with a value out of its allowed range (a score of 11 on 0-10).
+"""
+REPLY_KINDS: tuple[ReplyKind, ...] = ("unparseable", "schema", "range")
+
+_RANGE_ERRORS = frozenset(
+    {"greater_than", "greater_than_equal", "less_than", "less_than_equal", "multiple_of"}
+)
+"""pydantic error types that say a value is out of range (`Field(ge=..., le=...)`)."""
+
+
+class Unusable(ValueError):
+    """A reply that cannot be used, and why (`kind`): what a parser raises. A plain
+    `ValueError` from a parser counts as `unparseable`."""
+
+    def __init__(self, message: str, kind: ReplyKind = "unparseable") -> None:
+        super().__init__(message)
+        self.kind: ReplyKind = kind
+
+
+def unusable_kind(error: ValueError) -> ReplyKind:
+    """The kind of an unusable reply: the `Unusable.kind` a parser raised, else
+    `unparseable`."""
+    return error.kind if isinstance(error, Unusable) else "unparseable"
+
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 
@@ -39,7 +70,7 @@ def extract_json(text: str) -> Any:
     obj = _last_balanced_object(text)
     if obj is not None:
         return obj
-    raise ValueError("no JSON object found in the reply")
+    raise Unusable("no JSON object found in the reply", "unparseable")
 
 
 def _last_balanced_object(text: str) -> Any:
@@ -79,6 +110,12 @@ class Structured(BaseModel, Generic[V]):
     raw: str = ""
     error: str | None = None
     attempts: int = 0
+    kind: str | None = None
+    """Why there is no value: a `ReplyKind` (the reply was unusable) or the failed call's
+    `ModelError.kind`; None with a value."""
+    retry: int = 0
+    """How many earlier askings of this call gave nothing usable (0: the first asking;
+    `Model.generate_parsed`): the cache key and the request's seed carry it."""
 
     @property
     def ok(self) -> bool:
@@ -91,16 +128,18 @@ class Structured(BaseModel, Generic[V]):
 
 
 def parse_reply(text: str, schema: type[T]) -> T:
-    """Extract and validate; raise `ValueError` with a short reason on failure."""
+    """Extract and validate; raise `Unusable` with a short reason on failure (`range` when
+    every problem is a value out of its range, else `schema`; no JSON: `unparseable`)."""
     data = extract_json(text)
     try:
         return schema.model_validate(data)
     except ValidationError as e:
+        errors = e.errors()
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'value'}: {err['msg']}"
-            for err in e.errors()[:5]
+            f"{'.'.join(str(p) for p in err['loc']) or 'value'}: {err['msg']}" for err in errors[:5]
         )
-        raise ValueError(f"the JSON does not match the schema ({problems})") from None
+        kind: ReplyKind = "range" if all(x["type"] in _RANGE_ERRORS for x in errors) else "schema"
+        raise Unusable(f"the JSON does not match the schema ({problems})", kind) from None
 
 
 CORRECTION = (

@@ -75,6 +75,8 @@ class ModelOutput(BaseModel):
     finish_reason: str | None = None
     latency_s: float = 0.0
     cached: bool = False
+    hedged: int = 0
+    """Duplicate requests sent beside this reply's (0 when it came from the cache)."""
 
 
 ErrorKind = Literal[

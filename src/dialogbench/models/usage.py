@@ -116,8 +116,9 @@ class UsageLedger:
         hedged: int = 0,
     ) -> None:
         """One call: its usage, or None for a failed call (`error` says why), and the
-        hedged duplicates it sent."""
-        kind = failure_kind(error) if usage is None else None
+        hedged duplicates it sent. A call with both failed although a reply came (it could
+        not be used): its tokens count."""
+        kind = failure_kind(error) if usage is None or error is not None else None
         with self._lock:
             _add(self._totals[(tag, model)], usage, cached, kind, hedged)
         charge(role, model, usage, cached, kind, hedged=hedged)
@@ -150,12 +151,15 @@ class UsageLedger:
 def _add(
     t: UsageTotals, usage: Usage | None, cached: bool, kind: str | None = None, hedged: int = 0
 ) -> None:
+    """One call: failed when it has a `kind` or no usage; its tokens whenever it has usage."""
     t.calls += 1
     t.hedged_requests += hedged
-    if usage is None:
+    if usage is None or kind is not None:
         t.failed_calls += 1
         t.failed_by_kind[kind or "other"] = t.failed_by_kind.get(kind or "other", 0) + 1
-    elif cached:
+    if usage is None:
+        return
+    if cached:
         t.cached_calls += 1
         t.cached_prompt_tokens += usage.prompt_tokens
         t.cached_completion_tokens += usage.completion_tokens

@@ -605,11 +605,13 @@ def latency_summary(ms: list[float]) -> dict[str, float | int]:
 USAGE_DEFINITIONS = {
     "calls": "model calls made, cached and failed ones included",
     "cached_calls": "calls answered from the response cache (no new tokens)",
-    "failed_calls": "calls that failed after their retries",
+    "failed_calls": "calls that failed after their retries, and replies still unusable "
+    "after their corrections (a rerun asks both again)",
     "hedged_requests": "duplicate requests sent beside a request left unanswered too long "
     "(the first reply wins; each call still counts once, with the winner's tokens)",
     "failed_by_kind": "failed_calls by cause: unreachable, timeout, rate_limited, server, "
-    "rejected, empty, unreadable (other: none of these)",
+    "rejected, empty, unreadable; a reply that came but could not be used: unparseable, "
+    "schema, range (other: none of these)",
     "prompt_tokens": "prompt tokens of fresh calls, as the server reported them",
     "completion_tokens": "completion tokens of fresh calls",
     "tokens_processed": "prompt_tokens + completion_tokens",

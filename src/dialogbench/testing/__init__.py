@@ -1,6 +1,7 @@
-"""Test helpers: a scriptable OpenAI-compatible chat server (with an optional embeddings route)
-and a reference memory service speaking the REST contract of docs/memory-adapters.md (both on
-loopback, with aiohttp).
+"""Test helpers: a scriptable OpenAI-compatible chat server (with an optional embeddings
+route), a reply for it whose first answer to each request cannot be used
+(`unusable.UnusableFirst`), and a reference memory service speaking the REST contract of
+docs/memory-adapters.md (both servers on loopback, with aiohttp).
 
 `dialogbench.testing.fuzz` (mutated inputs for every loader) is imported on its own: it
 needs hypothesis, from the `test` extra.
@@ -18,6 +19,7 @@ from dialogbench.testing.chatserver import (
     status,
 )
 from dialogbench.testing.memoryserver import MemoryFault, MemoryServer
+from dialogbench.testing.unusable import UnusableFirst
 
 __all__ = [
     "ChatServer",
@@ -25,6 +27,7 @@ __all__ = [
     "JsonMode",
     "MemoryFault",
     "MemoryServer",
+    "UnusableFirst",
     "delay",
     "drop",
     "empty",

@@ -34,7 +34,18 @@ from aiohttp import web
 
 from dialogbench.testing.loopback import LoopbackServer
 
-__all__ = ["ChatServer", "Fault", "JsonMode", "delay", "drop", "empty", "malformed", "ok", "status"]
+__all__ = [
+    "ChatServer",
+    "Fault",
+    "JsonMode",
+    "default_reply",
+    "delay",
+    "drop",
+    "empty",
+    "malformed",
+    "ok",
+    "status",
+]
 
 Body = dict[str, Any]
 FaultKind = Literal["ok", "status", "drop", "malformed", "empty"]
@@ -313,16 +324,22 @@ class ChatServer(LoopbackServer):
         return self._script.popleft() if self._script else ok()
 
     def _reply(self, body: Body, fmt: Any) -> str:
-        if self.reply is not None:
-            return self.reply(body)
-        users = [m for m in body["messages"] if isinstance(m, dict) and m.get("role") == "user"]
-        text = _text(users[-1].get("content")) if users else ""
-        if fmt.get("type") == "json_object":
-            return json.dumps({"reply": text})
-        if fmt.get("type") == "json_schema":
-            schema = (fmt.get("json_schema") or {}).get("schema") or {}
-            return json.dumps(_example(schema, schema))
-        return text
+        return default_reply(body) if self.reply is None else self.reply(body)
+
+
+def default_reply(body: Body) -> str:
+    """The server's own answer: the last user message echoed (as JSON when a
+    response_format asks for it: `{"reply": ...}` or a minimal instance of the schema)."""
+    fmt = body.get("response_format") or {}
+    fmt = fmt if isinstance(fmt, dict) else {}
+    users = [m for m in body["messages"] if isinstance(m, dict) and m.get("role") == "user"]
+    text = _text(users[-1].get("content")) if users else ""
+    if fmt.get("type") == "json_object":
+        return json.dumps({"reply": text})
+    if fmt.get("type") == "json_schema":
+        schema = (fmt.get("json_schema") or {}).get("schema") or {}
+        return json.dumps(_example(schema, schema))
+    return text
 
 
 def _error(

@@ -21,9 +21,10 @@ from dialogbench.data.errors import DataError
 from dialogbench.judging.prompts import FRAMINGS, single_messages
 from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
+from dialogbench.models.model import RETRY_SEED_STEP
 from dialogbench.models.structured import parse_reply
 from dialogbench.runner import RoleSpec, run_track
-from dialogbench.testing import ChatServer
+from dialogbench.testing import ChatServer, UnusableFirst
 from dialogbench.tracks.demo import awareness_prompts as ap
 from dialogbench.tracks.demo.awareness import (
     AWARENESS,
@@ -34,6 +35,7 @@ from dialogbench.tracks.demo.awareness import (
     objective_outcomes,
     select_items,
 )
+from tests_support_unusable import run_twice
 
 JUDGE_SYSTEMS = {f.system for f in FRAMINGS.values()}
 SENTIMENTS = ["positive", "negative", "neutral"]
@@ -417,19 +419,23 @@ def test_scripted_run_resumes_and_counts(tmp_path: Path, monkeypatch: pytest.Mon
         assert {w for w, _, _ in seen} == {"solve", "score"}
         items_text = (out / "items.jsonl").read_text()
 
-        # a fresh response cache each time: what is not asked again was kept, not cached
+        # a fresh response cache each time: what is not asked again was kept, not cached.
+        # The unusable prediction and verdict are failed calls: a rerun asks them again
+        # (this server answers them the same way), u3's prediction (2 tries) and its
+        # judging as written, g2's verdict (2 tries); the 7 other items are kept
+        failed_again = 2 + 1 + 2
         monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache2.sqlite"))
-        again = run_track(
-            AWARENESS, ds, out, config, {"model": settings}
-        ).result()  # all finished: nothing asked
-        assert srv.request_count == first and again.summary.keys() == result.summary.keys()
+        again = run_track(AWARENESS, ds, out, config, {"model": settings}).result()
+        assert srv.request_count == first + failed_again
+        assert again.summary.keys() == result.summary.keys()
         for stage in ("solved", "scored"):  # as if killed before the persona-zh items
             part = out / "parts" / f"{stage}.jsonl"
             kept = [x for x in part.read_text().splitlines() if '"unit": "persona-zh:' not in x]
             part.write_text("".join(x + "\n" for x in kept))
         monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache3.sqlite"))
         run_track(AWARENESS, ds, out, config, {"model": settings})
-        assert srv.request_count == first + 4  # two predictions and two verdicts, no more
+        # two predictions and two verdicts, and the failed calls once more
+        assert srv.request_count == first + failed_again + 4 + failed_again
         assert (out / "items.jsonl").read_text() == items_text
 
         # a new n_boot only redraws the figures; a new judge re-judges, the model is not asked
@@ -440,7 +446,11 @@ def test_scripted_run_resumes_and_counts(tmp_path: Path, monkeypatch: pytest.Mon
         run_track(
             AWARENESS, ds, tmp_path / "boot", replace(config, n_boot=100), {"model": settings}
         )
-        assert srv.request_count == before + solved
+        # only the failed calls are asked again, as retry 1: u3's prediction (2 tries; its
+        # judging as written comes from the cache) and g2's verdict (2 tries)
+        assert srv.request_count == before + solved + 2 + 2
+        retried = [b for b in srv.requests[before + solved :] if b["seed"] == RETRY_SEED_STEP]
+        assert len(retried) == 4
         predictions = script.predictions
         judge = RoleSpec("openai-compatible/other-judge", srv.base_url)
         rejudged = run_track(
@@ -450,7 +460,8 @@ def test_scripted_run_resumes_and_counts(tmp_path: Path, monkeypatch: pytest.Mon
             replace(config, n_boot=100),
             {"model": settings, "judge": judge},
         ).result()
-        assert script.predictions == predictions and script.verdicts > 9
+        # the model under test is asked only for the prediction that failed (2 tries)
+        assert script.predictions == predictions + 2 and script.verdicts > 9
         assert rejudged.usage["stages"]["score"]["judge"]["model"] == (
             "openai-compatible/other-judge"
         )
@@ -554,7 +565,53 @@ def test_scripted_run_resumes_and_counts(tmp_path: Path, monkeypatch: pytest.Mon
     assert usage["roles"]["model"]["calls"] == 10  # 9 items + 1 correction
     assert usage["roles"]["judge"]["calls"] == 10  # 9 answers + 1 correction
     assert usage["stages"]["solve"]["model"]["calls"] == 10
+    # the prediction and the verdict still unusable after their correction: failed calls
+    assert usage["roles"]["model"]["failed_by_kind"] == {"unparseable": 1}
+    assert usage["roles"]["judge"]["failed_by_kind"] == {"unparseable": 1}
+    noted = json.loads((out / "warnings.json").read_text())
+    assert noted["failed_calls_by_kind"] == {
+        "model": {"unparseable": 1},
+        "judge": {"unparseable": 1},
+    }
+    assert noted["failures"]["failed model calls"] == 1
     assert usage["total"]["tokens_processed"] > 0
+
+
+def test_an_unusable_prediction_is_a_failed_call_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model under test answers each prediction first with JSON of the wrong shape: the
+    first run exits 3 counting them (`schema`), the rerun sends exactly those predictions
+    again (one request each, the seed moved) and exits 0."""
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    items = [utterance_item(1), utterance_item(2, "zh"), goal_item(1), scene_item(1)]
+    answers = {i.transcript: json.dumps(right_answer(i), ensure_ascii=False) for i in items}
+    flaky = UnusableFirst(
+        Scripted(answers),
+        bad='{"answer": "I am not sure"}',
+        applies=lambda body: body["messages"][0]["content"] in ap.SYSTEM.values(),
+    )
+    out = tmp_path / "run"
+    config = AwarenessConfig(n_boot=50, max_fixes=1)
+    with ChatServer(reply=flaky) as srv:
+        roles = {"model": RoleSpec("openai-compatible/scripted", srv.base_url)}
+        got = run_twice(
+            srv,
+            flaky,
+            out,
+            lambda: run_track(AWARENESS, demo_set(items), out, config, roles=roles).exit_code,
+        )
+    assert got.exit_codes == (3, 0)
+    assert got.failed_calls_by_kind == {"model": {"schema": 4}}
+    assert got.usage_by_kind == {"model": {"schema": 4}}
+    assert got.failures["failed model calls"] == 4
+    assert len(got.failed) == 4 and got.asked_again == got.failed  # the first askings only
+    assert got.seeds == [(0, RETRY_SEED_STEP)] * 4
+    rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
+    assert all(r["prediction"]["parsed"] == r["gold"] and r["score"] == 10.0 for r in rows)
+    assert all(r["prediction"]["retry"] == 1 and "judge_retry" not in r for r in rows)
+    usage = json.loads((out / "usage.json").read_text())
+    assert usage["roles"]["model"]["failed_calls"] == 0  # the units kept are the rerun's
 
 
 def test_limit_draws_from_every_task_and_language() -> None:

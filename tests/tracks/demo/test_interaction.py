@@ -20,8 +20,9 @@ from dialogbench.data.demo.model import DemoSet, Episode, Persona, Scene
 from dialogbench.judging.prompts import FRAMINGS, single_messages
 from dialogbench.models import Model, ModelSpec
 from dialogbench.models.embedded import unavailable
+from dialogbench.models.model import RETRY_SEED_STEP
 from dialogbench.runner import RoleSpec, run_track
-from dialogbench.testing import ChatServer
+from dialogbench.testing import ChatServer, UnusableFirst
 from dialogbench.testing.chatserver import Fault, status
 from dialogbench.tracks.demo import interaction_prompts as ip
 from dialogbench.tracks.demo.interaction import (
@@ -32,6 +33,7 @@ from dialogbench.tracks.demo.interaction import (
     parse_turn,
     plan_runs,
 )
+from tests_support_unusable import run_twice
 
 
 def episode(
@@ -305,6 +307,7 @@ def items(out: Path) -> dict[str, dict[str, Any]]:
 CONFIG = InteractionConfig(max_turns=4, n_boot=200)
 AGENT_CALLS = 3 + 3 + 3 + 4 + 3  # e-end, e-fix (one retry), e-broken (3 tries), e-long, e-zh
 JUDGE_CALLS = 1 + 1 + 3 + 1  # e-long's verdict: the first reply and two corrections
+FAILED_CALLS = 3 + 3  # e-broken's turn and e-long's verdict, each with its two corrections
 
 
 def test_scripted_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -388,6 +391,9 @@ def test_scripted_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert usage["roles"]["model"]["calls"] == AGENT_CALLS and "partner" not in usage["roles"]
     assert usage["roles"]["judge"]["calls"] == JUDGE_CALLS
     assert usage["stages"]["score"]["judge"]["calls"] == JUDGE_CALLS
+    # the malformed turn (the wrong speaker) and the unusable verdict are failed calls
+    assert usage["roles"]["model"]["failed_by_kind"] == {"schema": 1}
+    assert usage["roles"]["judge"]["failed_by_kind"] == {"unparseable": 1}
     assert usage["total"]["tokens_processed"] > 0
     solved = [
         json.loads(line) for line in (out / "parts" / "solved.jsonl").read_text().splitlines()
@@ -450,22 +456,28 @@ def test_resume_keeps_finished_episodes_and_verdicts(tmp_path: Path) -> None:
         (out / "items.jsonl").unlink()
         srv.reset()
         again = run_scripted(srv, five_episodes(), out, CONFIG)
-        assert srv.request_count == 4 + 3 + 1  # e-long played and judged, e-zh judged
+        # e-long played and judged, e-zh judged; and the failed calls asked again (this
+        # script answers them the same way): e-broken's malformed turn (3 tries) and
+        # e-long's unusable verdict (counted in e-long's)
+        assert srv.request_count == 4 + 3 + 1 + 3
         assert again.counts == first.counts
         assert again.summary == first.summary
         assert len(items(out)) == 5
         srv.reset()
-        run_scripted(srv, five_episodes(), out, CONFIG)  # all done: nothing is asked
-        assert srv.request_count == 0
-        run_scripted(srv, five_episodes(), out, replace(CONFIG, n_boot=100))  # figures only
-        assert srv.request_count == 0
+        run_scripted(srv, five_episodes(), out, CONFIG)  # only the failed calls are asked
+        assert srv.request_count == FAILED_CALLS
+        srv.reset()
+        run_scripted(srv, five_episodes(), out, replace(CONFIG, n_boot=100))
+        assert srv.request_count == FAILED_CALLS
+        srv.reset()
         with ChatServer(reply=Scripted()) as judging:  # a new judge: transcripts kept
             judge = scripted_model(judging, "judge")
             try:
                 rejudged = run_scripted(srv, five_episodes(), out, CONFIG, judge)
             finally:
                 asyncio.run(judge.aclose())
-            assert srv.request_count == 0 and judging.request_count == JUDGE_CALLS
+            # the model under test plays only the failed episode again
+            assert srv.request_count == 3 and judging.request_count == JUDGE_CALLS
         assert rejudged.counts == first.counts
         srv.reset()
         run_scripted(srv, five_episodes(), out, replace(CONFIG, max_turns=3))  # afresh
@@ -494,6 +506,77 @@ def test_an_episode_whose_call_failed_is_played_again(tmp_path: Path) -> None:
         again = run_scripted(srv, [e], out, CONFIG)  # a failed unit is not finished
         assert srv.request_count == 3 + 1
     assert again.counts["all"]["ended_by_marker"] == 1 and again.summary["en"]["goal"].n == 1
+
+
+def _judging(body: dict[str, Any]) -> bool:
+    return bool(body["messages"][0]["content"] in JUDGE_SYSTEMS)
+
+
+OUT_OF_RANGE = json.dumps({"reason": "superb", **dict.fromkeys(ip.DIMENSIONS, 11)})
+
+
+def test_an_unusable_verdict_is_a_failed_call_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The judge answers each verdict first with scores out of 0-10: the first run exits 3
+    counting them (`range`), the rerun judges exactly those again (the transcripts kept,
+    one request per verdict) and exits 0 (the "4 unscored verdicts kept" of issue 23)."""
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    episodes = [
+        episode("e-end", ("Ana", "Bo")),
+        episode("e-fix", ("Cleo", "Dan"), familiarity=10),
+        episode("e-zh", ("刘洋", "陈静"), lang="zh"),
+    ]
+    data = DemoSet(name="hand", episodes=episodes, sha256="abc", source="test")
+    flaky = UnusableFirst(Scripted(), bad=OUT_OF_RANGE, applies=_judging)
+    out = tmp_path / "run"
+    config = InteractionConfig(max_turns=4, n_boot=50, max_fixes=1)
+    with ChatServer(reply=flaky) as srv:
+        roles = {"model": RoleSpec("openai-compatible/scripted", srv.base_url)}
+        got = run_twice(
+            srv, flaky, out, lambda: run_track(INTERACTION, data, out, config, roles).exit_code
+        )
+    assert got.exit_codes == (3, 0)
+    assert got.failed_calls_by_kind == {"judge": {"range": 3}}
+    assert got.usage_by_kind == {"judge": {"range": 3}}
+    assert got.failures["verdicts unscored"] == 3
+    assert len(got.failed) == 3 and got.asked_again == got.failed
+    assert got.rerun_requests == 3  # nothing else: the played episodes were kept
+    assert got.seeds == [(0, RETRY_SEED_STEP)] * 3
+    rows = items(out)
+    assert all(r["judged"] for r in rows.values()) and rows["e-end"]["goal"] == 8.0
+    assert all(r["judge_retry"] == 1 for r in rows.values())  # the second asking's verdict
+
+
+def test_a_malformed_turn_is_a_failed_call_played_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model under test (p1, beside a fixed partner) first answers each turn with
+    prose: the episode fails, counted `unparseable`; the rerun asks exactly that turn again
+    and plays the episode to its end."""
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    episodes = [episode("e-end", ("Ana", "Bo")), episode("e-zh", ("刘洋", "陈静"), lang="zh")]
+    data = DemoSet(name="hand", episodes=episodes, sha256="abc", source="test")
+    flaky = UnusableFirst(Scripted(), applies=lambda body: body["model"] == "tested")
+    out = tmp_path / "run"
+    config = InteractionConfig(max_turns=2, n_boot=50, max_fixes=0)
+    with ChatServer(reply=flaky) as srv:
+        roles = {
+            "model": RoleSpec("openai-compatible/tested", srv.base_url),
+            "partner": RoleSpec("openai-compatible/partner", srv.base_url),
+            "judge": RoleSpec("openai-compatible/judge", srv.base_url),
+        }
+        got = run_twice(
+            srv, flaky, out, lambda: run_track(INTERACTION, data, out, config, roles).exit_code
+        )
+    assert got.exit_codes == (3, 0)
+    assert got.failed_calls_by_kind == {"model": {"unparseable": 2}}
+    assert got.failures["failed episodes"] == 2
+    assert len(got.failed) == 2 and got.asked_again == got.failed
+    assert got.seeds == [(0, RETRY_SEED_STEP)] * 2
+    rows = items(out)
+    assert all(r["ending"] == "max_turns" and r["judged"] for r in rows.values())
+    assert all(r["turns"][0]["retry"] == 1 and "retry" not in r["turns"][1] for r in rows.values())
 
 
 def test_a_fixed_partner_on_both_sides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,7 +9,9 @@ Two protocols (`--protocol`):
                       the item's answer schema (`Model.generate_structured`; 0-10 integers
                       checked); an answer that still fails after `max_fixes` corrections is
                       kept with its raw text, counted `prediction_unparsed`, and judged as
-                      written.
+                      written; it is a failed call of the model (kind `unparseable`,
+                      `schema` or `range`), so the run exits 3 and a rerun asks for it
+                      again (`retry` in the prediction counts the earlier askings).
     paper             DEMO's own released instruction (`AwarenessItem.instruction`, only on
                       items from DEMO's files), sent as the one user message as DEMO's code
                       does: a free-form answer, no schema, no field list, no correction; every
@@ -500,6 +502,7 @@ class AwarenessTrack(TrackBase[AwarenessConfig, AwarenessItem]):
                 "raw": got.raw,
                 "error": got.error,
                 "attempts": got.attempts,
+                **({"retry": got.retry} if got.retry else {}),
             },
             "objective": objective_outcomes(item, answer),
         }

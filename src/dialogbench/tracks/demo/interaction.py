@@ -16,20 +16,25 @@ when `knows_partner`, the partner's goal never). Each reply must be one JSON obj
 turn `{"person": <the speaker>, "content": ...}` or the end marker `{"end": true}`. A reply
 that is not (no JSON, wrong speaker, empty content) is sent back with a short correction
 up to `max_fixes` times; after that the episode fails with the reason and the raw reply
-(kept, counted and shown, never judged, never scored 0). An episode ends by the end marker,
+(kept, counted and shown, never judged, never scored 0): the turn is a failed call of its
+seat's role (kind `unparseable` or `schema`, `Model.generate_parsed`), so a rerun plays the
+episode again, its earlier turns from the response cache and the failed turn asked afresh
+(a turn that needed it carries `retry`, how many askings before it came back unusable). An
+episode ends by the end marker,
 at `max_turns` turns, or by failing. Episodes run concurrently; turns within one are
 sequential.
 
 Judging (temperature 0) is a `judging.Judge` with the episode language's rubric: it sees
 the full background, both profiles and both goals, as the context and the transcript as
-the candidate; an unusable verdict is kept unscored with its raw text and counted.
+the candidate; an unusable verdict is kept unscored with its raw text and counted, a failed
+judge call that a rerun asks again.
 
 RUN_DIR/manifest.json   dataset (name, sha256), config, model/partner/judge settings,
                         prompt sha256, seed, package version
 RUN_DIR/parts/          each run's record as it finishes (solved.jsonl), then its verdict
                         (scored.jsonl); a rerun keeps them and plays or judges only what is
-                        missing (an episode that failed on a model call, not a malformed
-                        turn, is played again)
+                        missing (an episode that failed, on a model call or a malformed
+                        turn, is played again; an unscored verdict is judged again)
 RUN_DIR/items.jsonl     one row per episode (per side with sides="both"): ids, lang, who
                         played, turns, ending, failure, the judge fields
                         (`judging.verdict_fields`), the four scores and their average
@@ -58,7 +63,7 @@ from dialogbench.judging import is_unscored, verdict_fields
 from dialogbench.judging.judge import Judge, Verdict
 from dialogbench.judging.rubric_files import PARTICIPANTS, RubricFile, load_rubric_file
 from dialogbench.models.model import Model
-from dialogbench.models.structured import Structured, extract_json
+from dialogbench.models.structured import Structured, Unusable, extract_json
 from dialogbench.models.types import GenerateConfig
 from dialogbench.report.table import summary_table
 from dialogbench.runner import (
@@ -165,7 +170,8 @@ def _same_name(a: str, b: str) -> bool:
 
 
 def parse_turn(text: str, speaker: str) -> ParsedTurn:
-    """Read one agent reply; `ValueError` with a short reason when it cannot be used.
+    """Read one agent reply; `Unusable` with a short reason (and its kind: `unparseable`
+    without JSON, `schema` for JSON that is not a turn) when it cannot be used.
 
     A turn is `{"person": speaker, "content": words}`; the end marker is `{"end": true}`
     (with or without `person`, and with optional last words under `content`). DEMO's end
@@ -178,22 +184,22 @@ def parse_turn(text: str, speaker: str) -> ParsedTurn:
             return ParsedTurn(None, True)
         raise
     if not isinstance(data, dict):
-        raise ValueError("the reply is JSON but not an object")
+        raise Unusable("the reply is JSON but not an object", "schema")
     person = data.get("person")
     if person is not None and (not isinstance(person, str) or not _same_name(person, speaker)):
-        raise ValueError(f'"person" is {person!r}, but this turn is {speaker}\'s')
+        raise Unusable(f'"person" is {person!r}, but this turn is {speaker}\'s', "schema")
     content = data.get("content")
     if content is not None and not isinstance(content, str):
-        raise ValueError('"content" must be a string')
+        raise Unusable('"content" must be a string', "schema")
     words = content.strip() if content else None
     end = data.get(ip.END_KEY) is True
     if words is not None and ip.DEMO_END in words:
         words, end = words.replace(ip.DEMO_END, "").strip() or None, True
     if not end:
         if person is None:
-            raise ValueError(f'"person" is missing (it must be "{speaker}")')
+            raise Unusable(f'"person" is missing (it must be "{speaker}")', "schema")
         if not words:
-            raise ValueError('"content" is missing or empty')
+            raise Unusable('"content" is missing or empty', "schema")
     return ParsedTurn(words or None, end)
 
 
@@ -286,6 +292,7 @@ async def play(
                     "content": got.value.content,
                     "played_by": seat.role,
                     "attempts": got.attempts,
+                    **({"retry": got.retry} if got.retry else {}),
                 }
             )
             pairs.append((name, got.value.content))

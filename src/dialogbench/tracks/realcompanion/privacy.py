@@ -38,9 +38,11 @@ deal, so it must sit at chance too. Figures: `accuracy` over the trials with a u
 answer, `answered` (the share with one), `wrong, same subject`, against `chance`; and
 `language model - style`, the mean paired difference of the two on the same samples. A reply
 that is still unusable after `max_fixes` corrections is kept with its raw text, counted
-(`failures`, exit status 3), never scored as wrong, and its trial is done again by a rerun
-of the same command, with the next sample index so the response cache does not hand back
-the same reply (a deterministic model may still answer the same: it stays counted).
+(`failures`, exit status 3), never scored as wrong: it is a failed call of the model
+(`Model.generate_parsed`), so a rerun of the same command does its trial again as the
+call's next asking (`retry` in the row; a new cache key and seed, so the response cache
+does not hand back the same reply; a deterministic model may still answer the same: it
+stays counted).
 """
 
 from __future__ import annotations
@@ -261,13 +263,12 @@ Unit = tuple[str, int, int]
 
 @dataclass
 class Shared:
-    """What every unit shares: the speakers, their style counts once counted, each repeat's
-    deal once drawn, and the next sample index of model trials a rerun does again."""
+    """What every unit shares: the speakers, their style counts once counted, and each
+    repeat's deal once drawn."""
 
     speakers: Speakers
     counts: StyleCounts | None = None
     deals: dict[tuple[str, int], Deal] = field(default_factory=dict)
-    draws: dict[Unit, int] = field(default_factory=dict)
 
 
 def _deal(
@@ -352,18 +353,10 @@ class PrivacyTrack(TrackBase[PrivacyConfig, Unit]):
         shared: Shared = plan.context
         system, repeat, _ = unit
         if system in MODEL_SYSTEMS:
-            sample = shared.draws.get(unit, 0)
-            return [await _model_trial(unit, shared, models["model"], config, sample)]
+            return [await _model_trial(unit, shared, models["model"], config)]
         if shared.counts is None:  # counted once, and only if some repeat is still to run
             shared.counts = count_style(shared.speakers.texts, config.ngram)
         return _trials(system, repeat, shared.speakers, shared.counts, config)
-
-    def unfinished(self, plan: Plan[Unit], key: str, rows: Rows) -> bool:
-        """A model trial whose reply could not be used is done again, with the next sample."""
-        if key not in plan.units or not rows or rows[0].get("answered", True):
-            return False
-        plan.context.draws[plan.units[key]] = int(rows[0]["draws"])
-        return True
 
     def aggregate(self, plan: Plan[Unit], rows: Rows, config: PrivacyConfig) -> Outcome:
         speakers = plan.context.speakers
@@ -445,7 +438,7 @@ def writer_order(config: PrivacyConfig, system: str, repeat: int, speaker: int, 
 
 
 async def _model_trial(
-    unit: Unit, shared: Shared, model: Model, config: PrivacyConfig, sample: int
+    unit: Unit, shared: Shared, model: Model, config: PrivacyConfig
 ) -> dict[str, Any]:
     """One model trial: speaker `i`'s held-out sample, the N speakers' shown messages, the
     model's answer (or its raw reply and why it could not be used)."""
@@ -463,7 +456,6 @@ async def _model_trial(
         guess_model(n),
         config.generate_config(),
         max_fixes=config.max_fixes,
-        sample=sample,
         tag=f"{TRACK}:{system}",
     )
     row: dict[str, Any] = {
@@ -479,7 +471,7 @@ async def _model_trial(
         "shown": [sp.keys[o] for o in order],
         "sample": [sp.message_ids[j] for j in rows],
         "attempts": got.attempts,
-        "draws": sample + 1,
+        "retry": got.retry,
     }
     if got.value is not None:
         who = int(order[got.value.writer - 1])
