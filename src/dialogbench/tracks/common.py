@@ -1,14 +1,15 @@
-"""Pieces every track shares: a stratified `--limit`, how a prompt shows a message, and the
-digest of a prompt module's constants."""
+"""Pieces every track shares: a stratified `--limit`, how a prompt shows a message, the
+digest of a prompt module's constants, and the `Outcome` of a typed result."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from dialogbench.data.model import Message
 from dialogbench.runner.record import digest
+from dialogbench.runner.track import Outcome
 
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
@@ -60,3 +61,17 @@ def prompt_digest(namespace: Mapping[str, object], names: str, **derived: object
     values beside them (a rubric's repr, a reply schema), so changed wording starts a run
     afresh."""
     return digest({**{n: namespace[n] for n in names.split()}, **derived})
+
+
+def outcome_of(
+    result: Any, files: dict[str, Any] | None = None, failures: Mapping[str, int] | None = None
+) -> Outcome:
+    """A track's `Outcome` from its typed result (which has `summary` and `warnings`): the
+    result files beside summary.json, and the `failures` counts that are not 0."""
+    return Outcome(
+        summary=result.summary,
+        files=files or {},
+        warnings=list(result.warnings),
+        result=result,
+        failures={cause: n for cause, n in (failures or {}).items() if n},
+    )

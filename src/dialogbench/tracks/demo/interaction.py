@@ -75,7 +75,7 @@ from dialogbench.runner import config as shared
 from dialogbench.runner.record import digest
 from dialogbench.runner.track import Corpus, Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
-from dialogbench.tracks.common import stratified_limit
+from dialogbench.tracks.common import outcome_of, stratified_limit
 from dialogbench.tracks.demo import interaction_prompts as ip
 
 TRACK = "demo-interaction"
@@ -419,14 +419,7 @@ class InteractionTrack(TrackBase[InteractionConfig, Run]):
         result.dataset = plan.context
         c = result.counts["all"]
         failures = {"failed episodes": c["failed"], "verdicts unscored": c["judge_unscored"]}
-        outcome = Outcome(
-            summary=result.summary,
-            files={"counts.json": result.counts},
-            warnings=result.warnings,
-            result=result,
-            failures={cause: n for cause, n in failures.items() if n},
-        )
-        return outcome
+        return outcome_of(result, {"counts.json": result.counts}, failures)
 
     def show(self, outcome: Outcome, config: InteractionConfig) -> list[Table | str]:
         result: InteractionResult = outcome.result

@@ -75,6 +75,7 @@ from dialogbench.tracks.realcompanion.answers_file import (
 from dialogbench.tracks.realcompanion.questions import (
     QuestionsConfig,
     judge_row,
+    official_option,
     score_row,
     summarise,
     uses_official,
@@ -113,11 +114,7 @@ class AnswersConfig(shared.Judged):
     limit: int | None = shared.limit("answers, drawn in turn from each category")
     seed: int = shared.seed("the limit, the probes and the bootstrap")
     n_boot: int = shared.n_boot()
-    official: bool | None = option(
-        None,
-        help="LoCoMo's official scorer (default: when the dataset or its categories are LoCoMo's)",
-        stage="score",
-    )
+    official: bool | None = official_option()
     judge_max_tokens: int = shared.tokens(
         512, "the judge's budget per verdict (tokens)", stage="score", max=None
     )

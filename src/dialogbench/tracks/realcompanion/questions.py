@@ -109,6 +109,15 @@ MAX_K = 10_000
 ANSWER_TAG, JUDGE_TAG = "questions:answer", "questions:judge"
 
 
+def official_option() -> Any:
+    """`official`: whether LoCoMo's own scorer scores (a score-stage option; answers too)."""
+    return option(
+        None,
+        help="LoCoMo's official scorer (default: when the dataset or its categories are LoCoMo's)",
+        stage="score",
+    )
+
+
 @dataclass(frozen=True)
 class QuestionsConfig(shared.Sampled, shared.Judged):
     """Systems, context settings, the answer and judge settings, a limit (models are roles)."""
@@ -141,11 +150,7 @@ class QuestionsConfig(shared.Sampled, shared.Judged):
     limit: int | None = shared.limit("questions, drawn in turn from each category")
     seed: int = shared.seed("the limit draw, the answers and the bootstrap")
     n_boot: int = shared.n_boot()
-    official: bool | None = option(
-        None,
-        help="LoCoMo's official scorer (default: when the dataset or its categories are LoCoMo's)",
-        stage="score",
-    )
+    official: bool | None = official_option()
     temperature: float = shared.temperature(0.0, "sampling temperature of the answers")
     max_tokens: int = shared.tokens(64, "answer budget (tokens)", max=None)
     judge_max_tokens: int = shared.tokens(

@@ -45,7 +45,7 @@ from dialogbench.memory.costs import DEFINITIONS, summarise_costs
 from dialogbench.memory.harness import MemorySystemError, query_of, replay
 from dialogbench.memory.registry import memory_name, resolve_memory
 from dialogbench.report.table import summary_table
-from dialogbench.retrieval.base import BatchRetriever, Probe, build_probes
+from dialogbench.retrieval.base import BatchRetriever, Probe, scoreable_probes
 from dialogbench.retrieval.registry import DEFAULT_RETRIEVERS, resolve
 from dialogbench.runner import Outcome, Plan, TrackBase, option, register
 from dialogbench.runner import config as shared
@@ -140,20 +140,6 @@ class RetrievalResult:
         """summary.json: each population apart, then the pooled figures, then the cited
         evidence of text memories (when a memory system returned any)."""
         return {**self.populations, POOLED: self.summary, **self.cited}
-
-
-def scoreable_probes(dataset: Dataset) -> tuple[list[Probe], dict[str, int]]:
-    """Probes that have references, and counts of those left out by kind."""
-    kept: list[Probe] = []
-    skipped: dict[str, int] = {}
-    for subject in dataset.subjects:
-        for p in build_probes(subject):
-            if p.reference_positions:
-                kept.append(p)
-            else:
-                key = f"{p.kind} probes without references"
-                skipped[key] = skipped.get(key, 0) + 1
-    return kept, skipped
 
 
 @dataclass
