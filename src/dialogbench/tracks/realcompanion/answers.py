@@ -39,6 +39,7 @@ import numpy as np
 from rich.table import Table
 
 from dialogbench.data.errors import DataError
+from dialogbench.data.io import sha256_file
 from dialogbench.data.model import Dataset, Question
 from dialogbench.judging import verdict_fields
 from dialogbench.judging.calibration import CalibrationProbe, PassRule, calibrate
@@ -68,7 +69,6 @@ from dialogbench.tracks.realcompanion.answers_file import (
     Matched,
     Matching,
     detect_category_map,
-    file_sha256,
     match_answers,
     read_answers,
 )
@@ -232,7 +232,7 @@ class AnswersTrack(TrackBase[AnswersConfig, Unit]):
         path = Path(config.answers).expanduser().resolve()
         if not path.is_file():
             raise DataError(path, "no such answers file", fix="give the path of a file of answers")
-        sha = config.answers_sha256 or file_sha256(path)
+        sha = config.answers_sha256 or sha256_file(path)
         return replace(config, answers=str(path), answers_sha256=sha)
 
     def plan(self, data: Dataset, config: AnswersConfig) -> Plan[Unit]:
