@@ -467,15 +467,20 @@ def as_demo_set(data: DemoSet | Sequence[Episode]) -> DemoSet:
     return DemoSet(name="episodes", source="given", sha256=sha, episodes=episodes)
 
 
+def _judged_row(record: dict[str, Any], verdict: Verdict | None) -> dict[str, Any]:
+    """The episode record without its turns, its turn count and the common judge fields
+    (`judging.verdict_fields`); the caller adds the figures, then the turns."""
+    row: dict[str, Any] = {k: v for k, v in record.items() if k != "turns"}
+    row["n_turns"] = len(record["turns"])
+    skipped = "episode failed" if verdict is None else None
+    row.update(verdict_fields(verdict, skipped=skipped))
+    return row
+
+
 def _item(record: dict[str, Any], verdict: Verdict | None) -> dict[str, Any]:
     """One items.jsonl row: the episode record with the common judge fields
     (`judging.verdict_fields`), the four scores as figures and their average."""
-    row: dict[str, Any] = {k: v for k, v in record.items() if k != "turns"}
-    row["n_turns"] = len(record["turns"])
-    if verdict is None:
-        row.update(verdict_fields(None, skipped="episode failed"))
-    else:
-        row.update(verdict_fields(verdict))
+    row = _judged_row(record, verdict)
     row.update(figures(row["judge_scores"]))
     row["turns"] = record["turns"]
     return row
@@ -497,12 +502,7 @@ def rubric_item(
     dimension's score, and their mean under `spec.overall`. A per-agent rubric's scores are
     kept per participant under `agents`, and each dimension's figure is the mean over the
     participants the model under test played (both in self-play)."""
-    row: dict[str, Any] = {k: v for k, v in record.items() if k != "turns"}
-    row["n_turns"] = len(record["turns"])
-    if verdict is None:
-        row.update(verdict_fields(None, skipped="episode failed"))
-    else:
-        row.update(verdict_fields(verdict))
+    row = _judged_row(record, verdict)
     scores = row["judge_scores"]
     row["judge_overall"] = spec.overall
     if spec.per_agent:
