@@ -8,7 +8,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from dialogbench.data.model import Message
-from dialogbench.runner.record import digest
+from dialogbench.runner.record import DatasetInfo, digest
 from dialogbench.runner.track import Outcome
 
 T = TypeVar("T")
@@ -61,6 +61,14 @@ def prompt_digest(namespace: Mapping[str, object], names: str, **derived: object
     values beside them (a rubric's repr, a reply schema), so changed wording starts a run
     afresh."""
     return digest({**{n: namespace[n] for n in names.split()}, **derived})
+
+
+def dataset_info(data: Any, subjects: int) -> DatasetInfo:
+    """The manifest's record of a loaded dataset (name, source, sha256) that a plan counts
+    `subjects` of (the dialogues with items, the episodes)."""
+    return DatasetInfo(
+        name=data.name, source=str(data.source), sha256=data.sha256, subjects=subjects
+    )
 
 
 def outcome_of(

@@ -61,21 +61,12 @@ from dialogbench.models.model import Model
 from dialogbench.models.structured import Structured, extract_json
 from dialogbench.models.types import GenerateConfig
 from dialogbench.report.table import summary_table
-from dialogbench.runner import (
-    DatasetInfo,
-    Outcome,
-    Plan,
-    Role,
-    TrackBase,
-    check,
-    option,
-    register,
-)
+from dialogbench.runner import Outcome, Plan, Role, TrackBase, option, register
 from dialogbench.runner import config as shared
 from dialogbench.runner.record import digest
 from dialogbench.runner.track import Corpus, Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
-from dialogbench.tracks.common import outcome_of, stratified_limit
+from dialogbench.tracks.common import dataset_info, outcome_of, stratified_limit
 from dialogbench.tracks.demo import interaction_prompts as ip
 
 TRACK = "demo-interaction"
@@ -89,7 +80,7 @@ AGENT_TAG, PARTNER_TAG, JUDGE_TAG = "interaction:agent", "interaction:partner", 
 
 
 @dataclass(frozen=True)
-class InteractionConfig(shared.Sampled, shared.Judged):
+class InteractionConfig(shared.Checked, shared.Sampled, shared.Judged):
     """Turn limit, who plays which side, the agents' and the judge's settings, a limit."""
 
     max_turns: int = option(
@@ -121,9 +112,6 @@ class InteractionConfig(shared.Sampled, shared.Judged):
         "seven, each agent scored), or a path to a rubric JSON file (docs/demo.md)",
         stage="score",
     )
-
-    def __post_init__(self) -> None:
-        check(self)
 
     def rubric_file(self) -> RubricFile | None:
         """The rubric file `rubric` names; None for DEMO's own (built into the prompts)."""
@@ -371,9 +359,7 @@ class InteractionTrack(TrackBase[InteractionConfig, Run]):
         config.rubric_file()  # a bad rubric file fails here, before anything is asked
         sides: Sides = config.sides or "self"
         runs = plan_runs(episodes, sides != "self", sides)
-        info = DatasetInfo(
-            name=data.name, source=str(data.source), sha256=data.sha256, subjects=len(episodes)
-        )
+        info = dataset_info(data, len(episodes))
         return Plan(
             {r.id: r for r in runs},
             warnings=list(data.warnings),

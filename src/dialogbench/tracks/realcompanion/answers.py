@@ -46,15 +46,7 @@ from dialogbench.judging.calibration import CalibrationProbe, PassRule, calibrat
 from dialogbench.judging.judge import Judge
 from dialogbench.judging.qa_rubrics import QA_RUBRICS
 from dialogbench.report.table import summary_table
-from dialogbench.runner import (
-    OptionError,
-    Outcome,
-    Plan,
-    Role,
-    TrackBase,
-    option,
-    register,
-)
+from dialogbench.runner import OptionError, Outcome, Plan, Role, TrackBase, option, register
 from dialogbench.runner import config as shared
 from dialogbench.runner.record import digest
 from dialogbench.runner.track import Models, Rows

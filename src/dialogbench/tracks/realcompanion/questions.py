@@ -81,15 +81,7 @@ from dialogbench.models.types import GenerateConfig, ModelError
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import build_probes
 from dialogbench.retrieval.bm25 import BM25Retriever
-from dialogbench.runner import (
-    OptionError,
-    Outcome,
-    Plan,
-    Role,
-    TrackBase,
-    option,
-    register,
-)
+from dialogbench.runner import OptionError, Outcome, Plan, Role, TrackBase, option, register
 from dialogbench.runner import config as shared
 from dialogbench.runner.track import Models, Rows
 from dialogbench.scoring.locomo import ADVERSARIAL, CATEGORY_NAMES, is_abstention, locomo_score
