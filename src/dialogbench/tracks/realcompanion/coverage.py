@@ -33,7 +33,8 @@ from dialogbench.retrieval.base import Probe, scoreable_probes
 from dialogbench.runner import Outcome, Plan, TrackBase, option, register
 from dialogbench.runner import config as shared
 from dialogbench.runner.track import Models, Rows
-from dialogbench.stats.bootstrap import Estimate, bootstrap_means
+from dialogbench.stats.bootstrap import Estimate
+from dialogbench.tracks.common import masked_estimates
 
 TRACK = "coverage"
 SCOPES = ("all references", "nearest reference")
@@ -282,14 +283,7 @@ def summarise(rows: Sequence[dict[str, Any]], config: CoverageConfig) -> Coverag
     ).astype(np.float64)
     clusters = np.array([r["subject"] for r in rows]) if config.cluster == "subject" else None
 
-    def estimate(mask: npt.NDArray[np.bool_]) -> dict[str, dict[str, Estimate]]:
-        sub = None if clusters is None else clusters[mask]
-        ests = bootstrap_means(matrix[mask], sub, n_boot=config.n_boot, seed=config.seed)
-        table: dict[str, dict[str, Estimate]] = {}
-        for (scope, metric), e in zip(columns, ests, strict=True):
-            table.setdefault(scope, {})[metric] = e
-        return table
-
+    estimate = masked_estimates(matrix, columns, clusters, config.n_boot, config.seed)
     summary = estimate(np.ones(len(rows), dtype=bool))
     breakdown: dict[str, dict[str, dict[str, dict[str, Estimate]]]] = {}
     for facet in ("kind", "stratum", "tier", "category"):

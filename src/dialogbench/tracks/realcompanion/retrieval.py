@@ -52,6 +52,7 @@ from dialogbench.runner import config as shared
 from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 from dialogbench.stats.metrics import metric_table, random_hit_expectation
+from dialogbench.tracks.common import masked_estimates
 from dialogbench.tracks.realcompanion.memory import READING_HELP, MemoryLabels, labels_of
 
 TRACK = "retrieval"
@@ -500,14 +501,7 @@ def summarise(
     matrix = np.column_stack(values)
     clusters = np.array([p.subject_id for p in probes]) if config.cluster == "subject" else None
 
-    def estimate(mask: np.ndarray) -> dict[str, dict[str, Estimate]]:
-        sub = None if clusters is None else clusters[mask]
-        ests = bootstrap_means(matrix[mask], sub, n_boot=config.n_boot, seed=config.seed)
-        table: dict[str, dict[str, Estimate]] = {}
-        for (name, metric), e in zip(columns, ests, strict=True):
-            table.setdefault(name, {})[metric] = e
-        return table
-
+    estimate = masked_estimates(matrix, columns, clusters, config.n_boot, config.seed)
     summary = estimate(np.ones(n, dtype=bool))
     kind = np.array([p.kind for p in probes])
     dependent = np.array([lab is not None and lab.dependent for lab in labels], bool)
