@@ -17,6 +17,7 @@ from dialogbench.data.model import Message
 from dialogbench.data.registry import load_dataset
 from dialogbench.memory import Budget, Memory, Query, Recall, query_of, replay, replay_costs
 from dialogbench.memory.registry import resolve_memory
+from dialogbench.retrieval.base import scoreable_probes
 from dialogbench.runner import run_track
 from dialogbench.stats.metrics import metric_table
 from dialogbench.testing.memoryserver import MemoryServer
@@ -27,7 +28,6 @@ from dialogbench.tracks.realcompanion.retrieval import (
     QUESTIONS,
     RETRIEVAL,
     RetrievalConfig,
-    scoreable_probes,
 )
 
 runner = CliRunner()

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -385,21 +385,36 @@ def _date(text: str | None) -> datetime | None:
         return None
 
 
+async def _per_part(
+    person: str,
+    parts: list[list[Message]],
+    models: Models,
+    c: BuildConfig,
+    messages: Callable[[str, Sequence[Message], int, int, int], list[ChatMessage]],
+    reply: type[T],
+    tag: str,
+) -> tuple[list[Structured[T]], list[str]]:
+    """The model's reply for each part of the conversation (`messages(person, part, i, n,
+    claims_per_part)`), and an error line for each part without a usable one."""
+    n = len(parts)
+    calls = [
+        Call(messages(person, w, i + 1, n, c.claims_per_part), c.generate_config())
+        for i, w in enumerate(parts)
+    ]
+    got = await models["model"].generate_structured_many(
+        calls, reply, max_fixes=c.max_fixes, tag=tag
+    )
+    errors = [f"part {i + 1}: {g.error}" for i, g in enumerate(got) if g.value is None]
+    return got, errors
+
+
 async def build_profile(subject: Subject, models: Models, c: BuildConfig) -> dict[str, Any]:
     """Claims part by part, then the judge's check of each claim against the messages it
     cites: proposed, matched (its evidence names messages of the conversation), kept."""
     person, parts = person_of(subject), parts_of(subject, c)
-    calls = [
-        Call(
-            bp.profile_messages(person, w, i + 1, len(parts), c.claims_per_part),
-            c.generate_config(),
-        )
-        for i, w in enumerate(parts)
-    ]
-    got = await models["model"].generate_structured_many(
-        calls, bp.ProfileReply, max_fixes=c.max_fixes, tag="build:profile"
+    got, errors = await _per_part(
+        person, parts, models, c, bp.profile_messages, bp.ProfileReply, "build:profile"
     )
-    errors = [f"part {i + 1}: {g.error}" for i, g in enumerate(got) if g.value is None]
     pos = subject.position_of()
     merged: dict[tuple[str, str], bp.ClaimProposal] = {}
     proposed = 0
@@ -475,17 +490,9 @@ async def build_persona(subject: Subject, models: Models, c: BuildConfig) -> dic
     """Entries and named working hypotheses part by part; those without a ground that is a
     message of the conversation are dropped."""
     person, parts = person_of(subject), parts_of(subject, c)
-    calls = [
-        Call(
-            bp.persona_messages(person, w, i + 1, len(parts), c.claims_per_part),
-            c.generate_config(),
-        )
-        for i, w in enumerate(parts)
-    ]
-    got = await models["model"].generate_structured_many(
-        calls, bp.PersonaReply, max_fixes=c.max_fixes, tag="build:persona"
+    got, errors = await _per_part(
+        person, parts, models, c, bp.persona_messages, bp.PersonaReply, "build:persona"
     )
-    errors = [f"part {i + 1}: {g.error}" for i, g in enumerate(got) if g.value is None]
     pos = subject.position_of()
     merged: dict[tuple[str, str, str | None], PersonaEntry] = {}
     proposed = 0

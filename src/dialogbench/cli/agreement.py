@@ -13,6 +13,7 @@ judge by default): Table 2 (Cohen's kappa per dimension and pooled) and Table 6
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -38,21 +39,20 @@ def _p(p: float) -> str:
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
+def _table(title: str, columns: Sequence[str], left: int) -> Table:
+    """A table with these columns: the first `left` of them (names) left-aligned, the
+    figures right-aligned."""
+    table = Table(title=title, title_justify="left")
+    for i, name in enumerate(columns):
+        table.add_column(name, justify="left" if i < left else "right")
+    return table
+
+
 def pairs_table(report: AgreementReport, dimension: str) -> Table:
     """Every pair of raters on one dimension."""
     title = f"Agreement on {dimension}" + (" (every dimension pooled)" if dimension == ALL else "")
-    table = Table(title=title, title_justify="left")
-    for name in (
-        "raters",
-        "comparison",
-        "n",
-        "Cohen's kappa",
-        "Pearson r",
-        "p",
-        "Spearman rho",
-        "p",
-    ):
-        table.add_column(name, justify="left" if name in ("raters", "comparison") else "right")
+    columns = ("raters", "comparison", "n", "Cohen's kappa", "Pearson r", "p", "Spearman rho", "p")
+    table = _table(title, columns, left=2)
     for p in report.pairs:
         if p.dimension == dimension:
             table.add_row(
@@ -70,8 +70,7 @@ def pairs_table(report: AgreementReport, dimension: str) -> Table:
 
 def groups_table(report: AgreementReport) -> Table:
     """Every rater of each dimension together."""
-    table = Table(title="All raters together", title_justify="left")
-    for name in (
+    columns = (
         "dimension",
         "raters",
         "Fleiss' kappa",
@@ -79,8 +78,8 @@ def groups_table(report: AgreementReport) -> Table:
         "alpha (interval)",
         "alpha (nominal)",
         "n (2+ rated)",
-    ):
-        table.add_column(name, justify="left" if name in ("dimension", "raters") else "right")
+    )
+    table = _table("All raters together", columns, left=2)
     for g in report.groups:
         table.add_row(
             g.dimension,

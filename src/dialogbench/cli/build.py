@@ -22,7 +22,7 @@ from dialogbench.cli.run import (
     role_params,
     show_failures,
 )
-from dialogbench.cli.ui import console, friendly_errors, with_progress
+from dialogbench.cli.ui import console, friendly_errors, generated, param, with_progress
 from dialogbench.data.model import RECENT_WINDOW, ChatItem, Subject
 from dialogbench.data.registry import load_dataset
 from dialogbench.runner.runner import models_of
@@ -36,66 +36,59 @@ build_app = typer.Typer(
 def _realcompanion_command() -> Callable[..., None]:
     """`build realcompanion`: --from, --out, the model and judge role options (as `run`
     has them) and one option per `BuildConfig` field."""
+    source = "the dataset to build from: a name (`dialogbench data list`) or a path"
     params = [
-        inspect.Parameter(
+        param(
             "source",
-            inspect.Parameter.KEYWORD_ONLY,
-            annotation=Annotated[
-                str,
-                typer.Option(
-                    "--from",
-                    help="the dataset to build from: a name (`dialogbench data list`) or a path",
-                    metavar="NAME|PATH",
-                ),
-            ],
+            str,
+            inspect.Parameter.empty,
+            typer.Option("--from", help=source, metavar="NAME|PATH"),
         ),
-        inspect.Parameter(
+        param(
             "out",
-            inspect.Parameter.KEYWORD_ONLY,
-            annotation=Annotated[
-                Path, typer.Option(help="release folder to write (a rerun resumes it)")
-            ],
+            Path,
+            inspect.Parameter.empty,
+            typer.Option(help="release folder to write (a rerun resumes it)"),
         ),
     ]
     for role in BUILD.roles:
         params += role_params(role)
     params += field_params(BUILD.config_type)
 
-    def command(**options: Any) -> None:
-        with friendly_errors():
-            source, out = options.pop("source"), options.pop("out")
-            given = given_roles(BUILD, options)
-            config = build_config(BUILD, options)
-            data = load_dataset(source)
-            result, finished = with_progress(
-                f"build realcompanion from {data.name}",
-                lambda progress: build_realcompanion(
-                    data, out, config, given.get("model"), given.get("judge"), progress
-                ),
-            )
-            report = result.report
-            for line in report["sentences"]:
-                console.print(line)
-            console.print(_counts_table(report))
-            known = set(data.warnings)
-            for w in finished.warnings:
-                if w not in known:
-                    console.print(Text.assemble(("warning: ", "yellow"), w))
-            show_failures(finished)
-            if "embedded" in models_of(given):
-                console.print(EMBEDDED_NOTE)
-            console.print(
-                f"wrote {out}/ ({len(result.dataset.subjects)} subjects, {REPORT}); the run "
-                f"record is in {out}/{WORK_DIR}/; check it with `dialogbench data validate {out}`"
-            )
-        raise typer.Exit(finished.exit_code)
+    def body(options: dict[str, Any]) -> int:
+        source, out = options.pop("source"), options.pop("out")
+        given = given_roles(BUILD, options)
+        config = build_config(BUILD, options)
+        data = load_dataset(source)
+        result, finished = with_progress(
+            f"build realcompanion from {data.name}",
+            lambda progress: build_realcompanion(
+                data, out, config, given.get("model"), given.get("judge"), progress
+            ),
+        )
+        report = result.report
+        for line in report["sentences"]:
+            console.print(line)
+        console.print(_counts_table(report))
+        known = set(data.warnings)
+        for w in finished.warnings:
+            if w not in known:
+                console.print(Text.assemble(("warning: ", "yellow"), w))
+        show_failures(finished)
+        if "embedded" in models_of(given):
+            console.print(EMBEDDED_NOTE)
+        console.print(
+            f"wrote {out}/ ({len(result.dataset.subjects)} subjects, {REPORT}); the run "
+            f"record is in {out}/{WORK_DIR}/; check it with `dialogbench data validate {out}`"
+        )
+        return finished.exit_code
 
-    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    command.__doc__ = (
+    return generated(
+        params,
+        body,
         "RealCompanion's derivation: probes in three strata, five traced stages each "
-        "(resolve, verify, classify by 19 rules, reply, validate), profile and persona."
+        "(resolve, verify, classify by 19 rules, reply, validate), profile and persona.",
     )
-    return command
 
 
 def _counts_table(report: dict[str, Any]) -> Table:

@@ -8,7 +8,7 @@ import inspect
 import math
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import MISSING, Field, fields
+from dataclasses import MISSING, Field, dataclass, fields
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,7 +18,15 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from dialogbench import plugins
-from dialogbench.cli.ui import EXIT_USAGE, console, csv, err, friendly_errors, with_progress
+from dialogbench.cli.ui import (
+    EXIT_USAGE,
+    console,
+    csv,
+    err,
+    generated,
+    param,
+    with_progress,
+)
 from dialogbench.data.demo.registry import load_demo
 from dialogbench.data.registry import load_dataset
 from dialogbench.models.spec import (
@@ -53,89 +61,96 @@ def load_data(track: Track[Any, Any], name: str, seed: int = 0) -> Any:
     return load_dataset(name)
 
 
-METAVARS = {
-    "model": "SPEC",
-    "base_url": "URL",
-    "api_key_env": "VAR",
-    "max_connections": "N",
-    "timeout": "SECONDS",
-    "deadline": "SECONDS",
-    "retry_after_max": "SECONDS",
-}
+@dataclass(frozen=True)
+class RoleOption:
+    """An option every model role has, after the role's prefix (`--judge-base-url`)."""
+
+    key: str
+    kind: Any
+    default: Any
+    metavar: str
+    help: str
+    """`{role}` stands for the role's name."""
+    per_judge: bool = False
+    """Says how to reach one model: given once per judge on `score` (a panel)."""
+
+
+ROLE_OPTIONS = (
+    RoleOption(
+        "base_url",
+        str | None,
+        None,
+        "URL",
+        "the {role}'s server URL, e.g. http://host:8000/v1",
+        per_judge=True,
+    ),
+    RoleOption(
+        "api_key_env",
+        str | None,
+        None,
+        "VAR",
+        "environment variable holding the {role}'s API key",
+        per_judge=True,
+    ),
+    RoleOption(
+        "max_connections",
+        int,
+        DEFAULT_MAX_CONNECTIONS,
+        "N",
+        "requests in flight to the {role} at once",
+    ),
+    RoleOption(
+        "timeout", float, DEFAULT_TIMEOUT_S, "SECONDS", "seconds one request to the {role} may take"
+    ),
+    RoleOption(
+        "deadline",
+        float,
+        DEFAULT_DEADLINE_S,
+        "SECONDS",
+        "seconds one call to the {role} may take in all, retries included",
+    ),
+    RoleOption(
+        "retry_after_max",
+        float,
+        DEFAULT_RETRY_AFTER_MAX_S,
+        "SECONDS",
+        "the longest a Retry-After from the {role}'s server is waited, in seconds",
+    ),
+)
+"""The options of a role beside its model (`--model`, `--judge-model`)."""
+
+PER_JUDGE = " (once, or once per judge)"
 
 
 def role_prefix(role: Role) -> str:
     return "" if role.name == "model" else f"{role.name}-"
 
 
-def role_params(role: Role) -> list[inspect.Parameter]:
-    """--model / --judge-model / --partner-model and the role's endpoint options."""
+def role_params(role: Role, *, panel: bool = False) -> list[inspect.Parameter]:
+    """--model / --judge-model / --partner-model and the role's endpoint options; with
+    `panel`, the model and how to reach it are repeatable, one per judge (`score`)."""
     p = role_prefix(role)
     u = p.replace("-", "_")
     first = "--model" if role.name == "model" else f"--{role.name}-model"
     fallback = f" (default: the {role.fallback})" if role.fallback else ""
-    opts: list[tuple[str, Any, Any, tuple[str, ...], str]] = [
-        (f"{u}model" if u else "model", str | None, None, (first,), f"{role.help}{fallback}"),
-        (
-            f"{u}base_url",
-            str | None,
-            None,
-            (f"--{p}base-url",) + (("--model-base-url",) if not p else ()),
-            f"the {role.name}'s server URL, e.g. http://host:8000/v1",
-        ),
-        (
-            f"{u}api_key_env",
-            str | None,
-            None,
-            (f"--{p}api-key-env",) + (("--model-api-key-env",) if not p else ()),
-            f"environment variable holding the {role.name}'s API key",
-        ),
-        (
-            f"{u}max_connections",
-            int,
-            DEFAULT_MAX_CONNECTIONS,
-            (f"--{p}max-connections",) + (("--model-max-connections",) if not p else ()),
-            f"requests in flight to the {role.name} at once",
-        ),
-        (
-            f"{u}timeout",
-            float,
-            DEFAULT_TIMEOUT_S,
-            (f"--{p}timeout",) + (("--model-timeout",) if not p else ()),
-            f"seconds one request to the {role.name} may take",
-        ),
-        (
-            f"{u}deadline",
-            float,
-            DEFAULT_DEADLINE_S,
-            (f"--{p}deadline",) + (("--model-deadline",) if not p else ()),
-            f"seconds one call to the {role.name} may take in all, retries included",
-        ),
-        (
-            f"{u}retry_after_max",
-            float,
-            DEFAULT_RETRY_AFTER_MAX_S,
-            (f"--{p}retry-after-max",) + (("--model-retry-after-max",) if not p else ()),
-            f"the longest a Retry-After from the {role.name}'s server is waited, in seconds",
-        ),
+
+    def one(
+        key: str, kind: Any, default: Any, names: tuple[str, ...], text: str, metavar: str
+    ) -> inspect.Parameter:
+        info = typer.Option(*names, help=text, metavar=metavar, rich_help_panel=f"{role.name} role")
+        return param(u + key, kind, default, info)
+
+    many = list[str] | None
+    params = [
+        one("model", many if panel else str | None, None, (first,), role.help + fallback, "SPEC")
     ]
-    return [
-        inspect.Parameter(
-            name,
-            inspect.Parameter.KEYWORD_ONLY,
-            default=default,
-            annotation=Annotated[
-                kind,
-                typer.Option(
-                    *names,
-                    help=text,
-                    metavar=METAVARS[name.removeprefix(u)],
-                    rich_help_panel=f"{role.name} role",
-                ),
-            ],
-        )
-        for name, kind, default, names, text in opts
-    ]
+    for o in ROLE_OPTIONS:
+        flag = o.key.replace("_", "-")
+        names = (f"--{p}{flag}",) + ((f"--model-{flag}",) if not p else ())
+        split = panel and o.per_judge
+        text = o.help.format(role=role.name) + (PER_JUDGE if split else "")
+        params.append(one(o.key, many if split else o.kind, o.default, names, text, o.metavar))
+    return params
 
 
 TIMING = {"timeout_s": "timeout", "deadline_s": "deadline", "retry_after_max_s": "retry-after-max"}
@@ -230,14 +245,7 @@ def field_params(config_type: type[Any]) -> list[inspect.Parameter]:
                 rich_help_panel=panel,
             )
             default, annotation = None, str | None
-        params.append(
-            inspect.Parameter(
-                f.name,
-                inspect.Parameter.KEYWORD_ONLY,
-                default=default,
-                annotation=Annotated[annotation, option],
-            )
-        )
+        params.append(param(f.name, annotation, default, option))
     return params
 
 
@@ -282,31 +290,15 @@ def build_config(track: Track[Any, Any], options: dict[str, Any]) -> Any:
 
 def executor_params() -> list[inspect.Parameter]:
     """--executor and --ray-address: where the units run (`runner.executor`)."""
+    where = "where the units run: local (this process) or ray (a Ray cluster)"
+    ray = "the Ray cluster (auto, ray://host:10001; default: a local Ray)"
     return [
-        inspect.Parameter(
-            "executor",
-            inspect.Parameter.KEYWORD_ONLY,
-            default="local",
-            annotation=Annotated[
-                str,
-                typer.Option(
-                    help="where the units run: local (this process) or ray (a Ray cluster)",
-                    rich_help_panel="Execution",
-                ),
-            ],
-        ),
-        inspect.Parameter(
+        param("executor", str, "local", typer.Option(help=where, rich_help_panel="Execution")),
+        param(
             "ray_address",
-            inspect.Parameter.KEYWORD_ONLY,
-            default=None,
-            annotation=Annotated[
-                str | None,
-                typer.Option(
-                    help="the Ray cluster (auto, ray://host:10001; default: a local Ray)",
-                    metavar="ADDRESS",
-                    rich_help_panel="Execution",
-                ),
-            ],
+            str | None,
+            None,
+            typer.Option(help=ray, metavar="ADDRESS", rich_help_panel="Execution"),
         ),
     ]
 
@@ -314,25 +306,18 @@ def executor_params() -> list[inspect.Parameter]:
 def run_command(track: Track[Any, Any]) -> Callable[..., None]:
     """The `dialogbench run NAME` command of one track."""
     default_data = "sample" if track.corpus == "realcompanion" else None
+    data_help = "a dataset name (`dialogbench data list`) or a path" + (
+        "" if default_data else " (required)"
+    )
     params = [
-        inspect.Parameter(
-            "dataset",
-            inspect.Parameter.KEYWORD_ONLY,
-            default=default_data,
-            annotation=Annotated[
-                str | None,
-                typer.Option(
-                    help="a dataset name (`dialogbench data list`) or a path"
-                    + ("" if default_data else " (required)"),
-                    metavar="NAME|PATH",
-                ),
-            ],
+        param(
+            "dataset", str | None, default_data, typer.Option(help=data_help, metavar="NAME|PATH")
         ),
-        inspect.Parameter(
+        param(
             "out",
-            inspect.Parameter.KEYWORD_ONLY,
-            default=Path(f"runs/{track.name}"),
-            annotation=Annotated[Path, typer.Option(help="run folder (a rerun resumes it)")],
+            Path,
+            Path(f"runs/{track.name}"),
+            typer.Option(help="run folder (a rerun resumes it)"),
         ),
     ]
     for role in track.roles:
@@ -340,28 +325,25 @@ def run_command(track: Track[Any, Any]) -> Callable[..., None]:
     params += field_params(track.config_type)
     params += executor_params()
 
-    def command(**options: Any) -> None:
-        with friendly_errors():
-            dataset, out = options.pop("dataset"), options.pop("out")
-            executor = make_executor(options.pop("executor"), options.pop("ray_address"))
-            given = given_roles(track, options)
-            config = build_config(track, options)
-            RunFolder(out)  # a file named by --out is an error before the data loads
-            if dataset is None:
-                raise ValueError("give --dataset (a name from `dialogbench data list`, or a path)")
-            data = load_data(track, dataset, getattr(config, "seed", 0))
-            finished = with_progress(
-                f"{track.name} on {data.name}",
-                lambda progress: run_track(
-                    track, data, out, config, given, progress, executor=executor
-                ),
-            )
-            show(track, finished, config, given, data)
-        raise typer.Exit(finished.exit_code)
+    def body(options: dict[str, Any]) -> int:
+        dataset, out = options.pop("dataset"), options.pop("out")
+        executor = make_executor(options.pop("executor"), options.pop("ray_address"))
+        given = given_roles(track, options)
+        config = build_config(track, options)
+        RunFolder(out)  # a file named by --out is an error before the data loads
+        if dataset is None:
+            raise ValueError("give --dataset (a name from `dialogbench data list`, or a path)")
+        data = load_data(track, dataset, getattr(config, "seed", 0))
+        finished = with_progress(
+            f"{track.name} on {data.name}",
+            lambda progress: run_track(
+                track, data, out, config, given, progress, executor=executor
+            ),
+        )
+        show(track, finished, config, given, data)
+        return finished.exit_code
 
-    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    command.__doc__ = track.summary
-    return command
+    return generated(params, body, track.summary)
 
 
 def show(
@@ -529,53 +511,62 @@ def setting_changes(track: Track[Any, Any], settings: list[str]) -> dict[str, An
     return changes
 
 
-def score(
-    run_dir: Annotated[Path, typer.Argument(help="a finished run folder")],
-    judge_model: Annotated[
-        list[str] | None,
-        typer.Option(help="judge spec; repeat for a panel (default: the run's own judge)"),
-    ] = None,
-    judge_base_url: Annotated[
-        list[str] | None, typer.Option(help="the judge's server URL (once, or once per judge)")
-    ] = None,
-    judge_api_key_env: Annotated[
-        list[str] | None,
-        typer.Option(help="variable holding the judge's API key (once, or once per judge)"),
-    ] = None,
-    judge_max_connections: Annotated[
-        int, typer.Option(help="requests in flight to each judge", min=1)
-    ] = DEFAULT_MAX_CONNECTIONS,
-    judge_timeout: Annotated[
-        float, typer.Option(help="seconds one judge request may take", min=0.001)
-    ] = DEFAULT_TIMEOUT_S,
-    judge_deadline: Annotated[
-        float, typer.Option(help="seconds one judge call may take with its retries", min=0.001)
-    ] = DEFAULT_DEADLINE_S,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            help="new run folder (default: RUN_DIR/judges/JUDGE/ for each judge; with no "
-            "--judge-model, RUN_DIR itself)"
+def judges_of(options: dict[str, Any]) -> list[RoleSpec]:
+    """The judges of a panel (`role_params(..., panel=True)`; pops their options), each
+    checked before any work."""
+    specs = options.pop("judge_model") or []
+    urls = _per_judge(options.pop("judge_base_url"), len(specs), "--judge-base-url")
+    keys = _per_judge(options.pop("judge_api_key_env"), len(specs), "--judge-api-key-env")
+    conns = options.pop("judge_max_connections")
+    timing = {f: options.pop("judge_" + o.replace("-", "_")) for f, o in TIMING.items()}
+    if conns < 1:
+        raise ValueError(f"--judge-max-connections: {conns} is below the minimum 1")
+    judges = [RoleSpec(m, u, k, conns, **timing) for m, u, k in zip(specs, urls, keys, strict=True)]
+    for j in judges:
+        try:
+            j.parsed()
+        except ValueError as e:
+            raise ValueError(_role_options(str(e), "judge-")) from None
+    return judges
+
+
+PANEL = "judge spec; repeat for a panel"
+"""The help of a panel's `--judge-model`."""
+
+
+def score_command() -> Callable[..., None]:
+    """`dialogbench score RUN_DIR`: the judges (a panel), --out and --set."""
+    run_dir = typer.Argument(help="a finished run folder")
+    params = [
+        inspect.Parameter(
+            "run_dir", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Annotated[Path, run_dir]
         ),
-    ] = None,
-    set_: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="NAME=VALUE of a score or aggregate setting, e.g. n_boot=500"),
-    ] = None,
-) -> None:
-    """Re-judge and re-aggregate a finished run from its saved outputs (the model under test
-    is never called). Two or more --judge-model: figures per judge, their agreement
-    (Krippendorff's alpha) and the spread of each headline figure."""
-    with friendly_errors():
+        *role_params(Role("judge", "score", PANEL + " (default: the run's own judge)"), panel=True),
+        param(
+            "out",
+            Path | None,
+            None,
+            typer.Option(
+                help="new run folder (default: RUN_DIR/judges/JUDGE/ for each judge; with no "
+                "--judge-model, RUN_DIR itself)"
+            ),
+        ),
+        param(
+            "set_",
+            list[str] | None,
+            None,
+            typer.Option(
+                "--set", help="NAME=VALUE of a score or aggregate setting, e.g. n_boot=500"
+            ),
+        ),
+    ]
+
+    def body(options: dict[str, Any]) -> int:
+        run_dir: Path = options.pop("run_dir")
+        out: Path | None = options.pop("out")
         _, track = finished_manifest(run_dir)
-        specs = judge_model or []
-        urls = _per_judge(judge_base_url, len(specs), "--judge-base-url")
-        keys = _per_judge(judge_api_key_env, len(specs), "--judge-api-key-env")
-        judges = [
-            RoleSpec(m, u, k, judge_max_connections, judge_timeout, judge_deadline)
-            for m, u, k in zip(specs, urls, keys, strict=True)
-        ]
-        changes = setting_changes(track, set_ or [])
+        judges = judges_of(options)
+        changes = setting_changes(track, options.pop("set_") or [])
         result = with_progress(
             f"score {run_dir}",
             lambda progress: rescore(run_dir, judges, out, load_data, progress, changes),
@@ -590,7 +581,15 @@ def score(
             show_failures(finished)
         if result.agreement is not None and result.spread is not None:
             console.print(panel_table(result.agreement, result.spread))
-    raise typer.Exit(result.exit_code)
+        return result.exit_code
+
+    return generated(
+        params,
+        body,
+        "Re-judge and re-aggregate a finished run from its saved outputs (the model under "
+        "test is never called). Two or more --judge-model: figures per judge, their "
+        "agreement (Krippendorff's alpha) and the spread of each headline figure.",
+    )
 
 
 def panel_table(agreement: dict[str, Any], spread: dict[str, dict[str, float]]) -> Table:

@@ -1,11 +1,13 @@
-"""What every command shares: the consoles, friendly errors, the progress bar, tables."""
+"""What every command shares: the consoles, friendly errors, the progress bar, tables, and
+how a command generated from configs and roles is made (`param`, `generated`)."""
 
 from __future__ import annotations
 
+import inspect
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -75,3 +77,30 @@ def table_of(title: str, table: Mapping[str, Mapping[str, Estimate]], row_label:
 
 def warn(text: str) -> None:
     console.print(Text.assemble(("warning: ", "yellow"), text))
+
+
+def param(name: str, annotation: Any, default: Any, info: Any) -> inspect.Parameter:
+    """One option of a generated command: its name, type, default and `typer.Option(...)`
+    (or `typer.Argument(...)`)."""
+    return inspect.Parameter(
+        name,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=default,
+        annotation=Annotated[annotation, info],
+    )
+
+
+def generated(
+    params: Sequence[inspect.Parameter], body: Callable[[dict[str, Any]], int], doc: str
+) -> Callable[..., None]:
+    """A command whose options are `params` (typer reads the signature): `body` gets their
+    values by name and returns the exit status; its errors are `friendly_errors`."""
+
+    def command(**options: Any) -> None:
+        with friendly_errors():
+            code = body(options)
+        raise typer.Exit(code)
+
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__doc__ = doc
+    return command

@@ -63,6 +63,7 @@ from dialogbench.data.errors import DataError
 from dialogbench.data.evidence import repair_evidence
 from dialogbench.data.io import (
     as_text,
+    expect_list,
     expect_object,
     parse_record,
     read_json,
@@ -534,15 +535,7 @@ def _nested(
 
 
 def _list(path: Path, record: str, value: Any, key: str, fix: str | None = None) -> list[Any]:
-    if not isinstance(value, list):
-        raise DataError(
-            path,
-            f"expected a list, found {type(value).__name__}",
-            record=record,
-            field=key,
-            fix=fix or f"point the option at a list, not '{key}'",
-        )
-    return value
+    return expect_list(value, path, record, key, fix or f"point the option at a list, not '{key}'")
 
 
 def _group(

@@ -228,6 +228,17 @@ def read_json(path: Path) -> Any:
     return parse_json(read_text(path), path)
 
 
+def corpus_json(path: Path, filename: str, name: str | None, raw: Any) -> tuple[Path, str, Any]:
+    """What a one-file corpus loader reads: the file (`path`, or `filename` in the folder
+    `path`), the dataset's name (`name`, by default the stem of `path`), and the parsed
+    JSON (`raw` when the caller has it, else read strictly)."""
+    path = Path(path)
+    name = name or path.stem
+    if path.is_dir():
+        path = path / filename
+    return path, name, read_json(path) if raw is None else raw
+
+
 def json_type(value: Any) -> str:
     """What a JSON value is, in the words an error message uses."""
     if value is None:
@@ -329,6 +340,22 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         obj = parse_json(line, path, record)
         expect_object(obj, path, record, "each line must hold one JSON object")
         yield lineno, obj
+
+
+def json_lines(path: Path, text: str, fix: str) -> Iterator[tuple[int, Any]]:
+    """(line number, value) for each non-blank line of JSON Lines `text` read from `path`,
+    plainly parsed (a record file a run wrote, an export); a line that is not JSON is a
+    `DataError` naming it, with `fix`."""
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DataError(
+                path, f"not valid JSON: {e.msg}", record=f"line {lineno}", fix=fix
+            ) from None
+        yield lineno, value
 
 
 _M = TypeVar("_M", bound=BaseModel)

@@ -27,11 +27,11 @@ from dialogbench.data.evidence import repair_evidence as repair
 from dialogbench.data.io import (
     as_text,
     clip,
+    corpus_json,
     date_text,
     expect_list,
     expect_object,
     parse_record,
-    read_json,
     sha256_file,
     short,
 )
@@ -56,12 +56,7 @@ def load_locomo(path: Path, name: str | None = None, raw: Any = None) -> Dataset
     """Load `locomo10.json` (or a folder holding it); `raw` is the file already parsed.
 
     The dataset is called `name`, by default the stem of `path`."""
-    path = Path(path)
-    name = name or path.stem
-    if path.is_dir():
-        path = path / FILENAME
-    if raw is None:
-        raw = read_json(path)
+    path, name, raw = corpus_json(path, FILENAME, name, raw)
     samples = expect_list(raw, path, None, None, "pass LoCoMo's locomo10.json (a list of samples)")
     warnings: list[str] = []
     dates = Unreadable("session dates")

@@ -213,15 +213,7 @@ def _texts(
 def _list(
     path: Path, record: str, inst: dict[str, Any], key: str, length: int | None = None
 ) -> list[Any]:
-    value = inst[key]
-    if not isinstance(value, list):
-        raise DataError(
-            path,
-            f"expected a list, found {json_type(value)}",
-            record=record,
-            field=key,
-            fix=f"make '{key}' a list",
-        )
+    value = expect_list(inst[key], path, record, key, f"make '{key}' a list")
     if length is not None and len(value) != length:
         raise DataError(
             path,

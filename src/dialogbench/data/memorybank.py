@@ -36,10 +36,10 @@ from dialogbench.data.errors import DataError
 from dialogbench.data.io import (
     as_text,
     clip,
+    corpus_json,
     expect_object,
     parse_json,
     parse_record,
-    read_json,
     read_jsonl,
     sha256_file,
     sha256_files,
@@ -72,12 +72,7 @@ def load_memorybank(path: Path, name: str | None = None, raw: Any = None) -> Dat
     """Load `memory_bank_en.json` (or a folder holding it) and, if present beside it,
     `probing_questions_en.jsonl` (questions without gold answers); `raw` is the bank
     already parsed. The dataset is called `name`, by default the stem of `path`."""
-    path = Path(path)
-    name = name or path.stem
-    if path.is_dir():
-        path = path / FILENAME
-    if raw is None:
-        raw = read_json(path)
+    path, name, raw = corpus_json(path, FILENAME, name, raw)
     users = expect_object(raw, path, None, f"pass MemoryBank's {FILENAME} (an object of users)")
     warnings: list[str] = []
     subjects: dict[str, Subject] = {}

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from dialogbench.judging.judge import Judge, Verdict
-from dialogbench.stats.agreement import Level, krippendorff_alpha
+from dialogbench.stats.agreement import Level, krippendorff_alpha, rating_matrix
 
 
 class Panel:
@@ -73,12 +73,6 @@ def rating_agreement(
 ) -> tuple[float, int]:
     """Alpha of judge -> {row id: rating} (NaN or absent = missing), and how many rows at
     least two judges rated."""
-    judges = list(ratings)
-    rows = sorted({r for by_row in ratings.values() for r in by_row})
-    matrix = np.full((len(judges), len(rows)), np.nan)
-    for c, judge in enumerate(judges):
-        for u, row in enumerate(rows):
-            if row in ratings[judge]:
-                matrix[c, u] = ratings[judge][row]
-    paired = int((np.sum(~np.isnan(matrix), axis=0) >= 2).sum()) if rows else 0
+    matrix = rating_matrix(ratings)
+    paired = int((np.sum(~np.isnan(matrix), axis=0) >= 2).sum()) if matrix.shape[1] else 0
     return krippendorff_alpha(matrix, level), paired

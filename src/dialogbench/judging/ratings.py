@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dialogbench.data.errors import DataError
+from dialogbench.data.io import json_lines
 
 Kind = Literal["human", "judge", "unknown"]
 COLUMNS = ("item", "rater", "dimension", "score")
@@ -222,16 +223,7 @@ def ratings_from_run(run: Path, humans: Sequence[str] = ("human1", "human2")) ->
     if repeated:
         raise ValueError(f"human rater names must differ; repeated: {repeated}")
     out: list[Rating] = []
-    lines = items.read_text(encoding="utf-8").splitlines()
-    for index, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DataError(
-                items, f"not JSON: {e.msg}", record=f"line {index}", fix="rerun the track"
-            ) from None
+    for index, row in json_lines(items, items.read_text(encoding="utf-8"), "rerun the track"):
         scores = row.get("judge_scores")
         if not row.get("judged") or not isinstance(scores, dict):
             continue

@@ -19,7 +19,7 @@ from typing import Literal, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from dialogbench.data.model import Message, Subject
+from dialogbench.data.model import Dataset, Message, Subject
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -76,6 +76,20 @@ def build_probes(subject: Subject) -> list[Probe]:
             )
         )
     return probes
+
+
+def scoreable_probes(dataset: Dataset) -> tuple[list[Probe], dict[str, int]]:
+    """Probes that have references, and counts of those left out by kind."""
+    kept: list[Probe] = []
+    skipped: dict[str, int] = {}
+    for subject in dataset.subjects:
+        for p in build_probes(subject):
+            if p.reference_positions:
+                kept.append(p)
+            else:
+                key = f"{p.kind} probes without references"
+                skipped[key] = skipped.get(key, 0) + 1
+    return kept, skipped
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from typing import Any
 
 from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG
 from dialogbench.models.types import GenerateConfig
-from dialogbench.runner.options import Stage, option
+from dialogbench.runner.options import Stage, check, option
 
 MAX_TOKENS = 1_000_000
 """The largest token budget a track allows (where it sets one)."""
@@ -73,6 +73,14 @@ def fixes(default: int, help: str, *, stage: Stage = "solve", max: int = 10) -> 
     return option(default, help=help, min=0, max=max, stage=stage)
 
 
+class Checked:
+    """A config checked as it is made (`options.check`): a bad value fails at once, in
+    Python as on the command line."""
+
+    def __post_init__(self) -> None:
+        check(self)
+
+
 class Sampled:
     """A config whose track asks a model: its calls' settings from its fields."""
 
@@ -100,6 +108,7 @@ class Judged:
 
 __all__ = [
     "MAX_TOKENS",
+    "Checked",
     "Judged",
     "Sampled",
     "fixes",

@@ -11,6 +11,7 @@ Memory grows with the square of the number of distinct values, which suits ratin
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal, get_args
 
 import numpy as np
@@ -45,6 +46,18 @@ def krippendorff_alpha(ratings: npt.ArrayLike, level: Level = "interval") -> flo
         return float("nan")
     observed = float((o * d2).sum())
     return 1.0 - (n - 1.0) * observed / expected
+
+
+def rating_matrix(ratings: Mapping[str, Mapping[str, float]]) -> FloatArray:
+    """Rater x item ratings from rater -> {item: rating}: raters in their order, items
+    sorted, NaN where a rater gave none (what `krippendorff_alpha` reads)."""
+    items = sorted({i for by_item in ratings.values() for i in by_item})
+    matrix = np.full((len(ratings), len(items)), np.nan)
+    for c, by_item in enumerate(ratings.values()):
+        for u, item in enumerate(items):
+            if item in by_item:
+                matrix[c, u] = by_item[item]
+    return matrix
 
 
 def _value_counts(r: FloatArray) -> tuple[FloatArray, FloatArray]:

@@ -55,26 +55,22 @@ def _ranks(x: FloatArray, w: FloatArray) -> FloatArray:
     return np.asarray(w @ below.T + (w @ equal.T + 1.0) / 2.0, dtype=np.float64)
 
 
-def pearson(
-    x: npt.ArrayLike,
-    y: npt.ArrayLike,
-    weights: FloatArray | None = None,
+def _correlation(
+    x: npt.ArrayLike, y: npt.ArrayLike, weights: FloatArray | None, ranked: bool
 ) -> FloatArray:
+    a, b = _pair(x, y)
+    w = np.ones((1, len(a))) if weights is None else np.asarray(weights, dtype=np.float64)
+    return _weighted_r(_ranks(a, w), _ranks(b, w), w) if ranked else _weighted_r(a, b, w)
+
+
+def pearson(x: npt.ArrayLike, y: npt.ArrayLike, weights: FloatArray | None = None) -> FloatArray:
     """Pearson's r, one per row of `weights`."""
-    a, b = _pair(x, y)
-    w = np.ones((1, len(a))) if weights is None else np.asarray(weights, dtype=np.float64)
-    return _weighted_r(a, b, w)
+    return _correlation(x, y, weights, ranked=False)
 
 
-def spearman(
-    x: npt.ArrayLike,
-    y: npt.ArrayLike,
-    weights: FloatArray | None = None,
-) -> FloatArray:
+def spearman(x: npt.ArrayLike, y: npt.ArrayLike, weights: FloatArray | None = None) -> FloatArray:
     """Spearman's rho (average ranks for ties), one per row of `weights`."""
-    a, b = _pair(x, y)
-    w = np.ones((1, len(a))) if weights is None else np.asarray(weights, dtype=np.float64)
-    return _weighted_r(_ranks(a, w), _ranks(b, w), w)
+    return _correlation(x, y, weights, ranked=True)
 
 
 def p_value(r: float, n: int) -> float:

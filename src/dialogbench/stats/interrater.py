@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel
 
-from dialogbench.stats.agreement import krippendorff_alpha
+from dialogbench.stats.agreement import krippendorff_alpha, rating_matrix
 from dialogbench.stats.bootstrap import Estimate, nan_estimate, percentile_estimate, resample_counts
 from dialogbench.stats.correlation import p_value, pearson, spearman
 from dialogbench.stats.kappa import cohen_kappa, fleiss_kappa
@@ -121,17 +121,11 @@ def group_agreement(
     table: Mapping[str, Mapping[str, float]], *, n_boot: int = 2000, seed: int = 0
 ) -> tuple[Estimate, Estimate, Estimate]:
     """(Fleiss' kappa, alpha interval, alpha nominal) of rater -> {item: score}."""
-    raters = list(table)
-    items = sorted({i for scores in table.values() for i in scores})
-    matrix = np.full((len(raters), len(items)), np.nan)
-    for c, rater in enumerate(raters):
-        for u, item in enumerate(items):
-            if item in table[rater]:
-                matrix[c, u] = table[rater][item]
+    matrix = rating_matrix(table)
     rng = np.random.default_rng(seed)
     complete = matrix[:, ~np.isnan(matrix).any(axis=0)]
     fleiss = nan_estimate(complete.shape[1])
-    if len(raters) >= 2 and complete.shape[1] > 0:
+    if len(table) >= 2 and complete.shape[1] > 0:
         w = resample_counts(complete.shape[1], n_boot, rng)
         fleiss = _estimate(
             float(fleiss_kappa(complete)[0]), fleiss_kappa(complete, w), complete.shape[1]

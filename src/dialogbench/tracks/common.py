@@ -1,14 +1,19 @@
-"""Pieces every track shares: a stratified `--limit`, how a prompt shows a message, and the
-digest of a prompt module's constants."""
+"""Pieces every track shares: a stratified `--limit`, how a prompt shows a message, the
+digest of a prompt module's constants, and the `Outcome` of a typed result."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
 
 from dialogbench.data.model import Message
-from dialogbench.runner.record import digest
+from dialogbench.runner.record import DatasetInfo, digest
+from dialogbench.runner.track import Outcome
+from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
@@ -60,3 +65,46 @@ def prompt_digest(namespace: Mapping[str, object], names: str, **derived: object
     values beside them (a rubric's repr, a reply schema), so changed wording starts a run
     afresh."""
     return digest({**{n: namespace[n] for n in names.split()}, **derived})
+
+
+def masked_estimates(
+    matrix: npt.NDArray[np.float64],
+    columns: Sequence[tuple[str, str]],
+    clusters: npt.NDArray[Any] | None,
+    n_boot: int,
+    seed: int,
+) -> Callable[[npt.NDArray[np.bool_]], dict[str, dict[str, Estimate]]]:
+    """`estimate(mask)`: the bootstrap means of the rows of `matrix` in `mask` (resampling
+    their `clusters` when given), as table[name][metric] for the (name, metric) `columns`."""
+
+    def estimate(mask: npt.NDArray[np.bool_]) -> dict[str, dict[str, Estimate]]:
+        sub = None if clusters is None else clusters[mask]
+        ests = bootstrap_means(matrix[mask], sub, n_boot=n_boot, seed=seed)
+        table: dict[str, dict[str, Estimate]] = {}
+        for (name, metric), e in zip(columns, ests, strict=True):
+            table.setdefault(name, {})[metric] = e
+        return table
+
+    return estimate
+
+
+def dataset_info(data: Any, subjects: int) -> DatasetInfo:
+    """The manifest's record of a loaded dataset (name, source, sha256) that a plan counts
+    `subjects` of (the dialogues with items, the episodes)."""
+    return DatasetInfo(
+        name=data.name, source=str(data.source), sha256=data.sha256, subjects=subjects
+    )
+
+
+def outcome_of(
+    result: Any, files: dict[str, Any] | None = None, failures: Mapping[str, int] | None = None
+) -> Outcome:
+    """A track's `Outcome` from its typed result (which has `summary` and `warnings`): the
+    result files beside summary.json, and the `failures` counts that are not 0."""
+    return Outcome(
+        summary=result.summary,
+        files=files or {},
+        warnings=list(result.warnings),
+        result=result,
+        failures={cause: n for cause, n in (failures or {}).items() if n},
+    )

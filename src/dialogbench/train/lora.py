@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from dialogbench.data.errors import DataError
+from dialogbench.data.io import json_lines
 
 INSTALL = "pip install 'dialogbench[lora]'  (TRL, PEFT, transformers and torch)"
 SHAREGPT_ROLES = {"system": "system", "human": "user", "gpt": "assistant"}
@@ -78,18 +79,8 @@ def read_chats(path: Path) -> list[list[dict[str, str]]]:
     if not path.exists():
         raise DataError(path, "file not found", fix="give the folder `export sft` wrote")
     chats = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DataError(
-                path,
-                f"not valid JSON: {e.msg}",
-                record=f"line {n}",
-                fix="regenerate it with `dialogbench export sft`",
-            ) from None
+    fix = "regenerate it with `dialogbench export sft`"
+    for n, row in json_lines(path, path.read_text(encoding="utf-8"), fix):
         if "messages" in row:
             chats.append([{"role": m["role"], "content": m["content"]} for m in row["messages"]])
         elif "conversations" in row:

@@ -36,6 +36,7 @@ from typing import Any, Literal
 from dialogbench.data.demo.model import AwarenessItem, DemoSet
 from dialogbench.data.demo.registry import load_demo
 from dialogbench.data.errors import DataError
+from dialogbench.data.io import json_lines
 from dialogbench.models.types import ChatMessage
 
 Format = Literal["openai", "sharegpt"]
@@ -78,16 +79,7 @@ def _read_json(path: Path) -> Any:
 def _rows(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         raise DataError(path, "file not found", fix="give a finished run folder")
-    rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise DataError(
-                    path, f"not valid JSON: {e.msg}", record=f"line {n}", fix="rerun the run"
-                ) from None
-    return rows
+    return [row for _, row in json_lines(path, path.read_text(encoding="utf-8"), "rerun the run")]
 
 
 def run_dataset(run: Path, manifest: dict[str, Any], dataset: str | None = None) -> DemoSet:

@@ -97,16 +97,7 @@ from dialogbench.lang import Lang
 from dialogbench.models.structured import Structured, extract_json
 from dialogbench.models.types import ChatMessage
 from dialogbench.report.table import summary_table
-from dialogbench.runner import (
-    DatasetInfo,
-    Outcome,
-    Plan,
-    Role,
-    TrackBase,
-    check,
-    option,
-    register,
-)
+from dialogbench.runner import Outcome, Plan, Role, TrackBase, option, register
 from dialogbench.runner import config as shared
 from dialogbench.runner.track import Corpus, Models, Rows
 from dialogbench.stats.bootstrap import (
@@ -117,7 +108,7 @@ from dialogbench.stats.bootstrap import (
     resample_counts,
 )
 from dialogbench.stats.classification import macro_f1
-from dialogbench.tracks.common import stratified_limit
+from dialogbench.tracks.common import dataset_info, stratified_limit
 from dialogbench.tracks.demo import awareness_prompts as ap
 from dialogbench.tracks.demo.aggregate import AwarenessTable, awareness_table, item_score
 
@@ -330,7 +321,7 @@ FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
-class AwarenessConfig(shared.Sampled, shared.Judged):
+class AwarenessConfig(shared.Checked, shared.Sampled, shared.Judged):
     """Tasks, a limit, and the model settings (temperature 0, as in the paper)."""
 
     tasks: tuple[Task, ...] = option(TASKS, help="the awareness tasks to ask")
@@ -349,9 +340,6 @@ class AwarenessConfig(shared.Sampled, shared.Judged):
     max_fixes: int = shared.fixes(
         2, "corrections asked for an invalid answer (and an unusable verdict)", max=20
     )
-
-    def __post_init__(self) -> None:
-        check(self)
 
 
 @dataclass
@@ -444,12 +432,7 @@ class AwarenessTrack(TrackBase[AwarenessConfig, AwarenessItem]):
                 n += 1
                 key = f"{unit_key(item)}#{n}"
             units[key] = item
-        info = DatasetInfo(
-            name=data.name,
-            source=str(data.source),
-            sha256=data.sha256,
-            subjects=len({i.dialogue_id for i in items}),
-        )
+        info = dataset_info(data, len({i.dialogue_id for i in items}))
         return Plan(
             units,
             warnings=list(data.warnings),

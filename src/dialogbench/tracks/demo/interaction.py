@@ -66,21 +66,12 @@ from dialogbench.models.model import Model
 from dialogbench.models.structured import Structured, Unusable, extract_json
 from dialogbench.models.types import GenerateConfig
 from dialogbench.report.table import summary_table
-from dialogbench.runner import (
-    DatasetInfo,
-    Outcome,
-    Plan,
-    Role,
-    TrackBase,
-    check,
-    option,
-    register,
-)
+from dialogbench.runner import Outcome, Plan, Role, TrackBase, option, register
 from dialogbench.runner import config as shared
 from dialogbench.runner.record import digest
 from dialogbench.runner.track import Corpus, Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
-from dialogbench.tracks.common import stratified_limit
+from dialogbench.tracks.common import dataset_info, outcome_of, stratified_limit
 from dialogbench.tracks.demo import interaction_prompts as ip
 
 TRACK = "demo-interaction"
@@ -94,7 +85,7 @@ AGENT_TAG, PARTNER_TAG, JUDGE_TAG = "interaction:agent", "interaction:partner", 
 
 
 @dataclass(frozen=True)
-class InteractionConfig(shared.Sampled, shared.Judged):
+class InteractionConfig(shared.Checked, shared.Sampled, shared.Judged):
     """Turn limit, who plays which side, the agents' and the judge's settings, a limit."""
 
     max_turns: int = option(
@@ -126,9 +117,6 @@ class InteractionConfig(shared.Sampled, shared.Judged):
         "seven, each agent scored), or a path to a rubric JSON file (docs/demo.md)",
         stage="score",
     )
-
-    def __post_init__(self) -> None:
-        check(self)
 
     def rubric_file(self) -> RubricFile | None:
         """The rubric file `rubric` names; None for DEMO's own (built into the prompts)."""
@@ -378,9 +366,7 @@ class InteractionTrack(TrackBase[InteractionConfig, Run]):
         config.rubric_file()  # a bad rubric file fails here, before anything is asked
         sides: Sides = config.sides or "self"
         runs = plan_runs(episodes, sides != "self", sides)
-        info = DatasetInfo(
-            name=data.name, source=str(data.source), sha256=data.sha256, subjects=len(episodes)
-        )
+        info = dataset_info(data, len(episodes))
         return Plan(
             {r.id: r for r in runs},
             warnings=list(data.warnings),
@@ -426,14 +412,7 @@ class InteractionTrack(TrackBase[InteractionConfig, Run]):
         result.dataset = plan.context
         c = result.counts["all"]
         failures = {"failed episodes": c["failed"], "verdicts unscored": c["judge_unscored"]}
-        outcome = Outcome(
-            summary=result.summary,
-            files={"counts.json": result.counts},
-            warnings=result.warnings,
-            result=result,
-            failures={cause: n for cause, n in failures.items() if n},
-        )
-        return outcome
+        return outcome_of(result, {"counts.json": result.counts}, failures)
 
     def show(self, outcome: Outcome, config: InteractionConfig) -> list[Table | str]:
         result: InteractionResult = outcome.result
@@ -481,15 +460,20 @@ def as_demo_set(data: DemoSet | Sequence[Episode]) -> DemoSet:
     return DemoSet(name="episodes", source="given", sha256=sha, episodes=episodes)
 
 
+def _judged_row(record: dict[str, Any], verdict: Verdict | None) -> dict[str, Any]:
+    """The episode record without its turns, its turn count and the common judge fields
+    (`judging.verdict_fields`); the caller adds the figures, then the turns."""
+    row: dict[str, Any] = {k: v for k, v in record.items() if k != "turns"}
+    row["n_turns"] = len(record["turns"])
+    skipped = "episode failed" if verdict is None else None
+    row.update(verdict_fields(verdict, skipped=skipped))
+    return row
+
+
 def _item(record: dict[str, Any], verdict: Verdict | None) -> dict[str, Any]:
     """One items.jsonl row: the episode record with the common judge fields
     (`judging.verdict_fields`), the four scores as figures and their average."""
-    row: dict[str, Any] = {k: v for k, v in record.items() if k != "turns"}
-    row["n_turns"] = len(record["turns"])
-    if verdict is None:
-        row.update(verdict_fields(None, skipped="episode failed"))
-    else:
-        row.update(verdict_fields(verdict))
+    row = _judged_row(record, verdict)
     row.update(figures(row["judge_scores"]))
     row["turns"] = record["turns"]
     return row
@@ -511,12 +495,7 @@ def rubric_item(
     dimension's score, and their mean under `spec.overall`. A per-agent rubric's scores are
     kept per participant under `agents`, and each dimension's figure is the mean over the
     participants the model under test played (both in self-play)."""
-    row: dict[str, Any] = {k: v for k, v in record.items() if k != "turns"}
-    row["n_turns"] = len(record["turns"])
-    if verdict is None:
-        row.update(verdict_fields(None, skipped="episode failed"))
-    else:
-        row.update(verdict_fields(verdict))
+    row = _judged_row(record, verdict)
     scores = row["judge_scores"]
     row["judge_overall"] = spec.overall
     if spec.per_agent:

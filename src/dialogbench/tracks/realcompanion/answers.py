@@ -39,21 +39,14 @@ import numpy as np
 from rich.table import Table
 
 from dialogbench.data.errors import DataError
+from dialogbench.data.io import sha256_file
 from dialogbench.data.model import Dataset, Question
 from dialogbench.judging import verdict_fields
 from dialogbench.judging.calibration import CalibrationProbe, PassRule, calibrate
 from dialogbench.judging.judge import Judge
 from dialogbench.judging.qa_rubrics import QA_RUBRICS
 from dialogbench.report.table import summary_table
-from dialogbench.runner import (
-    OptionError,
-    Outcome,
-    Plan,
-    Role,
-    TrackBase,
-    option,
-    register,
-)
+from dialogbench.runner import OptionError, Outcome, Plan, Role, TrackBase, option, register
 from dialogbench.runner import config as shared
 from dialogbench.runner.record import digest
 from dialogbench.runner.track import Models, Rows
@@ -68,13 +61,13 @@ from dialogbench.tracks.realcompanion.answers_file import (
     Matched,
     Matching,
     detect_category_map,
-    file_sha256,
     match_answers,
     read_answers,
 )
 from dialogbench.tracks.realcompanion.questions import (
     QuestionsConfig,
     judge_row,
+    official_option,
     score_row,
     summarise,
     uses_official,
@@ -113,11 +106,7 @@ class AnswersConfig(shared.Judged):
     limit: int | None = shared.limit("answers, drawn in turn from each category")
     seed: int = shared.seed("the limit, the probes and the bootstrap")
     n_boot: int = shared.n_boot()
-    official: bool | None = option(
-        None,
-        help="LoCoMo's official scorer (default: when the dataset or its categories are LoCoMo's)",
-        stage="score",
-    )
+    official: bool | None = official_option()
     judge_max_tokens: int = shared.tokens(
         512, "the judge's budget per verdict (tokens)", stage="score", max=None
     )
@@ -235,7 +224,7 @@ class AnswersTrack(TrackBase[AnswersConfig, Unit]):
         path = Path(config.answers).expanduser().resolve()
         if not path.is_file():
             raise DataError(path, "no such answers file", fix="give the path of a file of answers")
-        sha = config.answers_sha256 or file_sha256(path)
+        sha = config.answers_sha256 or sha256_file(path)
         return replace(config, answers=str(path), answers_sha256=sha)
 
     def plan(self, data: Dataset, config: AnswersConfig) -> Plan[Unit]:

@@ -26,7 +26,6 @@ published tables name them otherwise, e.g. mem0's (1 single-hop, 2 temporal, 3 m
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import unicodedata
@@ -39,6 +38,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dialogbench.data.errors import DataError
+from dialogbench.data.io import json_lines, sha256_file
 from dialogbench.data.locomo import CATEGORIES
 from dialogbench.data.model import Dataset, Question
 
@@ -110,15 +110,6 @@ class AnswersFile:
     records: list[Given]
 
 
-def file_sha256(path: Path) -> str:
-    """sha256 of the file's bytes."""
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def read_answers(path: Path, fmt: str) -> AnswersFile:
     """Read an answers file in format `fmt`; a `DataError` naming file, record, field and fix."""
     if fmt not in FORMATS:
@@ -132,7 +123,7 @@ def read_answers(path: Path, fmt: str) -> AnswersFile:
     records = _read_ours(path, text) if fmt == "dialogbench" else _read_mem0(path, text)
     if not records:
         raise DataError(path, "holds no answers", fix="give a file with at least one answer")
-    return AnswersFile(path, fmt, file_sha256(path), records)
+    return AnswersFile(path, fmt, sha256_file(path), records)
 
 
 def _validated(path: Path, where: str, raw: Any) -> AnswerRecord:
@@ -161,19 +152,8 @@ def _validated(path: Path, where: str, raw: Any) -> AnswerRecord:
 
 
 def _read_ours(path: Path, text: str) -> list[Given]:
-    out = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"line {n}"
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DataError(
-                path, f"not JSON ({e.msg})", record=where, fix="write one JSON object per line"
-            ) from None
-        out.append(Given(where, _validated(path, where, raw)))
-    return out
+    lines = json_lines(path, text, "write one JSON object per line")
+    return [Given(f"line {n}", _validated(path, f"line {n}", raw)) for n, raw in lines]
 
 
 def _text(value: Any) -> str | None:

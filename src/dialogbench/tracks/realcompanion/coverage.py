@@ -29,11 +29,12 @@ from rich.table import Table
 from dialogbench.data.model import Dataset, Subject
 from dialogbench.models.tokenizer import GGUFTokenizer, TokenCounter
 from dialogbench.report.table import summary_table
-from dialogbench.retrieval.base import Probe, build_probes
+from dialogbench.retrieval.base import Probe, scoreable_probes
 from dialogbench.runner import Outcome, Plan, TrackBase, option, register
 from dialogbench.runner import config as shared
 from dialogbench.runner.track import Models, Rows
-from dialogbench.stats.bootstrap import Estimate, bootstrap_means
+from dialogbench.stats.bootstrap import Estimate
+from dialogbench.tracks.common import masked_estimates
 
 TRACK = "coverage"
 SCOPES = ("all references", "nearest reference")
@@ -135,18 +136,13 @@ def coverage_table(
     return out
 
 
-def scoreable_probes(dataset: Dataset) -> tuple[dict[str, list[Probe]], dict[str, int]]:
+def probes_by_subject(dataset: Dataset) -> tuple[dict[str, list[Probe]], dict[str, int]]:
     """Probes with references by subject, and counts of those left out by kind."""
-    kept: dict[str, list[Probe]] = {}
-    skipped: dict[str, int] = {}
-    for subject in dataset.subjects:
-        for p in build_probes(subject):
-            if p.reference_positions:
-                kept.setdefault(subject.id, []).append(p)
-            else:
-                key = f"{p.kind} probes without references"
-                skipped[key] = skipped.get(key, 0) + 1
-    return kept, skipped
+    probes, skipped = scoreable_probes(dataset)
+    by_subject: dict[str, list[Probe]] = {}
+    for p in probes:
+        by_subject.setdefault(p.subject_id, []).append(p)
+    return by_subject, skipped
 
 
 @dataclass
@@ -184,7 +180,7 @@ class CoverageTrack(TrackBase[CoverageConfig, Unit]):
         self.counter = counter
 
     def plan(self, data: Dataset, config: CoverageConfig) -> Plan[Unit]:
-        by_subject, skipped = scoreable_probes(data)
+        by_subject, skipped = probes_by_subject(data)
         if not by_subject:
             raise ValueError(
                 f"dataset {data.name!r} has no probe with references: the coverage track "
@@ -287,14 +283,7 @@ def summarise(rows: Sequence[dict[str, Any]], config: CoverageConfig) -> Coverag
     ).astype(np.float64)
     clusters = np.array([r["subject"] for r in rows]) if config.cluster == "subject" else None
 
-    def estimate(mask: npt.NDArray[np.bool_]) -> dict[str, dict[str, Estimate]]:
-        sub = None if clusters is None else clusters[mask]
-        ests = bootstrap_means(matrix[mask], sub, n_boot=config.n_boot, seed=config.seed)
-        table: dict[str, dict[str, Estimate]] = {}
-        for (scope, metric), e in zip(columns, ests, strict=True):
-            table.setdefault(scope, {})[metric] = e
-        return table
-
+    estimate = masked_estimates(matrix, columns, clusters, config.n_boot, config.seed)
     summary = estimate(np.ones(len(rows), dtype=bool))
     breakdown: dict[str, dict[str, dict[str, dict[str, Estimate]]]] = {}
     for facet in ("kind", "stratum", "tier", "category"):

@@ -81,15 +81,7 @@ from dialogbench.models.types import GenerateConfig, ModelError
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import build_probes
 from dialogbench.retrieval.bm25 import BM25Retriever
-from dialogbench.runner import (
-    OptionError,
-    Outcome,
-    Plan,
-    Role,
-    TrackBase,
-    option,
-    register,
-)
+from dialogbench.runner import OptionError, Outcome, Plan, Role, TrackBase, option, register
 from dialogbench.runner import config as shared
 from dialogbench.runner.track import Models, Rows, Stage
 from dialogbench.scoring.locomo import ADVERSARIAL, CATEGORY_NAMES, is_abstention, locomo_score
@@ -107,6 +99,15 @@ MEMORY_METRICS = ("evidence_cited",)
 MEMORY_PREFIX = "memory:"
 MAX_K = 10_000
 ANSWER_TAG, JUDGE_TAG = "questions:answer", "questions:judge"
+
+
+def official_option() -> Any:
+    """`official`: whether LoCoMo's own scorer scores (a score-stage option; answers too)."""
+    return option(
+        None,
+        help="LoCoMo's official scorer (default: when the dataset or its categories are LoCoMo's)",
+        stage="score",
+    )
 
 
 @dataclass(frozen=True)
@@ -141,11 +142,7 @@ class QuestionsConfig(shared.Sampled, shared.Judged):
     limit: int | None = shared.limit("questions, drawn in turn from each category")
     seed: int = shared.seed("the limit draw, the answers and the bootstrap")
     n_boot: int = shared.n_boot()
-    official: bool | None = option(
-        None,
-        help="LoCoMo's official scorer (default: when the dataset or its categories are LoCoMo's)",
-        stage="score",
-    )
+    official: bool | None = official_option()
     temperature: float = shared.temperature(0.0, "sampling temperature of the answers")
     max_tokens: int = shared.tokens(64, "answer budget (tokens)", max=None)
     judge_max_tokens: int = shared.tokens(

@@ -89,6 +89,7 @@ from dialogbench.runner.record import RunFolder
 from dialogbench.runner.roles import Role as ModelRole
 from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
+from dialogbench.tracks.common import outcome_of
 from dialogbench.tracks.realcompanion import reconstruction_match as rm
 from dialogbench.tracks.realcompanion.reconstruction_prompts import (
     PROMPT_SHA256,
@@ -584,14 +585,7 @@ class ReconstructionTrack(TrackBase[ReconstructionConfig, Unit]):
                 folder = f"written/run-{row['run']}/{row['subject']}"
                 files.update(release_files(folder, by_id[row["subject"]], row))
         failures = {"unscored (run, subject) pairs": result.unscored["pairs"]}
-        outcome = Outcome(
-            summary=result.summary,
-            files=files,
-            warnings=list(result.warnings),
-            result=result,
-            failures={k: v for k, v in failures.items() if v},
-        )
-        return outcome
+        return outcome_of(result, files, failures)
 
     def show(self, outcome: Outcome, config: ReconstructionConfig) -> list[Table | str]:
         result: ReconstructionResult = outcome.result

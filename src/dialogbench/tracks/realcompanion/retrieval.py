@@ -44,13 +44,14 @@ from dialogbench.memory.base import Budget, MemorySystem, Recalled, SystemCost
 from dialogbench.memory.costs import DEFINITIONS, summarise_costs
 from dialogbench.memory.harness import query_of
 from dialogbench.report.table import summary_table
-from dialogbench.retrieval.base import BatchRetriever, Probe, build_probes
+from dialogbench.retrieval.base import BatchRetriever, Probe, scoreable_probes
 from dialogbench.retrieval.registry import DEFAULT_RETRIEVERS, resolve
 from dialogbench.runner import Outcome, Plan, TrackBase, option, register
 from dialogbench.runner import config as shared
 from dialogbench.runner.track import Models, Rows, Stage
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 from dialogbench.stats.metrics import metric_table, random_hit_expectation
+from dialogbench.tracks.common import masked_estimates
 from dialogbench.tracks.realcompanion import recall as rc
 from dialogbench.tracks.realcompanion.memory import READING_HELP, MemoryLabels, labels_of
 
@@ -139,20 +140,6 @@ class RetrievalResult:
         """summary.json: each population apart, then the pooled figures, then the cited
         evidence of text memories (when a memory system returned any)."""
         return {**self.populations, POOLED: self.summary, **self.cited}
-
-
-def scoreable_probes(dataset: Dataset) -> tuple[list[Probe], dict[str, int]]:
-    """Probes that have references, and counts of those left out by kind."""
-    kept: list[Probe] = []
-    skipped: dict[str, int] = {}
-    for subject in dataset.subjects:
-        for p in build_probes(subject):
-            if p.reference_positions:
-                kept.append(p)
-            else:
-                key = f"{p.kind} probes without references"
-                skipped[key] = skipped.get(key, 0) + 1
-    return kept, skipped
 
 
 @dataclass
@@ -517,14 +504,7 @@ def summarise(
     matrix = np.column_stack(values)
     clusters = np.array([p.subject_id for p in probes]) if config.cluster == "subject" else None
 
-    def estimate(mask: np.ndarray) -> dict[str, dict[str, Estimate]]:
-        sub = None if clusters is None else clusters[mask]
-        ests = bootstrap_means(matrix[mask], sub, n_boot=config.n_boot, seed=config.seed)
-        table: dict[str, dict[str, Estimate]] = {}
-        for (name, metric), e in zip(columns, ests, strict=True):
-            table.setdefault(name, {})[metric] = e
-        return table
-
+    estimate = masked_estimates(matrix, columns, clusters, config.n_boot, config.seed)
     summary = estimate(np.ones(n, dtype=bool))
     kind = np.array([p.kind for p in probes])
     dependent = np.array([lab is not None and lab.dependent for lab in labels], bool)
