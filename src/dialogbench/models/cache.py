@@ -312,7 +312,7 @@ class ResponseCache:
                         key.settings,
                         key.messages_sha,
                         key.sample,
-                        output.model_dump_json(exclude={"cached"}),
+                        output.model_dump_json(exclude={"cached", "hedged"}),
                         time.time(),
                     ),
                 )

@@ -276,10 +276,15 @@ class Model:
         return await self._fresh(messages, config, key, tag)
 
     async def _fetch_many(
-        self, asks: list[tuple[list[ChatMessage], GenerateConfig, CallKey]], tag: str
+        self,
+        asks: list[tuple[list[ChatMessage], GenerateConfig, CallKey]],
+        tag: str,
+        *,
+        store: bool = True,
     ) -> list[ModelOutput | ModelError]:
         """`_fetch` for many calls: one cache look-up, then the misses concurrently; a failed
-        call gives its (accounted) `ModelError` in place."""
+        call gives its (accounted) `ModelError` in place. With `store` False, fresh replies
+        are left for the caller to store (once it knows they are usable)."""
         results: list[ModelOutput | ModelError | None]
         if self.cache is None:
             results = [None] * len(asks)
@@ -292,7 +297,7 @@ class Model:
         async def fresh(i: int) -> None:
             messages, config, key = asks[i]
             try:
-                results[i] = await self._fresh(messages, config, key, tag)
+                results[i] = await self._fresh(messages, config, key, tag, store=store)
             except ModelError as e:
                 results[i] = e
 
@@ -316,7 +321,13 @@ class Model:
         return config
 
     async def _fresh(
-        self, messages: list[ChatMessage], config: GenerateConfig, key: CallKey, tag: str
+        self,
+        messages: list[ChatMessage],
+        config: GenerateConfig,
+        key: CallKey,
+        tag: str,
+        *,
+        store: bool = True,
     ) -> ModelOutput:
         """Call the provider (no cache lookup) and store the reply; a failed call is
         accounted here, an answered one by the caller (with the hedges it sent)."""
@@ -326,7 +337,7 @@ class Model:
         except ModelError as e:
             self.ledger.record(tag, self.name, None, role=self.role, error=e, hedged=tally.hedges)
             raise
-        if self.cache is not None:
+        if store and self.cache is not None:
             self.cache.put(key, out)
         if tally.hedges:
             out = out.model_copy(update={"hedged": tally.hedges})
@@ -618,8 +629,9 @@ class Model:
         `max_fixes` times (`parse` raises `ValueError`, best an `Unusable` with its kind).
 
         What is still unusable after that is a failed call: charged to the role as one of
-        kind `unparseable`, `schema` or `range` (its tokens counted), its replies deleted
-        from the cache, and returned with the raw text, the error and the kind. The cache
+        kind `unparseable`, `schema` or `range` (its tokens counted), its replies never
+        stored in the cache (those an older cache kept are deleted), and returned with the
+        raw text, the error and the kind. The cache
         counts the failure, so the next asking of the same call (a rerun) is retry number
         n + 1: another cache key, and the request's seed moved by `RETRY_SEED_STEP` x n, so
         that a backend with a fixed seed answers afresh; replies that were usable stay
@@ -691,6 +703,11 @@ class Model:
     ) -> list[int]:
         """Ask the calls `todo` (each at its retry number) round by round, into `results`.
 
+        A call's replies are stored in the cache only once its last one is usable (the
+        corrected ones with it, so a replay costs nothing), never before: an identical call
+        of another unit running meanwhile asks for itself, and never replays a reply that
+        is about to be found unusable.
+
         A call whose last reply is still unusable is recorded in the cache (its replies
         deleted, its retry number moved on in `retries`) and charged as a failed call;
         except, with `stale_ok`, when that reply was replayed from the cache (kept by an
@@ -698,6 +715,7 @@ class Model:
         cfgs = {i: self._retried(configs[i], retries[i]) for i in todo}
         convos = {i: list(calls[i].messages) for i in todo}
         chains: dict[int, list[CallKey]] = {i: [] for i in todo}
+        unstored: dict[int, list[tuple[CallKey, ModelOutput]]] = {i: [] for i in todo}
         stale: list[int] = []
         for attempt in range(1, max_fixes + 2):
             if not convos:
@@ -706,7 +724,7 @@ class Model:
                 (m, cfgs[i], self._key(m, cfgs[i], calls[i].sample, retries[i]))
                 for i, m in convos.items()
             ]
-            outs = await self._fetch_many(asks, tag)
+            outs = await self._fetch_many(asks, tag, store=False)
             again: dict[int, list[ChatMessage]] = {}
             for (i, convo), (_, _, key), got in zip(convos.items(), asks, outs, strict=True):
                 retry = retries[i]
@@ -720,11 +738,16 @@ class Model:
                     )
                     continue
                 chains[i].append(key)
+                if not got.cached:
+                    unstored[i].append((key, got))
                 try:
                     value = parse(got.text)
                 except ValueError as e:
                     why, kind = str(e), unusable_kind(e)
                 else:
+                    if self.cache is not None:  # the chain that ended usable, and only it
+                        for done, out in unstored[i]:
+                            self.cache.put(done, out)
                     self._account(tag, got)
                     results[i] = Structured(
                         value=value, raw=got.text, attempts=attempt, retry=retry
