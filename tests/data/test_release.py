@@ -41,7 +41,7 @@ def _subject(tmp_path: Path) -> Path:
             {
                 "probe_id": "m3",
                 "stratum": "enriched",
-                "tier": "distant",
+                "tier": "recent",
                 "reference_ids": ["m1"],
                 "reference_reply": "Oh no, poor Miso.",
             },

@@ -28,6 +28,7 @@ from dialogbench.data.io import (
     short,
     write_jsonl,
 )
+from dialogbench.data.labels import check_labels
 from dialogbench.data.model import (
     MAX_ID,
     ChatItem,
@@ -229,8 +230,9 @@ def check_subject(
     files: dict[str, tuple[Path | str, list[str] | None]] | None = None,
     path: Path | str | None = None,
 ) -> None:
-    """Raise `DataError` if ids repeat (messages, questions, chat probes) or any derived
-    record cites a missing message or the probe's future.
+    """Raise `DataError` if ids repeat (messages, questions, chat probes), any derived
+    record cites a missing message or the probe's future, or a chat item's labels
+    contradict its references (`dialogbench.data.labels`).
 
     `files` maps 'conversation' / 'chat' / 'questions' / 'profile' / 'persona' to (path,
     record names) so that errors name the line; kinds it leaves out are reported in `path`
@@ -260,6 +262,7 @@ def check_subject(
     unique("questions", "question id", "id", [q.id for q in subject.questions])
     unique("chat", "probe_id", "probe_id", [c.probe_id for c in subject.chat_items])
     pos = subject.position_of()
+    sessions = {m.id: m.session for m in subject.messages}
 
     def missing(kind: str, i: int, field: str, ref: str) -> DataError:
         where, record = locate(kind, i)
@@ -307,6 +310,11 @@ def check_subject(
             f"the probe '{item.probe_id}' (position {probe_at})",
             "a reply may only draw on earlier messages; remove or correct the id",
         )
+        problem = check_labels(item, probe_at, pos, sessions)
+        if problem is not None:
+            field, why, fix = problem
+            where, record = locate("chat", i)
+            raise DataError(where, why, record=record, field=field, fix=fix)
     for i, q in enumerate(subject.questions):
         asked_at = len(subject.messages)
         if q.after_id is not None:
