@@ -220,9 +220,7 @@ def _locked(
     if plan.stage_resolved:
         manifest.stages = {k: dict(v) for k, v in plan.stage_resolved.items()}
     kept = folder.begin(manifest, tuple(s.name for s in track.stages))
-    retried = _drop_failed(
-        kept, lambda key, rows: track.unfinished(plan, key, rows), plan.needs
-    )
+    retried = _drop_failed(kept, lambda key, rows: track.unfinished(plan, key, rows), plan.needs)
     if reuse is not None:
         source = RunFolder(reuse)
         kept["solved"] = source.read("solved")
