@@ -35,9 +35,9 @@ drawn before any call (the seeds, the persona plan, each goal's persona pairs), 
 lists every unit of every stage and what it needs (`Plan.needs`); a unit whose inputs did not
 come out usable says so (`waiting`, or `skipped` for a combination that is rejected or not
 selected) without a call, and the runner does it again whenever an input is done again. A
-failed call, or a reply still unusable after `max_fixes` corrections (`Model.
-generate_structured`), is a failed call charged to its role: the unit is counted (`failed`,
-`unparsed`), kept out of the output and done again by the next run; the exit status,
+failed call, or a reply still unusable after `max_fixes` corrections
+(`Model.generate_structured`), is a failed call charged to its role: the unit is counted
+(`failed`, `unparsed`), kept out of the output and done again by the next run; the exit status,
 usage.json (per stage and role), warnings.json and the lock are the runner's. One solve unit
 per combination records what became of it (items.jsonl).
 
@@ -124,7 +124,9 @@ English character), so the same reply in Chinese runs out of an English budget."
 
 @dataclass(frozen=True)
 class BuildConfig:
-    """What a build makes; every field is part of the folder's identity."""
+    """What a build makes. Each stage's identity covers the fields that stage reads (and
+    the stage before it); a changed field redoes only the stages from the first that reads
+    it (`Builder.plan`)."""
 
     seed_dataset: str
     limit: int | None = 20
