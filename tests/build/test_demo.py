@@ -1,12 +1,15 @@
-"""`build demo` driven end to end by a scripted loopback model: the five steps, their
-counts, resume, the majority vote and its audit log, rejected combinations, and output that
-loads into both DEMO tracks."""
+"""`build demo` driven end to end by a scripted loopback model: the five steps (stages on
+the runner), their counts, resume, the run folder, the majority vote and its audit log,
+rejected combinations, and output that loads into both DEMO tracks."""
 
 from __future__ import annotations
 
-import asyncio
 import json
+import os
 import re
+import subprocess
+import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -17,27 +20,40 @@ from typer.testing import CliRunner
 from dialogbench.build.demo import (
     BUDGET_FACTOR,
     BUDGETS,
+    STEPS,
     BuildConfig,
-    Builder,
     build_demo,
+    call_config,
     vote,
 )
 from dialogbench.build.demo_prompts import GOAL_TYPES
 from dialogbench.cli import app
 from dialogbench.data.demo.release import load_release
-from dialogbench.data.errors import DataError
-from dialogbench.models.cache import ResponseCache
-from dialogbench.models.model import RETRY_SEED_STEP, Model
-from dialogbench.models.spec import ModelSpec
-from dialogbench.runner import run_track
+from dialogbench.models.model import RETRY_SEED_STEP
+from dialogbench.runner import Finished, run_track
 from dialogbench.runner.roles import RoleSpec
+from dialogbench.runner.status import ExitCode
 from dialogbench.testing import UnusableFirst
-from dialogbench.testing.chatserver import ChatServer, Fault, status
+from dialogbench.testing.chatserver import ChatServer, Fault, delay, status
 from dialogbench.testing.unusable import conversation
 from dialogbench.tracks.demo.awareness import AWARENESS, AwarenessConfig
 from dialogbench.tracks.demo.interaction import INTERACTION, InteractionConfig
+from tests_support_unusable import run_twice
 
 Body = dict[str, Any]
+RELEASE = (
+    "element_awareness_en.json",
+    "dialogue_agent_interaction_en.jsonl",
+    "dialogues.jsonl",
+    "audit.jsonl",
+)
+CLI = "import sys; from dialogbench.cli import main; sys.argv[0] = 'dialogbench'; main()"
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    """A child process's environment: this checkout, the test's cache, no hedging."""
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    return {**os.environ, "PYTHONPATH": src, "DIALOGBENCH_CACHE": str(tmp_path / "cache.sqlite")}
 
 
 def _schema(body: Body) -> tuple[str, dict[str, Any]]:
@@ -140,26 +156,26 @@ class Scripted:
         return json.dumps(annotation)
 
 
-def _models(url: str, cache: ResponseCache | None = None) -> tuple[Model, tuple[Model, Model]]:
-    def one(name: str) -> Model:
-        spec = ModelSpec.parse(f"openai-compatible/{name}", base_url=url)
-        return Model.from_spec(spec, cache=cache)
+def _roles(url: str) -> tuple[RoleSpec, tuple[RoleSpec, RoleSpec]]:
+    def one(name: str) -> RoleSpec:
+        return RoleSpec(f"openai-compatible/{name}", base_url=url)
 
     return one("writer"), (one("checker-a"), one("checker-b"))
 
 
-def _build(
-    config: BuildConfig, out: Path, url: str, cache: ResponseCache | None = None
-) -> dict[str, Any]:
-    async def go() -> dict[str, Any]:
-        model, checkers = _models(url, cache)
-        try:
-            return await build_demo(config, out, model, checkers)
-        finally:
-            for m in (model, *checkers):
-                await m.aclose()
+def _run(config: BuildConfig, out: Path, url: str) -> tuple[dict[str, Any], Finished]:
+    model, checkers = _roles(url)
+    return build_demo(config, out, model, checkers)
 
-    return asyncio.run(go())
+
+def _build(config: BuildConfig, out: Path, url: str) -> dict[str, Any]:
+    return _run(config, out, url)[0]
+
+
+def _entries(out: Path, stage: str) -> list[dict[str, Any]]:
+    """Every saved unit of a stage, one line each (the runner's `parts/<stage>.jsonl`)."""
+    lines = (out / "parts" / f"{stage}.jsonl").read_text().splitlines()
+    return [json.loads(x)["rows"][0] for x in lines]
 
 
 CONFIG = BuildConfig(seed_dataset="sample", limit=4, min_turns=4, max_turns=6, sotopia_pool=False)
@@ -247,22 +263,25 @@ def test_resume_retries_failed_units_only(tmp_path: Path, monkeypatch: pytest.Mo
             return status(400, message="rejected")  # not retried: the unit fails
         return None
 
-    with ChatServer(reply=script, rules=persona_fails) as srv:
-        first = _build(CONFIG, out, srv.base_url)
-    assert not first["complete"] and first["steps"]["persona"]["failed"] > 0
-    assert first["steps"]["conflict"]["waiting"] + first["steps"]["conflict"]["units"] >= 1
-    with (out / "steps" / "2-persona.jsonl").open("a") as f:
-        f.write('{"key": "en-p0001", "sta')  # a line torn by a kill
-    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "fresh.sqlite"))
-    with ChatServer(reply=script) as srv:
+    with ChatServer(reply=script, rules=persona_fails) as srv:  # one server: one --base-url
+        first, finished = _run(CONFIG, out, srv.base_url)
+        assert not first["complete"] and first["steps"]["persona"]["failed"] > 0
+        assert first["steps"]["conflict"]["waiting"] + first["steps"]["conflict"]["units"] >= 1
+        assert finished.exit_code == ExitCode.FAILURES
+        failed = first["steps"]["persona"]["failed"]
+        assert finished.failed_by_kind == {"model": {"rejected": failed}}
+        with (out / "parts" / "persona.jsonl").open("a") as f:
+            f.write('{"unit": "en-p0001", "ro')  # a line torn by a kill
+        monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "fresh.sqlite"))
+        srv.rules = None
         script.asked.clear()
-        second = _build(CONFIG, out, srv.base_url)
-        assert second["complete"]
+        second, finished = _run(CONFIG, out, srv.base_url)
+        assert second["complete"] and finished.exit_code == ExitCode.OK
         assert script.asked["Distilled"] == 0  # finished in the first run: kept, not asked
         # only the failed personas are asked again (the torn line is dropped; the unit's
         # earlier good line still counts)
         assert script.asked["PersonaDetails"] == first["steps"]["persona"]["failed"]
-        assert second["steps"]["persona"]["torn_lines_dropped"] == 1
+        assert any("dropped 1 damaged line" in w for w in finished.warnings)
         script.asked.clear()
         third = _build(CONFIG, out, srv.base_url)  # all done: nothing asked
         assert sum(script.asked.values()) == 0 and third["output"] == second["output"]
@@ -309,10 +328,9 @@ def test_each_step_asks_for_its_own_token_budget(tmp_path: Path) -> None:
             srv.base_url,
         )
     assert set().union(*capped.budgets.values()) == {250, BUDGETS["turn"]}
-    builder = Builder(CONFIG, tmp_path / "d", *_models("http://127.0.0.1:9/v1"))
     for step in ("distill", "turn"):  # Chinese replies get more tokens (a byte-level tokenizer)
-        assert builder.gen(step, "zh").max_tokens == BUDGET_FACTOR["zh"] * BUDGETS[step]
-        assert builder.gen(step, "en").max_tokens == BUDGETS[step]
+        assert call_config(CONFIG, step, "zh").max_tokens == BUDGET_FACTOR["zh"] * BUDGETS[step]
+        assert call_config(CONFIG, step, "en").max_tokens == BUDGETS[step]
     assert BUDGET_FACTOR["zh"] > 1
 
 
@@ -336,7 +354,7 @@ def test_an_unreadable_verdict_is_unparsed_not_a_rejection(tmp_path: Path) -> No
     assert conflict["unparsed"] == 2 and conflict["rejected"] == 0 and conflict["ok"] == 0
     assert conflict["rejections"] == [] and not first["complete"]
     assert first["steps"]["generate"]["units"] == 0 and first["output"]["dialogues"] == 0
-    entries = [json.loads(x) for x in (out / "steps" / "3-conflict.jsonl").read_text().splitlines()]
+    entries = _entries(out, "conflict")
     assert {e["status"] for e in entries} == {"unparsed"} and all(e["raw"] for e in entries)
     assert script.asked["Assessment"] == 2 * (1 + config.max_fixes)  # corrections were asked
 
@@ -350,7 +368,8 @@ def test_an_unreadable_verdict_is_unparsed_not_a_rejection(tmp_path: Path) -> No
     assert steps["conflict"]["unparsed"] == 0
     kept = steps["conflict"]["ok"]
     assert kept >= 1 and steps["generate"]["unparsed"] == kept and not second["complete"]
-    entries = [json.loads(x) for x in (out / "steps" / "4-generate.jsonl").read_text().splitlines()]
+    entries = [e for e in _entries(out, "generate") if e["status"] != "skipped"]
+    assert len(entries) == kept
     assert all(e["stage"] == "dialogue" and e["turn"] == config.min_turns for e in entries)
 
 
@@ -360,26 +379,147 @@ def test_a_rerun_asks_the_unparsed_units_afresh(tmp_path: Path) -> None:
     build completes."""
     flaky = UnusableFirst(Scripted(), applies=lambda body: _schema(body)[0] == "Distilled")
     out = tmp_path / "b"
-    cache = ResponseCache(tmp_path / "responses.sqlite")
     with ChatServer(reply=flaky) as srv:
-        first = _build(CONFIG, out, srv.base_url, cache)
+        first = _build(CONFIG, out, srv.base_url)
         assert first["steps"]["distill"]["unparsed"] == 4 and not first["complete"]
         seeds = {conversation(b): b["seed"] for b in flaky.failed_askings()}
         before = srv.request_count
-        second = _build(CONFIG, out, srv.base_url, cache)
+        second = _build(CONFIG, out, srv.base_url)
         again = [b for b in srv.requests[before:] if flaky.picks(b)]
     assert len(seeds) == 4 and sorted(map(conversation, again)) == sorted(seeds)
     assert all(b["seed"] == seeds[conversation(b)] + RETRY_SEED_STEP for b in again)
     assert second["steps"]["distill"]["ok"] == 4 and second["complete"]
-    entries = [json.loads(x) for x in (out / "steps" / "1-distill.jsonl").read_text().splitlines()]
+    entries = _entries(out, "distill")
     assert {e["retry"] for e in entries if e["status"] == "ok"} == {1}
 
 
-def test_other_settings_need_another_folder(tmp_path: Path) -> None:
+def test_the_run_folder_and_a_rerun_that_sends_nothing(tmp_path: Path) -> None:
+    """The build folder is a run folder: manifest, usage per stage and role, one part per
+    stage; a rerun of a finished build sends no request and writes the same files."""
+    out = tmp_path / "b"
     with ChatServer(reply=Scripted()) as srv:
-        _build(CONFIG, tmp_path / "b", srv.base_url)
-        with pytest.raises(DataError, match="other settings"):
-            _build(BuildConfig(**{**CONFIG.__dict__, "max_turns": 8}), tmp_path / "b", srv.base_url)
+        summary, finished = _run(CONFIG, out, srv.base_url)
+        sent = srv.request_count
+        files = {f: (out / f).read_bytes() for f in RELEASE}
+        again, rerun = _run(CONFIG, out, srv.base_url)
+        assert srv.request_count == sent  # every unit kept: nothing asked
+    assert finished.exit_code == rerun.exit_code == ExitCode.OK and again == summary
+    assert {f: (out / f).read_bytes() for f in RELEASE} == files
+    assert sorted(p.name for p in (out / "parts").iterdir()) == sorted(
+        f"{s}.jsonl" for s in (*STEPS, "solved")
+    )
+    assert not (out / ".lock").exists() and not (out / "steps").exists()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["track"] == "build-demo" and set(STEPS) <= set(manifest["identity"])
+    assert manifest["roles"]["checker1"]["model"] == "openai-compatible/checker-a"
+    usage = json.loads((out / "usage.json").read_text())
+    assert list(usage["stages"])[:5] == list(STEPS)
+    assert set(usage["stages"]["quality"]) == {"checker1", "checker2"}
+    assert all(set(usage["stages"][s]) == {"model"} for s in STEPS[:4])
+    kept = summary["steps"]["conflict"]["ok"]
+    assert usage["stages"]["quality"]["checker2"]["calls"] == kept
+    assert usage["stages"]["distill"]["model"]["calls"] == 4
+
+
+def test_unusable_reviews_exit_3_and_a_rerun_sends_exactly_them(tmp_path: Path) -> None:
+    """A review still unusable after its corrections is a failed call of its kind: the
+    build exits 3 with the counts by kind; the rerun sends exactly those requests (every
+    other call is kept or cached) and exits 0."""
+    flaky = UnusableFirst(Scripted(), applies=lambda body: _schema(body)[0] == "Review")
+    out = tmp_path / "b"
+    with ChatServer(reply=flaky) as srv:
+        got = run_twice(srv, flaky, out, lambda: _run(CONFIG, out, srv.base_url)[1].exit_code)
+    assert got.exit_codes == (ExitCode.FAILURES, ExitCode.OK)
+    n = len(got.failed)
+    assert n >= 1 and got.asked_again == got.failed and got.rerun_requests == n
+    by_kind = {role: {"unparseable": k["unparseable"]} for role, k in got.usage_by_kind.items()}
+    assert got.failed_calls_by_kind == got.usage_by_kind == by_kind
+    assert sum(k["unparseable"] for k in by_kind.values()) == n
+    assert set(by_kind) <= {"checker1", "checker2"}
+    assert sum(v for k, v in got.failures.items() if k.startswith("failed ")) == n
+    assert all(seed[1] == seed[0] + RETRY_SEED_STEP for seed in got.seeds)
+    build = json.loads((out / "build.json").read_text())
+    assert build["complete"] and build["steps"]["quality"]["ok"] == build["output"]["dialogues"]
+
+
+def _cli(out: Path, url: str) -> list[str]:
+    return [
+        "build", "demo", "--seed", "sample", "--out", str(out),
+        "--model", "openai-compatible/writer", "--base-url", url,
+        "--checker-model", "openai-compatible/checker-a",
+        "--checker-model", "openai-compatible/checker-b", "--checker-base-url", url,
+        "--limit", "4", "--min-turns", "4", "--max-turns", "6", "--no-sotopia-pool",
+    ]  # fmt: skip
+
+
+def test_a_second_build_into_the_folder_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "b"
+    out.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import time; from dialogbench.runner.record import RunLock; "
+         f"RunLock({str(out)!r}).acquire(); print('held', flush=True); time.sleep(600)"],
+        env=_env(tmp_path), stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with ChatServer(reply=Scripted()) as srv:
+            got = CliRunner().invoke(app, _cli(out, srv.base_url))
+            assert srv.request_count == 0
+    finally:
+        holder.kill()
+        holder.wait()
+    assert got.exit_code == ExitCode.USAGE, got.output
+    assert f"in use by process {holder.pid}" in " ".join(got.output.split())
+
+
+def test_a_killed_build_resumes_with_every_finished_unit(tmp_path: Path) -> None:
+    """kill -9 while the reviews hang: the rerun (taking over the stale lock) asks only
+    for the reviews, and the output is what an uninterrupted build writes."""
+    out, whole = tmp_path / "b", tmp_path / "whole"
+
+    def reviews_hang(n: int, body: Body) -> Fault | None:
+        return delay(600) if _schema(body)[0] == "Review" else None
+
+    script = Scripted()
+    with ChatServer(reply=script, rules=reviews_hang) as srv:
+        build = subprocess.Popen(
+            [sys.executable, "-c", CLI, *_cli(out, srv.base_url)], env=_env(tmp_path),
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        generate = out / "parts" / "generate.jsonl"
+        deadline = time.monotonic() + 120
+        while not (generate.exists() and len(generate.read_text().splitlines()) == 4):
+            assert build.poll() is None, build.communicate()
+            assert time.monotonic() < deadline, "the build did not reach its reviews"
+            time.sleep(0.05)
+        build.kill()
+        build.wait(timeout=60)
+        assert (out / ".lock").exists() and not (out / "build.json").exists()
+        srv.rules = None
+        script.asked.clear()
+        got = CliRunner().invoke(app, _cli(out, srv.base_url))
+        assert got.exit_code == 0, got.output
+        assert set(script.asked) == {"Review"}  # every finished unit was kept
+        assert CliRunner().invoke(app, _cli(whole, srv.base_url)).exit_code == 0
+    for f in RELEASE:
+        assert (out / f).read_bytes() == (whole / f).read_bytes(), f
+    assert not (out / ".lock").exists()
+
+
+def test_other_settings_keep_the_stages_they_do_not_change(tmp_path: Path) -> None:
+    """Each stage is kept under its own identity: a longer `max_turns` keeps every goal,
+    persona and verdict, and writes (and reviews) the dialogues again."""
+    script = Scripted()
+    out = tmp_path / "b"
+    with ChatServer(reply=script) as srv:
+        first = _build(CONFIG, out, srv.base_url)
+        script.asked.clear()
+        second = _build(BuildConfig(**{**CONFIG.__dict__, "max_turns": 8}), out, srv.base_url)
+    assert first["complete"] and second["complete"]
+    assert not {"Distilled", "PersonaDetails", "Assessment"} & set(script.asked)
+    kept = second["steps"]["conflict"]["ok"]
+    assert script.asked["Annotation"] == kept and script.asked["Review"] == 2 * kept
+    assert json.loads((out / "manifest.json").read_text())["config"]["max_turns"] == 8
 
 
 def test_vote_by_hand() -> None:

@@ -25,12 +25,21 @@
    three share wins (no majority: the generator's value stays, counted). `audit.jsonl`
    keeps every edit a checker proposed, whether it was adopted and why it was made.
 
-Every step writes one line per unit to `OUT/steps/<n>-<step>.jsonl` as soon as the unit is
-done, so a killed build resumes where it stopped. A unit whose call failed or whose reply
-never parsed is counted (`failed`, `unparsed`), kept out of the output and done again on
-the next run; a unit waiting on an upstream one is counted as `waiting`. A build folder
-belongs to one set of settings (`steps/identity.json`): another seed, model or setting needs
-another `--out`.
+The build is a `Track` (`DemoBuild`) run by `run_track`, the runner every benchmark
+track runs on; `OUT` is its run folder. The five steps are its stages, each unit saved to
+`OUT/parts/<step>.jsonl` as soon as it is done under that stage's own identity (what decides
+it: its settings and prompts, the writer at `distill`, the checkers at `quality`, and the
+stage before), so a killed build resumes with every finished unit, an unchanged rerun sends
+nothing, and a changed setting redoes only the stages it changes. Every unit's inputs are
+drawn before any call (the seeds, the persona plan, each goal's persona pairs), so the plan
+lists every unit of every stage and what it needs (`Plan.needs`); a unit whose inputs did not
+come out usable says so (`waiting`, or `skipped` for a combination that is rejected or not
+selected) without a call, and the runner does it again whenever an input is done again. A
+failed call, or a reply still unusable after `max_fixes` corrections
+(`Model.generate_structured`), is a failed call charged to its role: the unit is counted
+(`failed`, `unparsed`), kept out of the output and done again by the next run; the exit status,
+usage.json (per stage and role), warnings.json and the lock are the runner's. One solve unit
+per combination records what became of it (items.jsonl).
 
 The output, in DEMO's release format, loads into `demo-awareness` and `demo-interaction`
 (`--dataset OUT`): `element_awareness_{en,zh}.json` (one goal, persona, scene and utterance
@@ -48,10 +57,10 @@ import json
 import random
 import re
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar, cast
+from typing import Annotated, Any, ClassVar, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model
 
@@ -73,13 +82,16 @@ from dialogbench.data.demo.model import (
 )
 from dialogbench.data.errors import DataError
 from dialogbench.models.model import Model
-from dialogbench.models.structured import CORRECTION, Structured, parse_reply
-from dialogbench.models.types import ChatMessage, GenerateConfig
+from dialogbench.models.structured import Structured
+from dialogbench.models.types import GenerateConfig
+from dialogbench.runner import Finished, Outcome, Plan, Progress, Role, TrackBase, run_track
+from dialogbench.runner.record import DatasetInfo, RunFolder, RunLock, digest, writing
+from dialogbench.runner.roles import Given
+from dialogbench.runner.track import Corpus, Models, Need, Rows, Stage
 
-T = TypeVar("T", bound=BaseModel)
-STEPS = ("distill", "persona", "conflict", "generate", "quality")
-VERSION = 3
-"""Bumped when a step's logic changes what it produces (part of the identity)."""
+VERSION = 4
+"""Bumped when a step's logic changes what it produces (part of every stage's identity)."""
+REPORT = "build.json"
 
 NonBlank = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=400)]
 """A text (a goal, a reason, an utterance): not blank, at most 400 characters."""
@@ -112,7 +124,9 @@ English character), so the same reply in Chinese runs out of an English budget."
 
 @dataclass(frozen=True)
 class BuildConfig:
-    """What a build makes; every field is part of the folder's identity."""
+    """What a build makes. Each stage's identity covers the fields that stage reads (and
+    the stage before it); a changed field redoes only the stages from the first that reads
+    it (`Builder.plan`)."""
 
     seed_dataset: str
     limit: int | None = 20
@@ -442,60 +456,27 @@ SCHEMAS_SHA256 = _schemas_digest()
 """One digest over the reply schemas (field order and limits change replies too)."""
 
 
-# -- the step logs --------------------------------------------------------------------------
+# -- the track: five stages on the runner ----------------------------------------------------
 
-FINISHED = ("ok", "rejected")
-
-
-class StepLog:
-    """One step's units on disk: a JSON line per finished attempt, the last one counts."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.entries: dict[str, dict[str, Any]] = {}
-        self.torn = 0
-        if not path.exists():
-            return
-        good: list[str] = []
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            try:
-                entry = json.loads(line)
-                self.entries[str(entry["key"])] = entry
-                good.append(line)
-            except (json.JSONDecodeError, KeyError, TypeError):
-                self.torn += 1  # cut by a kill mid-write: the unit is done again
-        if self.torn:  # rewritten without it, so the next line starts on a line of its own
-            path.write_text("".join(x + "\n" for x in good), encoding="utf-8")
-
-    def done(self, key: str) -> bool:
-        entry = self.entries.get(key)
-        return entry is not None and entry["status"] in FINISHED
-
-    def ok(self) -> dict[str, dict[str, Any]]:
-        return {k: e for k, e in self.entries.items() if e["status"] == "ok"}
-
-    def write(self, entry: dict[str, Any]) -> None:
-        self.entries[entry["key"]] = entry
-        with self.path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(entry, ensure_ascii=False) + "\n")
-            f.flush()
-
-    def counts(self, keys: Iterable[str], waiting: int = 0) -> dict[str, int]:
-        keys = list(keys)
-        status = Counter(self.entries[k]["status"] if k in self.entries else "todo" for k in keys)
-        out = {"units": len(keys) + waiting, "waiting": waiting}
-        for name in ("ok", "rejected", "failed", "unparsed"):
-            out[name] = status.get(name, 0)
-        out["not_run"] = status.get("todo", 0)
-        if self.torn:
-            out["torn_lines_dropped"] = self.torn
-        return out
+STAGES = (
+    Stage("distill", "model", "each seed dialogue's goals, goal type and scene"),
+    Stage("persona", "model", "each planned persona's details, from its drawn attributes"),
+    Stage("conflict", "model", "each goal with a persona pair: kept (with its scene) or not"),
+    Stage("generate", "model", "each selected combination's dialogue, turn by turn, annotated"),
+    Stage("quality", "checker1", "two checkers' reviews of each annotation (checker1, checker2)"),
+)
+"""The builder's steps, each a runner stage saved to `parts/<name>.jsonl`."""
+STEPS = tuple(s.name for s in STAGES)
+OUTPUT_FILES = tuple(
+    f"{stem}_{lang}.{ext}"
+    for lang in ("en", "zh")
+    for stem, ext in (("element_awareness", "json"), ("dialogue_agent_interaction", "jsonl"))
+)
+"""The release files a build may write (one pair per language with dialogues)."""
 
 
 def _entry(key: str, got: Structured[Any], value: Any = None, **extra: Any) -> dict[str, Any]:
-    """A log line from a structured reply: ok (with `value`), failed or unparsed."""
+    """A unit's row from a structured reply: ok (with `value`), failed or unparsed."""
     retry = {"retry": got.retry} if got.retry else {}
     if got.value is not None:
         ok = {"key": key, "status": "ok", "value": value, "attempts": got.attempts}
@@ -504,156 +485,60 @@ def _entry(key: str, got: Structured[Any], value: Any = None, **extra: Any) -> d
     return {"key": key, "status": status, "error": got.error, "raw": got.raw, **retry, **extra}
 
 
-async def ask(
-    model: Model,
-    messages: list[ChatMessage],
-    schema: type[T],
-    config: GenerateConfig,
-    *,
-    max_fixes: int,
-    tag: str,
-    sample: int = 0,
-    check: Callable[[T], None] | None = None,
-) -> Structured[T]:
-    """A reply validated against `schema` (and `check`, which raises `ValueError`), sent
-    back for a fix up to `max_fixes` times; the schema goes with the call (a grammar for
-    local models, `response_format` for servers)."""
-    json_schema = schema.model_json_schema()
-    config = replace(config, json_schema=json_schema, schema_name=schema.__name__)
-    shown = json.dumps(json_schema)
+Done = Mapping[str, Mapping[str, Rows]]
+"""Stage -> unit key -> rows of the finished units (`Plan.done`)."""
 
-    def parse(raw: str) -> T:
-        value = parse_reply(raw, schema)
-        if check is not None:
-            check(value)
-        return value
 
-    return await model.generate_parsed(
-        messages,
-        parse,
-        lambda error: {"role": "user", "content": CORRECTION.format(error=error, schema=shown)},
-        config,
-        max_fixes=max_fixes,
-        sample=sample,
-        tag=tag,
+def entries(done: Done, stage: str) -> dict[str, dict[str, Any]]:
+    """A stage's finished units by key: each unit's one row."""
+    return {k: rows[0] for k, rows in done.get(stage, {}).items() if rows}
+
+
+def ok(done: Done, stage: str) -> dict[str, dict[str, Any]]:
+    return {k: e for k, e in entries(done, stage).items() if e["status"] == "ok"}
+
+
+def counts(
+    found: Mapping[str, dict[str, Any]], keys: Iterable[str], waiting: int = 0
+) -> dict[str, int]:
+    """A step's counts over `keys`: units, waiting, ok, rejected, failed, unparsed, not run."""
+    keys = list(keys)
+    status = Counter(found[k]["status"] if k in found else "todo" for k in keys)
+    out = {"units": len(keys) + waiting, "waiting": waiting}
+    for name in ("ok", "rejected", "failed", "unparsed"):
+        out[name] = status.get(name, 0)
+    out["not_run"] = status.get("todo", 0)
+    return out
+
+
+def call_config(
+    config: BuildConfig, step: str, lang: Lang, temperature: float = 0.0, utterances: int = 0
+) -> GenerateConfig:
+    """A call's settings: `step`'s token budget in `lang` (`BUDGETS`, `BUDGET_FACTOR`),
+    capped by `max_tokens`."""
+    budget = BUDGETS[step] + utterances * BUDGETS.get(f"{step}_per_utterance", 0)
+    budget *= BUDGET_FACTOR[lang]
+    return GenerateConfig(
+        temperature=temperature, max_tokens=min(budget, config.max_tokens), seed=config.seed
     )
-
-
-async def _run_units(
-    log: StepLog, jobs: dict[str, Callable[[], Awaitable[dict[str, Any]]]]
-) -> None:
-    """Run the jobs not yet finished, concurrently, logging each as soon as it ends."""
-
-    async def one(key: str) -> None:
-        log.write(await jobs[key]())
-
-    await asyncio.gather(*(one(k) for k in jobs if not log.done(k)))
-
-
-# -- the pipeline ---------------------------------------------------------------------------
 
 
 @dataclass
 class Builder:
-    """One build: the settings, the models and the folder (see the module docstring)."""
+    """What every unit of a build reads, all drawn before any call: the settings, the
+    seeds, the persona plan and the goal-persona combinations. What the units produced
+    comes in as `done` (`Plan.done`)."""
 
     config: BuildConfig
-    out: Path
-    model: Model
-    checkers: tuple[Model, Model]
-    roles: dict[str, Any] = field(default_factory=dict)
-    """What build.json records about the models (never a key)."""
+    seeds: SeedSet
+    from_sotopia: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
-        self.seeds = load_seeds(self.config.seed_dataset, self.config.limit)
-        self.steps_dir = self.out / "steps"
-        self.logs: dict[str, StepLog] = {}
-        self._plan: dict[str, tuple[Lang, dict[str, Any]]] | None = None
-        self.from_sotopia: set[str] = set()
-
-    # identity -------------------------------------------------------------------------------
-
-    def identity(self) -> dict[str, Any]:
-        return {
-            "version": VERSION,
-            "config": asdict(self.config),
-            "seed_sha256": self.seeds.sha256,
-            "prompts_sha256": bp.PROMPT_SHA256,
-            "schemas_sha256": SCHEMAS_SHA256,
-            "model": self.model.name,
-            "checkers": [c.name for c in self.checkers],
-        }
-
-    def _open(self) -> None:
-        try:
-            self.steps_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise DataError(
-                self.out,
-                f"cannot create the build folder: {e.strerror}",
-                fix="choose a writable --out",
-            ) from None
-        wanted = self.identity()
-        path = self.steps_dir / "identity.json"
-        if path.exists():
-            had = json.loads(path.read_text(encoding="utf-8"))
-            if had != wanted:
-                changed = sorted(k for k in wanted if had.get(k) != wanted.get(k))
-                raise DataError(
-                    path,
-                    f"this folder was built with other settings ({', '.join(changed)} differ)",
-                    fix="resume with the same command, or give another --out",
-                )
-        else:
-            path.write_text(json.dumps(wanted, indent=1, ensure_ascii=False), encoding="utf-8")
-        for n, step in enumerate(STEPS, 1):
-            self.logs[step] = StepLog(self.steps_dir / f"{n}-{step}.jsonl")
-
-    def gen(
-        self, step: str, lang: Lang, temperature: float = 0.0, utterances: int = 0
-    ) -> GenerateConfig:
-        """A call's settings: `step`'s token budget in `lang` (`BUDGETS`, `BUDGET_FACTOR`),
-        capped by `max_tokens`."""
-        budget = BUDGETS[step] + utterances * BUDGETS.get(f"{step}_per_utterance", 0)
-        budget *= BUDGET_FACTOR[lang]
-        return GenerateConfig(
-            temperature=temperature,
-            max_tokens=min(budget, self.config.max_tokens),
-            seed=self.config.seed,
-        )
-
-    # 1 ---------------------------------------------------------------------------------------
-
-    async def distill(self) -> None:
-        log, c = self.logs["distill"], self.config
-
-        def job(seed: Seed) -> Callable[[], Awaitable[dict[str, Any]]]:
-            async def run() -> dict[str, Any]:
-                msgs = bp.distill_messages(seed.lang, seed.text(c.seed_lines), seed.speakers)
-                got = await ask(
-                    self.model,
-                    msgs,
-                    Distilled,
-                    self.gen("distill", seed.lang),
-                    max_fixes=c.max_fixes,
-                    tag="distill",
-                )
-                value = got.value.model_dump() if got.value else None
-                return _entry(seed.id, got, value, lang=seed.lang)
-
-            return run
-
-        await _run_units(log, {s.id: job(s) for s in self.seeds.seeds})
-
-    # 2 ---------------------------------------------------------------------------------------
-
-    def persona_plan(self) -> dict[str, tuple[Lang, dict[str, Any]]]:
-        """Persona key -> (language, sampled attributes); fixed by the seed and settings."""
-        if self._plan is None:
-            self._plan = self._persona_plan()
-        return self._plan
+        self.personas = self._persona_plan()
+        self.combos = self._combinations()
 
     def _persona_plan(self) -> dict[str, tuple[Lang, dict[str, Any]]]:
+        """Persona key -> (language, sampled attributes); fixed by the seed and settings."""
         c = self.config
         by_lang = Counter(s.lang for s in self.seeds.seeds)
         total = sum(by_lang.values())
@@ -678,97 +563,35 @@ class Builder:
                 plan[f"{lang}-p{i + 1:04d}"] = (lang, attrs)
         return plan
 
-    async def persona(self) -> None:
-        log, c = self.logs["persona"], self.config
-
-        def job(key: str, lang: Lang, attrs: dict[str, Any]) -> Callable[[], Awaitable[Any]]:
-            async def run() -> dict[str, Any]:
-                got = await ask(
-                    self.model,
-                    bp.persona_messages(lang, attrs),
-                    PersonaDetails,
-                    self.gen("persona", lang, c.temperature),
-                    max_fixes=c.max_fixes,
-                    tag="persona",
-                )
-                value = {**attrs, **got.value.model_dump()} if got.value else None
-                if value is not None and "occupation" in attrs:
-                    value["occupation"] = attrs["occupation"]  # a seed profile's own stays
-                return _entry(key, got, value, lang=lang)
-
-            return run
-
-        await _run_units(log, {k: job(k, lang, a) for k, (lang, a) in self.persona_plan().items()})
-
-    # 3 ---------------------------------------------------------------------------------------
-
-    def combinations(self) -> tuple[dict[str, dict[str, Any]], int]:
-        """Combination key -> its goal key and persona keys, for goals and personas that are
-        done; and how many combinations wait on an unfinished goal or persona."""
+    def _combinations(self) -> dict[str, dict[str, Any]]:
+        """Combination key -> its goal (a seed id), its two persona keys and its language:
+        each goal's `pairs_per_goal` pairs, drawn from the personas of its language."""
         c = self.config
-        plan = self.persona_plan()
-        personas = self.logs["persona"].ok()
         combos: dict[str, dict[str, Any]] = {}
-        waiting = 0
         for seed in self.seeds.seeds:
-            keys = sorted(k for k, (lang, _) in plan.items() if lang == seed.lang)
-            goal = self.logs["distill"].ok().get(seed.id)
+            keys = sorted(k for k, (lang, _) in self.personas.items() if lang == seed.lang)
             for k in range(c.pairs_per_goal):
                 rng = random.Random(f"{c.seed}:pair:{seed.id}:{k}")
                 a, b = rng.sample(keys, 2)
-                if goal is None or a not in personas or b not in personas:
-                    waiting += 1
-                    continue
                 combos[f"{seed.id}#{k}"] = {"goal": seed.id, "personas": [a, b], "lang": seed.lang}
-        return combos, waiting
+        return combos
 
-    def people(self, combo: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        ok = self.logs["persona"].ok()
-        a, b = (ok[k]["value"] for k in combo["personas"])
-        return a, b
+    def ready(self, done: Done) -> tuple[dict[str, dict[str, Any]], int]:
+        """The combinations whose goal and personas are done, and how many wait on one."""
+        goals, personas = ok(done, "distill"), ok(done, "persona")
+        combos = {
+            k: v
+            for k, v in self.combos.items()
+            if v["goal"] in goals and all(p in personas for p in v["personas"])
+        }
+        return combos, len(self.combos) - len(combos)
 
-    async def conflict(self) -> None:
-        log, c = self.logs["conflict"], self.config
-        goals = self.logs["distill"].ok()
-
-        def job(key: str, combo: dict[str, Any]) -> Callable[[], Awaitable[dict[str, Any]]]:
-            async def run() -> dict[str, Any]:
-                lang, goal = combo["lang"], goals[combo["goal"]]["value"]
-                p1, p2 = self.people(combo)
-                scene = f"{goal['topic']}; {goal['time']}; {goal['location']}"
-                msgs = bp.conflict_messages(
-                    lang,
-                    scene,
-                    (bp.attributes_text(p1), bp.attributes_text(p2)),
-                    (goal["goal1"], goal["goal2"]),
-                )
-                got = await ask(
-                    self.model,
-                    msgs,
-                    Assessment,
-                    self.gen("conflict", lang),
-                    max_fixes=c.max_fixes,
-                    tag="conflict",
-                )
-                value = {**combo, **got.value.model_dump()} if got.value else None
-                entry = _entry(key, got, value, lang=lang)
-                if got.value is not None and not got.value.reasonable:
-                    entry["status"] = "rejected"
-                return entry
-
-            return run
-
-        combos, _ = self.combinations()
-        await _run_units(log, {k: job(k, v) for k, v in combos.items()})
-
-    # 4 ---------------------------------------------------------------------------------------
-
-    def selection(self) -> list[str]:
+    def selection(self, done: Done) -> list[str]:
         """Kept combinations, round-robin over goal types (each type in key order), up to
         `dialogues`."""
-        goals = self.logs["distill"].ok()
+        goals = ok(done, "distill")
         by_type: dict[str, list[str]] = {}
-        for key, e in sorted(self.logs["conflict"].ok().items()):
+        for key, e in sorted(ok(done, "conflict").items()):
             by_type.setdefault(goals[e["value"]["goal"]]["value"]["goal_type"], []).append(key)
         order: list[str] = []
         queues = [by_type[t] for t in bp.GOAL_TYPES if t in by_type]
@@ -779,11 +602,142 @@ class Builder:
         limit = self.config.dialogues
         return order[:limit] if limit is not None else order
 
-    def prelude(self, combo_key: str) -> tuple[Lang, str, tuple[dict[str, Any], dict[str, Any]]]:
-        combo = self.logs["conflict"].ok()[combo_key]["value"]
-        goal = self.logs["distill"].ok()[combo["goal"]]["value"]
+    def selected(self, done: Done, key: str) -> bool:
+        """Whether combination `key` is in the selection (with `dialogues` unset: whether
+        it was kept, which needs only its own conflict unit)."""
+        if self.config.dialogues is None:
+            return key in ok(done, "conflict")
+        return key in self.selection(done)
+
+    def plan(self) -> Plan[str]:
+        """The stages' units and what each needs; a solve unit per combination assembles
+        its dialogue. With `dialogues` set, the selection depends on every goal and every
+        verdict, so a generate unit needs them all."""
+        c, combos = self.config, self.combos
+        stages: dict[str, dict[str, Any]] = {
+            "distill": {s.id: s for s in self.seeds.seeds},
+            "persona": {k: k for k in self.personas},
+            "conflict": {k: k for k in combos},
+            "generate": {k: k for k in combos},
+            "quality": {k: k for k in combos},
+        }
+        needs: dict[Need, list[Need]] = {}
+        everything: list[Need] = []
+        if c.dialogues is not None:
+            everything = [("distill", s.id) for s in self.seeds.seeds]
+            everything += [("conflict", k) for k in combos]
+        for key, combo in combos.items():
+            own: list[Need] = [("distill", combo["goal"])]
+            own += [("persona", p) for p in combo["personas"]]
+            needs[("conflict", key)] = list(own)
+            own.append(("conflict", key))
+            needs[("generate", key)] = own + [n for n in everything if n not in own]
+            needs[("quality", key)] = [("generate", key), *needs[("generate", key)]]
+            needs[("solve", key)] = [("quality", key), *needs[("quality", key)]]
+        fields = asdict(c)
+
+        def some(*names: str) -> dict[str, Any]:
+            return {n: fields[n] for n in names}
+
+        resolved = {
+            "distill": {
+                "prompts_sha256": bp.PROMPT_SHA256,
+                "schemas_sha256": SCHEMAS_SHA256,
+                **some("seed_dataset", "seed_lines", "max_tokens", "max_fixes", "seed"),
+            },
+            "persona": {"personas": digest(self.personas), **some("temperature")},
+            "conflict": {"combinations": digest(combos)},
+            "generate": some("dialogues", "min_turns", "max_turns"),
+            "quality": {},
+        }
+        s = self.seeds
+        return Plan(
+            {k: k for k in combos},
+            resolved={"version": VERSION},
+            context=self,
+            dataset=DatasetInfo(
+                name=s.name, source=s.source, sha256=s.sha256, subjects=len(s.seeds)
+            ),
+            stages=stages,
+            needs=needs,
+            stage_resolved=resolved,
+        )
+
+    def gen(
+        self, step: str, lang: Lang, temperature: float = 0.0, utterances: int = 0
+    ) -> GenerateConfig:
+        return call_config(self.config, step, lang, temperature, utterances)
+
+    # 1 ---------------------------------------------------------------------------------------
+
+    async def distill(self, seed: Seed, models: Models) -> dict[str, Any]:
+        c = self.config
+        msgs = bp.distill_messages(seed.lang, seed.text(c.seed_lines), seed.speakers)
+        got = await models["model"].generate_structured(
+            msgs, Distilled, self.gen("distill", seed.lang), max_fixes=c.max_fixes, tag="distill"
+        )
+        value = got.value.model_dump() if got.value else None
+        return _entry(seed.id, got, value, lang=seed.lang)
+
+    # 2 ---------------------------------------------------------------------------------------
+
+    async def persona(self, key: str, models: Models) -> dict[str, Any]:
+        c = self.config
+        lang, attrs = self.personas[key]
+        got = await models["model"].generate_structured(
+            bp.persona_messages(lang, attrs),
+            PersonaDetails,
+            self.gen("persona", lang, c.temperature),
+            max_fixes=c.max_fixes,
+            tag="persona",
+        )
+        value = {**attrs, **got.value.model_dump()} if got.value else None
+        if value is not None and "occupation" in attrs:
+            value["occupation"] = attrs["occupation"]  # a seed profile's own stays
+        return _entry(key, got, value, lang=lang)
+
+    # 3 ---------------------------------------------------------------------------------------
+
+    def people(self, done: Done, combo: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        found = ok(done, "persona")
+        a, b = (found[k]["value"] for k in combo["personas"])
+        return a, b
+
+    async def conflict(self, key: str, models: Models, done: Done) -> dict[str, Any]:
+        combo = self.combos[key]
+        if key not in self.ready(done)[0]:  # a goal or persona failed: done again later
+            return {"key": key, "status": "waiting", "lang": combo["lang"]}
+        lang, goal = combo["lang"], ok(done, "distill")[combo["goal"]]["value"]
+        p1, p2 = self.people(done, combo)
+        scene = f"{goal['topic']}; {goal['time']}; {goal['location']}"
+        msgs = bp.conflict_messages(
+            lang,
+            scene,
+            (bp.attributes_text(p1), bp.attributes_text(p2)),
+            (goal["goal1"], goal["goal2"]),
+        )
+        got = await models["model"].generate_structured(
+            msgs,
+            Assessment,
+            self.gen("conflict", lang),
+            max_fixes=self.config.max_fixes,
+            tag="conflict",
+        )
+        value = {**combo, **got.value.model_dump()} if got.value else None
+        entry = _entry(key, got, value, lang=lang)
+        if got.value is not None and not got.value.reasonable:
+            entry["status"] = "rejected"
+        return entry
+
+    # 4 ---------------------------------------------------------------------------------------
+
+    def prelude(
+        self, done: Done, combo_key: str
+    ) -> tuple[Lang, str, tuple[dict[str, Any], dict[str, Any]]]:
+        combo = ok(done, "conflict")[combo_key]["value"]
+        goal = ok(done, "distill")[combo["goal"]]["value"]
         lang: Lang = combo["lang"]
-        p1, p2 = self.people(combo)
+        p1, p2 = self.people(done, combo)
         lines = [
             f"Scene: topic {goal['topic']}; time {goal['time']}; location {goal['location']}; "
             f"medium {combo['medium']}; relationship {combo['relationship']}; familiarity "
@@ -796,12 +750,12 @@ class Builder:
         return lang, "\n\n".join(lines), (p1, p2)
 
     async def write_turns(
-        self, key: str, lang: Lang, prelude: str, names: tuple[str, str]
+        self, model: Model, key: str, lang: Lang, prelude: str, names: tuple[str, str]
     ) -> tuple[list[dict[str, str]], dict[str, Any] | None]:
         """The dialogue, one utterance per call, the two speakers taking turns (the first
         speaker first); from `min_turns` on each reply also says whether the dialogue ends,
         and it stops at `max_turns`. Returns the turns and, when a turn never came or never
-        fitted its schema, that turn's log entry (the unit is then not done)."""
+        fitted its schema, that turn's row (the unit is then not done)."""
         c = self.config
         turns: list[dict[str, str]] = []
         while len(turns) < c.max_turns:
@@ -817,10 +771,10 @@ class Builder:
                 span=(c.min_turns, c.max_turns),
                 may_end=may_end,
             )
-            got: Structured[Turn] = await ask(
-                self.model,
+            schema: type[Turn] = LastTurn if may_end else Turn
+            got = await model.generate_structured(
                 msgs,
-                LastTurn if may_end else Turn,
+                schema,
                 self.gen("turn", lang, c.temperature),
                 max_fixes=c.max_fixes,
                 tag="turn",
@@ -832,127 +786,98 @@ class Builder:
                 break
         return turns, None
 
-    async def generate(self) -> None:
-        log, c = self.logs["generate"], self.config
-
-        def job(key: str) -> Callable[[], Awaitable[dict[str, Any]]]:
-            async def run() -> dict[str, Any]:
-                lang, prelude, (p1, p2) = self.prelude(key)
-                turns, failed = await self.write_turns(key, lang, prelude, (p1["name"], p2["name"]))
-                if failed is not None:
-                    return failed
-                got = await ask(
-                    self.model,
-                    bp.annotate_messages(lang, prelude, numbered(turns), len(turns)),
-                    annotation_schema(len(turns)),
-                    self.gen("annotate", lang, utterances=len(turns)),
-                    max_fixes=c.max_fixes,
-                    tag="annotate",
-                )
-                value = (
-                    {"utterances": turns, "annotation": got.value.model_dump()}
-                    if (got.value)
-                    else None
-                )
-                return _entry(key, got, value, stage="annotation", lang=lang)
-
-            return run
-
-        await _run_units(log, {k: job(k) for k in self.selection()})
+    async def generate(self, key: str, models: Models, done: Done) -> dict[str, Any]:
+        if not self.selected(done, key):  # rejected, waiting, or beyond `dialogues`
+            return {"key": key, "status": "skipped"}
+        lang, prelude, (p1, p2) = self.prelude(done, key)
+        model = models["model"]
+        turns, failed = await self.write_turns(model, key, lang, prelude, (p1["name"], p2["name"]))
+        if failed is not None:
+            return failed
+        got = await model.generate_structured(
+            bp.annotate_messages(lang, prelude, numbered(turns), len(turns)),
+            annotation_schema(len(turns)),
+            self.gen("annotate", lang, utterances=len(turns)),
+            max_fixes=self.config.max_fixes,
+            tag="annotate",
+        )
+        value = {"utterances": turns, "annotation": got.value.model_dump()} if got.value else None
+        return _entry(key, got, value, stage="annotation", lang=lang)
 
     # 5 ---------------------------------------------------------------------------------------
 
-    async def quality(self) -> None:
-        log, c = self.logs["quality"], self.config
-        generated = self.logs["generate"].ok()
-
-        def job(key: str) -> Callable[[], Awaitable[dict[str, Any]]]:
-            async def run() -> dict[str, Any]:
-                lang, prelude, _ = self.prelude(key)
-                made = generated[key]["value"]
-                n = len(made["utterances"])
-                msgs = bp.review_messages(
-                    lang, prelude, numbered(made["utterances"]), made["annotation"]
+    async def quality(self, key: str, models: Models, done: Done) -> dict[str, Any]:
+        made_entry = entries(done, "generate").get(key, {"status": "waiting"})
+        if made_entry["status"] != "ok":  # not selected ("skipped"), or not generated
+            skipped = made_entry["status"] == "skipped"
+            return {"key": key, "status": "skipped" if skipped else "waiting"}
+        lang, prelude, _ = self.prelude(done, key)
+        made = made_entry["value"]
+        n = len(made["utterances"])
+        msgs = bp.review_messages(lang, prelude, numbered(made["utterances"]), made["annotation"])
+        got = await asyncio.gather(
+            *(
+                models[f"checker{i + 1}"].generate_structured(
+                    msgs,
+                    annotation_schema(n, review=True),
+                    self.gen("review", lang, utterances=n),
+                    max_fixes=self.config.max_fixes,
+                    tag=f"checker{i + 1}",
+                    sample=i + 1,
                 )
-                got = await asyncio.gather(
-                    *(
-                        ask(
-                            m,
-                            msgs,
-                            annotation_schema(n, review=True),
-                            self.gen("review", lang, utterances=n),
-                            max_fixes=c.max_fixes,
-                            tag=f"checker{i + 1}",
-                            sample=i + 1,
-                        )
-                        for i, m in enumerate(self.checkers)
-                    )
-                )
-                for i, g in enumerate(got):
-                    if g.value is None:
-                        return _entry(key, g, stage=f"checker{i + 1}", lang=lang)
-                reviews = [g.value.model_dump() for g in got if g.value is not None]
-                final, edits, split = vote(made["annotation"], reviews)
-                value = {"reviews": reviews, "final": final, "edits": edits, "no_majority": split}
-                return _entry(key, got[0], value, lang=lang)
+                for i in range(2)
+            )
+        )
+        for i, g in enumerate(got):
+            if g.value is None:
+                return _entry(key, g, stage=f"checker{i + 1}", lang=lang)
+        reviews = [g.value.model_dump() for g in got if g.value is not None]
+        final, edits, split = vote(made["annotation"], reviews)
+        value = {"reviews": reviews, "final": final, "edits": edits, "no_majority": split}
+        names = [models[f"checker{i + 1}"].name for i in range(2)]
+        return _entry(key, got[0], value, lang=lang, checkers=names)
 
-            return run
+    # the output ------------------------------------------------------------------------------
 
-        await _run_units(log, {k: job(k) for k in self.selection() if k in generated})
-
-    # all -------------------------------------------------------------------------------------
-
-    async def run(self) -> dict[str, Any]:
-        """Every step in order (each skipping what is done), then the output and build.json."""
-        self._open()
-        await asyncio.gather(self.distill(), self.persona())
-        await self.conflict()
-        await self.generate()
-        await self.quality()
-        return self.write_output()
-
-    def write_output(self) -> dict[str, Any]:
-        """The release files, dialogues.jsonl, audit.jsonl and build.json from the logs."""
-        quality = self.logs["quality"].ok()
+    def output(
+        self, done: Done
+    ) -> tuple[list[tuple[DemoDialogue, dict[str, Any]]], list[dict[str, Any]]]:
+        """The finished dialogues, in selection order, and every edit a checker proposed."""
+        quality = ok(done, "quality")
         dialogues: list[tuple[DemoDialogue, dict[str, Any]]] = []
         audit: list[dict[str, Any]] = []
-        for key in self.selection():
+        for key in self.selection(done):
             if key not in quality:
                 continue
-            dialogue, extra = self.dialogue(key, quality[key]["value"]["final"])
+            dialogue, extra = self.dialogue(done, key, quality[key]["value"]["final"])
             dialogues.append((dialogue, extra))
             for edit in quality[key]["value"]["edits"]:
-                checker = self.checkers[int(edit["checker"][-1]) - 1].name
+                checker = quality[key]["checkers"][int(edit["checker"][-1]) - 1]
                 audit.append({"dialogue": dialogue.id, **edit, "checker_model": checker})
-        files = write_release(self.out, dialogues, self.config.seed)
-        _write_jsonl(
-            self.out / "dialogues.jsonl", [{**d.model_dump(mode="json"), **x} for d, x in dialogues]
-        )
-        _write_jsonl(self.out / "audit.jsonl", audit)
-        summary = self.summary(dialogues, audit, files)
-        (self.out / "build.json").write_text(
-            json.dumps(summary, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
-        return summary
+        return dialogues, audit
 
     def summary(
         self,
+        done: Done,
         dialogues: list[tuple[DemoDialogue, dict[str, Any]]],
         audit: list[dict[str, Any]],
         files: dict[str, int],
     ) -> dict[str, Any]:
-        logs, seeds = self.logs, self.seeds.seeds
-        goals = logs["distill"].ok()
-        combos, waiting = self.combinations()
-        selected = self.selection()
-        generated = logs["generate"].ok()
-        plan = self.persona_plan()
+        """build.json without its `models` (the caller knows them): the seeds, the
+        settings, every step's counts and what was written."""
+        seeds = self.seeds.seeds
+        found = {stage: entries(done, stage) for stage in STEPS}
+        goals = ok(done, "distill")
+        combos, waiting = self.ready(done)
+        selected = self.selection(done)
+        generated = ok(done, "generate")
         steps: dict[str, dict[str, Any]] = {
-            "distill": logs["distill"].counts(s.id for s in seeds),
-            "persona": logs["persona"].counts(plan),
-            "conflict": logs["conflict"].counts(combos, waiting),
-            "generate": logs["generate"].counts(selected),
-            "quality": logs["quality"].counts(
+            "distill": counts(found["distill"], (s.id for s in seeds)),
+            "persona": counts(found["persona"], self.personas),
+            "conflict": counts(found["conflict"], combos, waiting),
+            "generate": counts(found["generate"], selected),
+            "quality": counts(
+                found["quality"],
                 [k for k in selected if k in generated],
                 waiting=sum(1 for k in selected if k not in generated),
             ),
@@ -961,7 +886,7 @@ class Builder:
             sorted(Counter(e["value"]["goal_type"] for e in goals.values()).items())
         )
         steps["persona"]["from_sotopia"] = len(self.from_sotopia)
-        rejected = [e for e in logs["conflict"].entries.values() if e["status"] == "rejected"]
+        rejected = [e for e in found["conflict"].values() if e["status"] == "rejected"]
         steps["conflict"]["rejections"] = [
             {"combination": e["key"], "reason": e["value"]["reason"]} for e in rejected
         ]
@@ -972,7 +897,7 @@ class Builder:
                 ).items()
             )
         )
-        reviewed = logs["quality"].ok().values()
+        reviewed = ok(done, "quality").values()
         steps["quality"].update(
             labels_voted=sum(len(_labels(e["value"]["final"])) for e in reviewed),
             edits_proposed=len(audit),
@@ -994,8 +919,6 @@ class Builder:
                 "dialogues": len(seeds),
                 "by_lang": dict(sorted(Counter(s.lang for s in seeds).items())),
             },
-            "models": self.roles
-            or {"model": self.model.name, "checkers": [m.name for m in self.checkers]},
             "config": asdict(self.config),
             "steps": steps,
             "output": {
@@ -1007,12 +930,14 @@ class Builder:
             "unfinished_units": unfinished,
         }
 
-    def dialogue(self, key: str, final: dict[str, Any]) -> tuple[DemoDialogue, dict[str, Any]]:
+    def dialogue(
+        self, done: Done, key: str, final: dict[str, Any]
+    ) -> tuple[DemoDialogue, dict[str, Any]]:
         """The finished dialogue (its elements in our model) and what the model lacks."""
-        combo = self.logs["conflict"].ok()[key]["value"]
-        goal = self.logs["distill"].ok()[combo["goal"]]["value"]
-        made = self.logs["generate"].ok()[key]["value"]
-        p1, p2 = self.people(combo)
+        combo = ok(done, "conflict")[key]["value"]
+        goal = ok(done, "distill")[combo["goal"]]["value"]
+        made = ok(done, "generate")[key]["value"]
+        p1, p2 = self.people(done, combo)
         lang: Lang = combo["lang"]
         did = f"build-{lang}-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
         utterances = []
@@ -1066,6 +991,74 @@ class Builder:
             ],
         }
         return dialogue, extra
+
+
+class DemoBuild(TrackBase[BuildConfig, str]):
+    """`build demo` as a `Track` run by `run_track` (not a `run` command): the five steps
+    are its stages, each unit saved to `parts/<stage>.jsonl` as soon as it is done; a
+    solve unit per combination assembles its dialogue; `aggregate` writes the release."""
+
+    name: ClassVar[str] = "build-demo"
+    summary: ClassVar[str] = "DEMO's five-step synthesis pipeline, into DEMO's release format."
+    config_type = BuildConfig
+    version: ClassVar[int] = VERSION
+    corpus: ClassVar[Corpus] = "demo"
+    roles: ClassVar[tuple[Role, ...]] = (
+        Role("model", "distill", "the writer: every step's calls but the reviews"),
+        Role("checker1", "quality", "the first checker of each annotation", fallback="model"),
+        Role("checker2", "quality", "the second checker of each annotation", fallback="model"),
+    )
+    stages: ClassVar[tuple[Stage, ...]] = STAGES
+
+    def plan(self, data: SeedSet, config: BuildConfig) -> Plan[str]:
+        return Builder(config, data).plan()
+
+    async def run_stage(
+        self, stage: str, unit: Any, models: Models, config: BuildConfig, plan: Plan[str]
+    ) -> Rows:
+        b: Builder = plan.context
+        done = plan.done
+        if stage == "distill":
+            return [await b.distill(unit, models)]
+        if stage == "persona":
+            return [await b.persona(unit, models)]
+        if stage == "conflict":
+            return [await b.conflict(unit, models, done)]
+        if stage == "generate":
+            return [await b.generate(unit, models, done)]
+        return [await b.quality(unit, models, done)]
+
+    async def solve(self, unit: str, models: Models, config: BuildConfig, plan: Plan[str]) -> Rows:
+        """The combination's fate, and its dialogue's id when it was written."""
+        b: Builder = plan.context
+        made = entries(plan.done, "quality").get(unit, {"status": "waiting"})
+        did = None
+        if made["status"] == "ok":
+            did = b.dialogue(plan.done, unit, made["value"]["final"])[0].id
+        return [{"combination": unit, "status": made["status"], "dialogue": did}]
+
+    def aggregate(self, plan: Plan[str], rows: Rows, config: BuildConfig) -> Outcome:
+        b: Builder = plan.context
+        dialogues, audit = b.output(plan.done)
+        files = release_files(dialogues, config.seed)
+        written = {name: n for name, (_, n) in files.items()}
+        texts = {name: text for name, (text, _) in files.items()}
+        texts["dialogues.jsonl"] = _jsonl(
+            [{**d.model_dump(mode="json"), **x} for d, x in dialogues]
+        )
+        texts["audit.jsonl"] = _jsonl(audit)
+        summary = b.summary(plan.done, dialogues, audit, written)
+        steps = summary["steps"]
+        waiting = sum(s["waiting"] for s in steps.values())
+        return Outcome(
+            summary=summary,
+            files=texts,
+            result=summary,
+            failures={"units waiting on an unfinished one": waiting} if waiting else {},
+        )
+
+
+BUILD_DEMO = DemoBuild()
 
 
 def numbered(turns: list[dict[str, Any]]) -> str:
@@ -1273,13 +1266,12 @@ def release_records(d: DemoDialogue, seed: int) -> tuple[list[dict[str, Any]], d
     return items, episode
 
 
-def write_release(
-    out: Path, dialogues: list[tuple[DemoDialogue, dict[str, Any]]], seed: int
-) -> dict[str, int]:
+def release_files(
+    dialogues: list[tuple[DemoDialogue, dict[str, Any]]], seed: int
+) -> dict[str, tuple[str, int]]:
     """`element_awareness_<lang>.json` and `dialogue_agent_interaction_<lang>.jsonl` for each
-    language with dialogues (stale ones of a language now without any are removed);
-    returns file name -> records written."""
-    written: dict[str, int] = {}
+    language with dialogues: file name -> (its text, records in it)."""
+    written: dict[str, tuple[str, int]] = {}
     langs = cast(tuple[Lang, ...], ("en", "zh"))
     for lang in langs:
         items: list[dict[str, Any]] = []
@@ -1289,33 +1281,50 @@ def write_release(
                 got, episode = release_records(d, seed)
                 items += got
                 episodes.append(episode)
-        aw, ia = (
-            out / f"element_awareness_{lang}.json",
-            out / f"dialogue_agent_interaction_{lang}.jsonl",
-        )
-        if not items:
-            aw.unlink(missing_ok=True)
-            ia.unlink(missing_ok=True)
-            continue
-        aw.write_text(json.dumps(items, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-        _write_jsonl(ia, episodes)
-        written[aw.name], written[ia.name] = len(items), len(episodes)
+        if items:
+            text = json.dumps(items, ensure_ascii=False, indent=1) + "\n"
+            written[f"element_awareness_{lang}.json"] = (text, len(items))
+            written[f"dialogue_agent_interaction_{lang}.jsonl"] = (_jsonl(episodes), len(episodes))
     return written
 
 
-def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-    path.write_text(text, encoding="utf-8")
+def _jsonl(rows: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
 
 
-async def build_demo(
+def _named(given: Given) -> Any:
+    """build.json's record of a model: a given model's name, a spec's settings."""
+    return given.name if isinstance(given, Model) else given.settings()
+
+
+def build_demo(
     config: BuildConfig,
     out: Path,
-    model: Model,
-    checkers: tuple[Model, Model] | None = None,
-    roles: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Run (or resume) a build into `out`; returns build.json's content. Without
-    `checkers`, the model checks its own annotation twice (samples 1 and 2)."""
-    builder = Builder(config, out, model, checkers or (model, model), roles or {})
-    return await builder.run()
+    model: Given,
+    checkers: tuple[Given, Given] | None = None,
+    progress: Progress | None = None,
+) -> tuple[dict[str, Any], Finished]:
+    """Run (or resume) a build into the folder `out` (the run folder: manifest, parts,
+    usage, warnings, beside the release files); returns build.json's content and the
+    finished run (its `exit_code`). Without `checkers`, the model checks its own
+    annotation twice (samples 1 and 2)."""
+    seeds = load_seeds(config.seed_dataset, config.limit)
+    given: dict[str, Given] = {"model": model}
+    if checkers is not None:
+        given["checker1"], given["checker2"] = checkers
+    out = Path(out)
+    with RunLock(out):  # the runner takes it again; held until build.json is written
+        finished = run_track(BUILD_DEMO, seeds, out, config, roles=given, progress=progress)
+        summary: dict[str, Any] = finished.outcome.summary
+        models = {
+            "model": _named(model),
+            "checkers": [_named(c) for c in checkers] if checkers else [{"same_as": "model"}] * 2,
+        }
+        build = {"seed": summary["seed"], "models": models, **summary}
+        for name in OUTPUT_FILES:  # a language without dialogues now: its files go
+            if name not in finished.outcome.files:
+                with writing(out / name):
+                    (out / name).unlink(missing_ok=True)
+        finished.outcome.files[REPORT] = json.dumps(build, indent=1, ensure_ascii=False) + "\n"
+        RunFolder(out).write(REPORT, finished.outcome.files[REPORT])
+    return build, finished

@@ -29,8 +29,11 @@ record lives in `FOLDER/.build/` (manifest, parts, items.jsonl, usage, warnings)
 build resumes with every finished probe, and the stages of an unfinished one that were
 answered come from the response cache (each stage's prompt depends only on the earlier
 stages, so exactly the missing calls are sent). A probe with a failed call is redone on the
-next run; an unusable reply (after `max_fixes` corrections) is counted and its probe left
-out. Failures of either kind make the exit status 3.
+next run, and so is one whose reply stayed unusable after `max_fixes` corrections (that is
+a failed call too, `Model.generate_parsed`: counted by kind, never cached, asked afresh);
+until then the probe is counted and left out. Either makes the exit status 3. The runner's
+lock on `FOLDER/.build/` is held until the release and its build.json are written, so a
+second build into the same folder is refused before it writes anything.
 """
 
 from __future__ import annotations
@@ -68,7 +71,7 @@ from dialogbench.models.types import ChatMessage
 from dialogbench.retrieval.bm25 import BM25Index
 from dialogbench.runner import Finished, Outcome, Plan, Progress, Role, TrackBase, option, run_track
 from dialogbench.runner import config as shared
-from dialogbench.runner.record import write_json
+from dialogbench.runner.record import RunLock, write_json
 from dialogbench.runner.roles import Given
 from dialogbench.runner.track import Models, Rows
 
@@ -822,9 +825,10 @@ def build_realcompanion(
     (its `exit_code` is 3 when any stage failed)."""
     check_out(out, str(data.source))
     roles = {k: v for k, v in (("model", model), ("judge", judge_model)) if v is not None}
-    finished = run_track(BUILD, data, out / WORK_DIR, config, roles=roles, progress=progress)
-    result: BuildResult = finished.outcome.result
-    write_built(result, out, finished)
+    with RunLock(out / WORK_DIR):  # the runner takes it again; held while the release is written
+        finished = run_track(BUILD, data, out / WORK_DIR, config, roles=roles, progress=progress)
+        result: BuildResult = finished.outcome.result
+        write_built(result, out, finished)
     result.warnings = finished.warnings
     return result, finished
 

@@ -5,27 +5,24 @@
 
 from __future__ import annotations
 
-import asyncio
-from contextlib import AsyncExitStack, aclosing
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from dialogbench.cli.ui import console, friendly_errors
-from dialogbench.models.model import Model
+from dialogbench.cli.run import show_failures
+from dialogbench.cli.ui import console, friendly_errors, with_progress
 from dialogbench.models.spec import DEFAULT_DEADLINE_S, DEFAULT_TIMEOUT_S
 from dialogbench.runner.roles import RoleSpec
-from dialogbench.runner.status import ExitCode
+from dialogbench.runner.status import EXIT_STATUS_HELP
 
 BUILD_HELP = (
-    "Build a DEMO-style benchmark from seed dialogues in five resumable steps: goal and "
+    "Build a DEMO-style benchmark from seed dialogues in five resumable stages: goal and "
     "scene distillation, persona design, conflict assessment, dialogue generation with "
     "annotation, and quality control by two checker models with a majority vote. The "
-    "output loads into demo-awareness and demo-interaction (--dataset OUT). Exit status: 0 "
-    "every unit done; 2 bad input; 3 some units failed, never parsed or wait on one "
-    "(rerun the same command to retry them)."
+    "output loads into demo-awareness and demo-interaction (--dataset OUT); OUT is also the "
+    "run folder (manifest.json, parts/, usage.json, warnings.json)."
 )
 
 
@@ -121,30 +118,23 @@ def build_demo_cmd(
             )
             for i, m in enumerate(checkers)
         ]
-        roles: dict[str, Any] = {
-            "model": main.settings(),
-            "checkers": [s.settings() for s in specs] or [{"same_as": "model"}] * 2,
-        }
-
-        async def go() -> dict[str, Any]:
-            async with AsyncExitStack() as stack:
-                generator: Model = await stack.enter_async_context(aclosing(main.open()))
-                opened = [await stack.enter_async_context(aclosing(s.open())) for s in specs]
-                pair = (opened[0], opened[1]) if opened else None
-                return await build_demo(config, out, generator, pair, roles)
-
-        summary = asyncio.run(go())
-    console.print(steps_table(summary))
-    console.print(
-        f"{summary['output']['dialogues']} dialogues written to {out}: "
-        + ", ".join(f"{k} ({v})" for k, v in summary["output"]["files"].items())
-    )
-    if not summary["complete"]:
-        console.print(
-            f"{summary['unfinished_units']} units unfinished (failed, unparsed or "
-            "waiting): rerun the same command to retry them"
+        pair = (specs[0], specs[1]) if specs else None
+        summary, finished = with_progress(
+            f"build demo from {seed}",
+            lambda progress: build_demo(config, out, main, pair, progress),
         )
-        raise typer.Exit(ExitCode.FAILURES)
+        console.print(steps_table(summary))
+        console.print(
+            f"{summary['output']['dialogues']} dialogues written to {out}: "
+            + ", ".join(f"{k} ({v})" for k, v in summary["output"]["files"].items())
+        )
+        show_failures(finished)
+        if not summary["complete"]:
+            console.print(
+                f"{summary['unfinished_units']} units unfinished (failed, unparsed or "
+                "waiting): rerun the same command to retry them"
+            )
+    raise typer.Exit(finished.exit_code)
 
 
 def steps_table(summary: dict[str, Any]) -> Table:
@@ -161,4 +151,4 @@ def steps_table(summary: dict[str, Any]) -> Table:
 
 def register(build_app: typer.Typer) -> None:
     """Add `build demo` to the `build` group."""
-    build_app.command("demo", help=BUILD_HELP)(build_demo_cmd)
+    build_app.command("demo", help=BUILD_HELP, epilog=EXIT_STATUS_HELP)(build_demo_cmd)

@@ -41,7 +41,10 @@ class Role:
     """A model role a track uses, at which stage, and what stands in when it is unset."""
 
     name: str
-    stage: Literal["solve", "score"]
+    stage: Literal["solve", "score"] | str
+    """`solve`, `score`, or the name of the earlier stage (`Track.stages`) that first
+    calls it: its settings are then part of that stage's identity (and so of every later
+    stage's), and it is opened whenever an earlier stage has units to do."""
     help: str
     required: bool = True
     """An error when neither it nor its fallback is given."""

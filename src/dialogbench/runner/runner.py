@@ -45,7 +45,7 @@ from dialogbench.runner.status import (
     NothingFinished,
     Unreachable,
 )
-from dialogbench.runner.track import Outcome, Plan, Rows, Track, describe
+from dialogbench.runner.track import Need, Outcome, Plan, Rows, Track, describe
 
 EXIT_OK, EXIT_FAILURES = ExitCode.OK, ExitCode.FAILURES
 UNIT_CONCURRENCY = 256
@@ -111,26 +111,29 @@ def identities(
 ) -> dict[str, str]:
     """The sha256 of what produced each earlier stage's units (by stage name), the solved
     units and the scored. Each stage's identity covers the track, the dataset, what the
-    plan resolved for that stage (memory systems and budget) and the stage before it; the
-    solve identity covers the last earlier stage's, so a changed model re-solves saved
-    recalls' units without replaying the memory systems."""
+    plan resolved for that stage (memory systems and budget), the model roles first called
+    at that stage (`Role.stage` naming it) and the stage before it; the solve identity
+    covers the last earlier stage's, so a changed model re-solves saved recalls' units
+    without replaying the memory systems."""
     stages = by_stage(config)
     role_stage = {r.name: r.stage for r in track.roles}
     roles = {k: answering(v) for k, v in roles.items()}  # not timeouts or connections
     out: dict[str, str] = {}
     before: str | None = None
     for stage in track.stages:
-        before = digest(
-            {
-                "track": track.name,
-                "version": track.version,
-                "dataset": sha256,
-                "stage": stage.name,
-                "resolved": dict((stage_resolved or {}).get(stage.name, {})),
-                "before": before,
-                "package_version": __version__,
-            }
-        )
+        material: dict[str, Any] = {
+            "track": track.name,
+            "version": track.version,
+            "dataset": sha256,
+            "stage": stage.name,
+            "resolved": dict((stage_resolved or {}).get(stage.name, {})),
+            "before": before,
+            "package_version": __version__,
+        }
+        calling = {k: v for k, v in roles.items() if role_stage[k] == stage.name}
+        if calling:  # model roles first called at this stage (none for recall)
+            material["roles"] = calling
+        before = digest(material)
         out[stage.name] = before
     solve_material: dict[str, Any] = {
         "track": track.name,
@@ -217,7 +220,7 @@ def _locked(
     if plan.stage_resolved:
         manifest.stages = {k: dict(v) for k, v in plan.stage_resolved.items()}
     kept = folder.begin(manifest, tuple(s.name for s in track.stages))
-    retried = _drop_failed(kept, lambda key, rows: track.unfinished(plan, key, rows))
+    retried = _drop_failed(kept, lambda key, rows: track.unfinished(plan, key, rows), plan.needs)
     if reuse is not None:
         source = RunFolder(reuse)
         kept["solved"] = source.read("solved")
@@ -361,25 +364,41 @@ def _failed(record: UnitRecord) -> bool:
 
 
 def _drop_failed(
-    kept: dict[StoredStage, dict[str, UnitRecord]], unfinished: Callable[[str, Rows], bool]
+    kept: dict[StoredStage, dict[str, UnitRecord]],
+    unfinished: Callable[[str, Rows], bool],
+    needs: Mapping[Need, list[Need]] | None = None,
 ) -> int:
     """Forget kept units with a failed call, or solved ones the track calls `unfinished`,
-    so they are done again: such a unit is not finished. Returns how many."""
-    solved = [k for k, r in kept["solved"].items() if _failed(r) or unfinished(k, r.rows)]
-    for key in solved:
+    so they are done again: such a unit is not finished. A kept unit that needs a unit
+    done again (`Plan.needs`, through any number of stages) is done again too, since it
+    was made from an output about to be replaced. Returns how many."""
+    dropped: set[Need] = set()  # ("solve", key) for a solved or scored unit
+    for key in [k for k, r in kept["solved"].items() if _failed(r) or unfinished(k, r.rows)]:
         del kept["solved"][key]
         kept["scored"].pop(key, None)
-    scored = [k for k, r in kept["scored"].items() if _failed(r)]
-    for key in scored:
+        dropped.add(("solve", key))
+    for key in [k for k, r in kept["scored"].items() if _failed(r)]:
         del kept["scored"][key]
-    earlier = 0
+        dropped.add(("solve", key))
+    redo: set[Need] = set()
     for stage, records in kept.items():
         if stage not in ("solved", "scored"):
-            failed = [k for k, r in records.items() if _failed(r)]
-            for key in failed:
+            for key in [k for k, r in records.items() if _failed(r)]:
                 del records[key]
-            earlier += len(failed)
-    return len(set(solved) | set(scored)) + earlier
+                redo.add((stage, key))
+    dropped |= redo
+    while needs and redo:
+        now: set[Need] = set()
+        for (stage, key), wanted in needs.items():
+            held = kept["solved" if stage == "solve" else stage]
+            if key in held and any(n in redo for n in wanted):
+                del held[key]
+                if stage == "solve":
+                    kept["scored"].pop(key, None)
+                now.add((stage, key))
+        dropped |= now
+        redo = now
+    return len(dropped)
 
 
 def json_config(config: Any) -> dict[str, Any]:
@@ -394,7 +413,7 @@ def _solve_roles(track: Track[Any, Any], run: Path) -> dict[str, dict[str, Any]]
     old = RunFolder(run).manifest()
     if old is None:
         raise ValueError(f"{run} holds no readable manifest.json: not a finished run")
-    solving = {r.name for r in track.roles if r.stage == "solve"}
+    solving = {r.name for r in track.roles if r.stage != "score"}  # and earlier stages
     return {k: v for k, v in old.roles.items() if k in solving}
 
 
@@ -423,6 +442,9 @@ async def work_units(work: Work) -> tuple[int, int]:
     wanted = {r.name for r in track.roles if r.stage == "score"}
     if to_solve:
         wanted |= {r.name for r in track.roles if r.stage == "solve"}
+    if any(earlier.values()):  # the model roles of earlier stages
+        names = {st.name for st in track.stages}
+        wanted |= {r.name for r in track.roles if r.stage in names}
     done = 0
     gate = asyncio.Semaphore(UNIT_CONCURRENCY)
 

@@ -16,7 +16,9 @@ subject into each memory system once. The plan lists each stage's units
 (`Plan.stages`) and which of them each later unit needs (`Plan.needs`); the runner runs
 every stage's units through the executor, saves them to `parts/<stage>.jsonl` under the
 stage's own identity, and hands a later unit the finished rows it needs
-(`Plan.upstream`). So a rerun, or `dialogbench score`, never repeats a finished stage unit.
+(`Plan.upstream`). So a rerun, or `dialogbench score`, never repeats a finished stage unit;
+it does again one with a failed call, and every saved unit that needs it. A stage may call
+model roles: a `Role` whose `stage` names it (`build demo`'s five steps are such stages).
 """
 
 from __future__ import annotations
