@@ -8,11 +8,13 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import dialogbench.data
 from dialogbench.build import BUILD, RULE_IDS, BuildConfig, build_realcompanion
 from dialogbench.build.realcompanion import Context, build_probe, shown_history
 from dialogbench.build.sampling import Pick, session_openers
@@ -447,3 +449,32 @@ def test_reply_schemas_bound_every_id_list() -> None:
     for schema in bp.SCHEMAS:
         text = json.dumps(schema.model_json_schema())
         assert '"items": {"type": "string"}' not in text, schema.__name__  # every id bounded
+
+
+def _mentions(folder: Path, text: str) -> list[str]:
+    """The files under `folder` whose bytes hold `text` (plain, or JSON-escaped)."""
+    forms = {text.encode(), json.dumps(text)[1:-1].encode()}
+    return [
+        str(p.relative_to(folder))
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and any(f in p.read_bytes() for f in forms)
+    ]
+
+
+def test_a_release_built_from_a_folder_never_records_its_path(tmp_path: Path) -> None:
+    """Issue 24.8: the source's absolute path is no one else's business; the release
+    records its name, and the run record inside a path relative to itself."""
+    source = tmp_path / "home" / "ana" / "private-logs"
+    shutil.copytree(Path(dialogbench.data.__file__).parent / "sample", source)
+    data = load_dataset(str(source))
+    out = tmp_path / "built"
+    with ChatServer(reply=sample_script()) as srv:
+        spec = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
+        _, finished = build_realcompanion(data, out, SMALL, spec)
+    assert finished.exit_code == 0, finished.failures
+    for text in (str(source), str(source.resolve()), str(tmp_path / "home")):
+        assert _mentions(out, text) == []
+    meta = json.loads((out / "dataset.json").read_text())
+    report = json.loads((out / "build.json").read_text())
+    assert meta["converted_from"] == report["provenance"]["dataset"]["source"] == "private-logs"
+    assert load_release(out).sha256  # and it still loads

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from dialogbench.data import io
 from dialogbench.data.errors import DataError
 from dialogbench.data.io import as_text, read_json, read_jsonl
 
@@ -94,3 +95,23 @@ def test_huge_document_reads_in_linear_time(tmp_path: Path) -> None:
 
     small, large = seconds(1_000_000), seconds(4_000_000)
     assert large < 8 * small + 0.05
+
+
+def test_sources_and_commands_are_recorded_without_absolute_paths(tmp_path: Path) -> None:
+    data = tmp_path / "home" / "ana" / "logs"
+    data.mkdir(parents=True)
+    run = tmp_path / "runs" / "chat"
+    run.mkdir(parents=True)
+    assert io.source_name(str(data)) == "logs" and io.source_name("sample") == "sample"
+    assert io.source_name(str(data) + "/") == "logs"
+    recorded = io.recorded_source(str(data), run)
+    assert recorded == "../../home/ana/logs" and not Path(recorded).is_absolute()
+    assert Path(io.source_from_record(recorded, run)).resolve() == data.resolve()
+    assert io.recorded_source("locomo", run) == io.source_from_record("locomo", run) == "locomo"
+    assert io.source_from_record("/old/absolute", run) == "/old/absolute"  # an older record
+    argv = ["/opt/venv/bin/dialogbench", "run", "chat", "--dataset", str(data),
+            f"--out={run}", "--model", "openai/x", "/no/such/path"]  # fmt: skip
+    assert io.recorded_command(argv, run) == [
+        "dialogbench", "run", "chat", "--dataset", "../../home/ana/logs",
+        "--out=.", "--model", "openai/x", "/no/such/path",
+    ]  # fmt: skip

@@ -81,6 +81,7 @@ from dialogbench.data.demo.model import (
     UtteranceLabels,
 )
 from dialogbench.data.errors import DataError
+from dialogbench.data.io import source_name
 from dialogbench.models.model import Model
 from dialogbench.models.structured import Structured
 from dialogbench.models.types import GenerateConfig
@@ -914,7 +915,7 @@ class Builder:
         return {
             "seed": {
                 "dataset": self.seeds.name,
-                "source": self.seeds.source,
+                "source": source_name(self.seeds.source),
                 "sha256": self.seeds.sha256,
                 "dialogues": len(seeds),
                 "by_lang": dict(sorted(Counter(s.lang for s in seeds).items())),

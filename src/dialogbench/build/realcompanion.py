@@ -54,6 +54,7 @@ from dialogbench.build import realcompanion_prompts as bp
 from dialogbench.build.rules import BY_ID, RULE_IDS, Case, classify, explain
 from dialogbench.build.sampling import STRATA, Pick, Sizes, sample_strata
 from dialogbench.data.errors import DataError
+from dialogbench.data.io import source_name
 from dialogbench.data.model import (
     RECENT_WINDOW,
     ChatItem,
@@ -797,7 +798,10 @@ def write_built(result: BuildResult, out: Path, finished: Finished) -> None:
             "subjects": [s.id for s in result.dataset.subjects],
         },
         "provenance": {
-            "dataset": m.dataset.model_dump(mode="json"),
+            "dataset": {
+                **m.dataset.model_dump(mode="json"),
+                "source": source_name(m.dataset.source),
+            },
             "prompts_sha256": bp.PROMPT_SHA256,
             "models": m.roles,
             "seed": m.seed,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 import reprlib
 from collections.abc import Iterable, Iterator
@@ -31,6 +32,51 @@ _repr.maxlevel = 3
 def short(value: Any) -> str:
     """`repr(value)`, cut to about 60 characters and 3 levels (for error messages)."""
     return _repr.repr(value)
+
+
+def source_name(source: str | Path) -> str:
+    """What a file meant to be shared records for the data it came from: a built-in or
+    registered name as it is, a path as its last part (the full path would say whose
+    machine, and whose folders, it was built on)."""
+    text = str(source)
+    if not _is_path(text):
+        return text
+    return Path(text.rstrip("/\\")).name or text
+
+
+def _is_path(text: str) -> bool:
+    return "/" in text or "\\" in text
+
+
+def recorded_source(source: str | Path, run: Path) -> str:
+    """A source as a run's record keeps it: a path relative to the run folder `run` (so the
+    record names no home folder, and still finds the data when both move together); a
+    name as it is."""
+    text = str(source)
+    if not _is_path(text):
+        return text
+    return os.path.relpath(Path(text).resolve(), run.resolve())
+
+
+def recorded_command(argv: list[str], run: Path) -> list[str]:
+    """A command line as a run's record keeps it: the program by its name, and every
+    argument naming an existing path (`--out=PATH` too) relative to the run folder."""
+
+    def one(arg: str) -> str:
+        flag, eq, value = arg.partition("=") if arg.startswith("--") else ("", "", arg)
+        if _is_path(value) and Path(value).exists():
+            return flag + eq + recorded_source(value, run)
+        return arg
+
+    return [Path(argv[0]).name, *(one(a) for a in argv[1:])] if argv else []
+
+
+def source_from_record(recorded: str, run: Path) -> str:
+    """The inverse of `recorded_source`: where a recorded source lies, seen from here (an
+    absolute path, from an older record, as it is)."""
+    if not _is_path(recorded) or Path(recorded).is_absolute():
+        return recorded
+    return str(run / recorded)
 
 
 def clip(text: str, limit: int = 60) -> str:

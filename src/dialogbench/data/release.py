@@ -26,6 +26,7 @@ from dialogbench.data.io import (
     read_jsonl,
     sha256_files,
     short,
+    source_name,
     write_jsonl,
 )
 from dialogbench.data.labels import check_labels
@@ -354,7 +355,11 @@ def write_profile_persona(
 def write_release(dataset: Dataset, path: Path) -> None:
     """Write `dataset` in the native format (the inverse of `load_release`)."""
     path.mkdir(parents=True, exist_ok=True)
-    meta = {"name": dataset.name, "licence": dataset.licence, "converted_from": dataset.source}
+    meta = {
+        "name": dataset.name,
+        "licence": dataset.licence,
+        "converted_from": source_name(dataset.source),
+    }
     (path / DATASET_META).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     for s in dataset.subjects:
         d = path / s.id

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from dialogbench.data.errors import DataError
+from dialogbench.data.io import source_from_record
 from dialogbench.report.svg import Bar, bar_chart, box_chart, line_chart
 
 Path_ = tuple[str, ...]
@@ -171,11 +172,13 @@ def _items(folder: Path) -> tuple[list[dict[str, Any]], int]:
 Keyed = dict[tuple[str, str], Any]
 
 
-def dataset_context(manifest: Mapping[str, Any]) -> tuple[Keyed, Keyed]:
-    """From the run's dataset, when its source is on this machine and loads: (subject,
-    message id) -> text, and (subject, probe or question id) -> its evidence ids (the
-    drill-down then shows what each id says and marks the evidence); ({}, {}) otherwise."""
-    source = str((manifest.get("dataset") or {}).get("source", ""))
+def dataset_context(manifest: Mapping[str, Any], run: Path) -> tuple[Keyed, Keyed]:
+    """From the dataset of the run in `run`, when its source is on this machine and loads:
+    (subject, message id) -> text, and (subject, probe or question id) -> its evidence ids
+    (the drill-down then shows what each id says and marks the evidence); ({}, {})
+    otherwise."""
+    recorded = str((manifest.get("dataset") or {}).get("source", ""))
+    source = source_from_record(recorded, run) if recorded else ""
     if not source or not Path(source).exists():
         return {}, {}
     try:
@@ -215,7 +218,7 @@ def read_run(path: Path, label: str | None = None, *, texts: bool = True) -> Run
         torn=torn,
     )
     if texts:
-        run.texts, run.evidence = dataset_context(run.manifest)
+        run.texts, run.evidence = dataset_context(run.manifest, path)
     return run
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dialogbench.data.errors import DataError
+from dialogbench.data.io import source_from_record
 from dialogbench.judging.panel import rating_agreement
 from dialogbench.runner.options import kind_of
 from dialogbench.runner.record import Manifest, Progress, RunFolder, write_json
@@ -184,7 +185,8 @@ def load_recorded(
 ) -> Any:
     """The run's dataset, loaded again by name (else by source) and checked by sha256."""
     last: Exception | None = None
-    for where in dict.fromkeys([manifest.dataset.name, manifest.dataset.source]):
+    source = source_from_record(manifest.dataset.source, run)
+    for where in dict.fromkeys([manifest.dataset.name, source]):
         try:
             data = load(track, where, seed)
         except (DataError, ValueError, OSError) as e:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from dialogbench import __version__
+from dialogbench.data.io import recorded_command, recorded_source
 from dialogbench.models.model import Model
 from dialogbench.models.spec import public_url
 from dialogbench.models.types import ModelError, Usage
@@ -203,8 +205,10 @@ def _locked(
 ) -> Finished:
     plan = track.plan(data, config)
     info = plan.dataset or describe(data)
+    info = info.model_copy(update={"source": recorded_source(info.source, folder.path)})
     manifest = Manifest(
         track=track.name,
+        command=recorded_command(sys.argv, folder.path),
         dataset=info,
         config=json_config(config),
         seed=getattr(config, "seed", 0),

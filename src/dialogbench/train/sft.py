@@ -36,7 +36,7 @@ from typing import Any, Literal
 from dialogbench.data.demo.model import AwarenessItem, DemoSet
 from dialogbench.data.demo.registry import load_demo
 from dialogbench.data.errors import DataError
-from dialogbench.data.io import json_lines
+from dialogbench.data.io import json_lines, source_from_record
 from dialogbench.models.types import ChatMessage
 
 Format = Literal["openai", "sharegpt"]
@@ -86,7 +86,9 @@ def run_dataset(run: Path, manifest: dict[str, Any], dataset: str | None = None)
     """The DEMO set the run read, checked against the manifest's sha256."""
     info = manifest.get("dataset") or {}
     want, seed = info.get("sha256"), int(manifest.get("seed", 0))
-    tried = [dataset] if dataset else [info.get("name"), info.get("source")]
+    source = info.get("source")
+    recorded = source_from_record(str(source), run) if source else None
+    tried = [dataset] if dataset else [info.get("name"), recorded]
     for name in (t for t in tried if t):
         try:
             data = load_demo(str(name), seed=seed)
