@@ -111,24 +111,29 @@ def test_hand_computed_release(tmp_path: Path) -> None:
     assert summary["census"] == {"subjects": ["a"], "person messages": 10}
     assert value(rec["census rate"]) == pytest.approx(3 / 10) and rec["census rate"]["n"] == 10
     assert value(strict["census rate"]) == pytest.approx(2 / 10)
-    # when needed (recorded): nearest 11, 1, 16, 10; furthest 11, 12, 16, 10
-    assert value(rec["nearest median"]) == 10.5
-    assert value(rec["nearest p75"]) == 12.25  # 11 + 0.25 * (16 - 11)
-    assert value(rec["nearest max"]) == 16 and rec["nearest max"]["ci_low"] is None
-    assert value(rec["furthest median"]) == 11.5
-    assert value(rec["furthest p75"]) == 13.0
-    assert value(rec["furthest max"]) == 16
+    # when needed (recorded), the required references only (outside the recent thread of
+    # 8): a/m12 11, a/m14 12 (its reference 1 back is no memory demand), a/m16 16, b/m12 10;
+    # nearest and furthest alike: sorted 10, 11, 12, 16
+    for side in ("nearest", "furthest"):
+        assert value(rec[f"{side} median"]) == 11.5
+        assert value(rec[f"{side} p75"]) == 13.0  # 12 + 0.25 * (16 - 12)
+        assert value(rec[f"{side} max"]) == 16 and rec[f"{side} max"]["ci_low"] is None
     # strict: 11 and 16
     assert value(strict["nearest median"]) == 13.5 and value(strict["nearest p75"]) == 14.75
     assert rec["nearest median"]["n"] == 4 and strict["furthest max"]["n"] == 2
-    # recency window of 8, over the 11 items with references: nearest within 8 for
-    # a/m2 m6 m10 m14 m18, b/m4 m8, c/m2; all within 8 for the same but a/m14
+    # the recency window (default 10), over the 11 items with references: a required one
+    # within 10 for a/m2 m6 m10 m18, b/m4 m8 m12, c/m2 (not a/m12 11, a/m14 12, a/m16 16),
+    # every required one for the same; every reference in the recent thread (8) for the
+    # same but b/m12 (10 back)
+    assert summary["window"] == 10
     window = summary["recency window"]
-    assert value(window["probes with references"]["finds nearest"]) == pytest.approx(8 / 11)
-    assert value(window["probes with references"]["finds all"]) == pytest.approx(7 / 11)
-    assert value(window["needs memory (recorded)"]["finds nearest"]) == pytest.approx(1 / 4)
-    assert value(window["needs memory (recorded)"]["finds all"]) == 0.0
-    assert value(window["needs memory (strict)"]["finds nearest"]) == 0.0
+    everyone = window["probes with references"]
+    assert value(everyone["finds required"]) == pytest.approx(8 / 11)
+    assert value(everyone["finds all required"]) == pytest.approx(8 / 11)
+    assert value(everyone["answerable from the recent thread"]) == pytest.approx(7 / 11)
+    assert value(window["needs memory (recorded)"]["finds required"]) == pytest.approx(1 / 4)
+    assert value(window["needs memory (recorded)"]["finds all required"]) == pytest.approx(1 / 4)
+    assert value(window["needs memory (strict)"]["finds required"]) == 0.0
     assert summary["subjects contributing none"] == {
         "recorded": {"count": 1, "subjects": ["c"]},
         "strict": {"count": 2, "subjects": ["b", "c"]},
@@ -151,7 +156,12 @@ def test_window_and_cluster_are_aggregate_options(tmp_path: Path) -> None:
     ds = load_dataset(str(write_release(tmp_path / "release")))
     wide = run_track(DEMAND, ds, tmp_path / "run", DemandConfig(n_boot=200, window=12)).result()
     # a/m12 (11 back), a/m14 (12), b/m12 (10) now lie inside; a/m16 (16) does not
-    assert wide.window["needs memory (recorded)"]["finds all"].value == pytest.approx(3 / 4)
+    assert wide.window["needs memory (recorded)"]["finds all required"].value == pytest.approx(
+        3 / 4
+    )
+    narrow = run_track(DEMAND, ds, tmp_path / "run", DemandConfig(n_boot=200, window=8)).result()
+    # a window no wider than the recent thread never finds a memory item's required message
+    assert narrow.window["needs memory (recorded)"]["finds required"].value == 0.0
     by_subject = run_track(
         DEMAND, ds, tmp_path / "run", DemandConfig(n_boot=200, cluster="subject")
     ).result()
@@ -218,7 +228,7 @@ def test_sample_against_its_files(tmp_path: Path) -> None:
     prop = {"recorded": 0, "strict": 0}
     n_prop = 0
     back: dict[str, list[tuple[int, int]]] = {"recorded": [], "strict": []}  # nearest, furthest
-    with_refs = near_in = all_in = 0
+    with_refs = near_in = all_in = recent = 0
     window: dict[str, list[tuple[bool, bool]]] = {"recorded": [], "strict": []}
     contributes: dict[str, set[str]] = {"recorded": set(), "strict": set()}
     subjects = []
@@ -234,14 +244,17 @@ def test_sample_against_its_files(tmp_path: Path) -> None:
                 n_prop += 1
                 for reading in prop:
                     prop[reading] += needs[reading]
+            # required: the references outside the recent thread of a memory item
+            required = [d for d in dist if d > 8] if item["needs_memory"] else dist
             if dist:
                 with_refs += 1
-                near_in += min(dist) <= 8
-                all_in += max(dist) <= 8
+                near_in += min(required) <= 10
+                all_in += max(required) <= 10
+                recent += max(dist) <= 8
             for reading in needs:
                 if needs[reading]:
-                    back[reading].append((min(dist), max(dist)))
-                    window[reading].append((min(dist) <= 8, max(dist) <= 8))
+                    back[reading].append((min(required), max(required)))
+                    window[reading].append((min(required) <= 10, max(required) <= 10))
                     contributes[reading].add(folder.name)
 
     result = run_track(DEMAND, load_dataset("sample"), tmp_path, FAST).result()
@@ -262,11 +275,14 @@ def test_sample_against_its_files(tmp_path: Path) -> None:
         assert got["furthest max"].value == max(furthest)
         found = result.window[f"needs memory ({reading})"]
         hits = window[reading]
-        assert found["finds nearest"].value == pytest.approx(sum(a for a, _ in hits) / len(hits))
-        assert found["finds all"].value == pytest.approx(sum(b for _, b in hits) / len(hits))
+        assert found["finds required"].value == pytest.approx(sum(a for a, _ in hits) / len(hits))
+        assert found["finds all required"].value == pytest.approx(
+            sum(b for _, b in hits) / len(hits)
+        )
     everyone = result.window["probes with references"]
-    assert everyone["finds nearest"].value == pytest.approx(near_in / with_refs)
-    assert everyone["finds all"].value == pytest.approx(all_in / with_refs)
+    assert everyone["finds required"].value == pytest.approx(near_in / with_refs)
+    assert everyone["finds all required"].value == pytest.approx(all_in / with_refs)
+    assert everyone["answerable from the recent thread"].value == pytest.approx(recent / with_refs)
     assert len(result.subjects) == len(subjects) == 2
     # the rebuilt sample: memory is the exception on the proportional stratum (a few percent,
     # as in real companion logs), and the strict reading is the narrower one

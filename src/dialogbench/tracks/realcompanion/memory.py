@@ -8,6 +8,11 @@ references: it needs memory when the furthest lies more than RECENT_WINDOW messa
 
 Distances count messages back from the probe: the message just before it is 1 back.
 References at or after the probe are ignored (a loader may have let one through).
+
+The *required* references are the paper's "required messages": for an item that needs
+memory (recorded reading), the ones that make it need memory, outside the recent thread (a
+reference inside it is no memory demand); for any other item, all of them. "How far back
+the required message sits" and "does a window find the required message" read these.
 """
 
 from __future__ import annotations
@@ -44,6 +49,18 @@ class MemoryLabels:
     """How many messages back the nearest reference sits (None: no reference before it)."""
     furthest: int | None
     """How many messages back the furthest reference sits."""
+    required: tuple[int, ...] = ()
+    """How many messages back each required reference sits, nearest first."""
+
+    @property
+    def required_nearest(self) -> int | None:
+        """The nearest required reference (None: no reference)."""
+        return self.required[0] if self.required else None
+
+    @property
+    def required_furthest(self) -> int | None:
+        """The furthest required reference."""
+        return self.required[-1] if self.required else None
 
     def needs(self, reading: Reading) -> bool:
         """Whether the item needs memory under `reading`."""
@@ -66,13 +83,16 @@ def memory_labels(
     `reference_positions` (any order; those at or after the probe are ignored)."""
     back = sorted(probe_position - r for r in reference_positions if r < probe_position)
     nearest, furthest = (back[0], back[-1]) if back else (None, None)
+    recorded = item.memory_needed("recorded", furthest)
+    far = [d for d in back if d > RECENT_WINDOW]
     return MemoryLabels(
-        recorded=item.memory_needed("recorded", furthest),
+        recorded=recorded,
         strict=item.memory_needed("strict", furthest),
         dependent=bool(item.dependent),
         locus=item.locus,
         nearest=nearest,
         furthest=furthest,
+        required=tuple(far if recorded and far else back),
     )
 
 
