@@ -690,6 +690,8 @@ class Matcher:
     checks: bool = True
     """The meaning matcher's field-name cosine and contradiction checks (False: the earlier
     rule, table fields and statement cosine only)."""
+    field_threshold: float = FIELD_THRESHOLD
+    """Field-name cosine at or above which a field outside `FIELD_GROUPS` agrees."""
 
     def field_key(self, text: str) -> str:
         return norm_field(text) if self.embed_similarity is None else field_group(text)
@@ -725,7 +727,7 @@ class Matcher:
         rows = np.where(mp[:, :, None], e[None, :, :], -np.inf).max(axis=1)  # up x names
         best = np.where(mg[None, :, :], rows[:, None, :], -np.inf).max(axis=2)  # up x ug
         either = np.array([[a not in tabled or b not in tabled for b in ug] for a in up])
-        ok = either & (best >= FIELD_THRESHOLD)
+        ok = either & (best >= self.field_threshold)
         ip = np.array([up.index(k) for k in kp], dtype=int)
         ig = np.array([ug.index(k) for k in kg], dtype=int)
         grid = np.ix_(ip, ig)
@@ -809,7 +811,7 @@ class Matcher:
         elif math.isnan(c):
             how = f"different groups {ka} / {kb}"
         else:
-            how = f"field cosine {c:.2f} {'>=' if fields[0, 0] else '<'} {FIELD_THRESHOLD}"
+            how = f"field cosine {c:.2f} {'>=' if fields[0, 0] else '<'} {self.field_threshold}"
         return Verdict(bool(agree[0, 0]), float(sims[0, 0]), how, refused.get((0, 0)))
 
     def match(self, pred: Sequence[Record], gold: Sequence[Record]) -> list[tuple[int, int, float]]:
