@@ -5,6 +5,7 @@ verbatim, and the agreement of matched claims beyond their statements."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from datetime import datetime
 from pathlib import Path
@@ -269,3 +270,149 @@ def test_score_row_carries_agreement_of_matched_pairs() -> None:
     assert first == {"confidence error": 0.5, "window agreement": 1.0, "evidence agreement": 0.0}
     # unknown ids are dropped (as the release files do) before comparing
     assert second["evidence agreement"] == 0.0 and second["confidence error"] == 0.0
+
+
+# -- the meaning matcher's checks: contradictions, values, fields outside the table -----------
+
+CONTRADICTIONS = [
+    (("pets", "Has a dog"), ("pets", "Has a cat"), "values differ"),
+    (("food", "Is vegetarian"), ("diet", "Is not vegetarian"), "contrast (diet)"),
+    (("living situation", "Lives in Porto"), ("home", "Lives in Lisbon"), "names differ"),
+    (("health", "Never drinks alcohol"), ("health", "Drinks alcohol"), "negation"),
+    (("living situation", "No longer lives in Porto"), ("city", "Lives in Porto"), "negation"),
+    (("hobbies", "Likes jazz"), ("interests", "Dislikes jazz"), "contrast"),
+    (("hobbies", "Loves horror films"), ("hobbies", "Hates horror films"), "contrast (liking)"),
+    (("relationships", "Is married"), ("relationships", "Is divorced"), "contrast (marital"),
+    (("relationships", "Is married to Tom"), ("partner", "Is single"), "contrast (marital"),
+    (("family", "Has an older sister"), ("family", "Has a younger sister"), "contrast (relative"),
+    (("age", "Is 34 years old"), ("age", "Is 41 years old"), "numbers differ: 34 vs 41"),
+]
+
+
+@pytest.mark.parametrize(("a", "b", "why"), CONTRADICTIONS)
+def test_contradictions_are_refused_without_an_embedder(
+    a: tuple[str, str], b: tuple[str, str], why: str
+) -> None:
+    # the checks themselves need no model: equal words and abbreviations only
+    got = rm.contradiction(a[1], b[1])
+    assert got is not None and got.startswith(why), got
+    assert rm.contradiction(b[1], a[1]) is not None  # either way round
+
+
+@needs_embedder
+@pytest.mark.parametrize(("a", "b", "why"), CONTRADICTIONS)
+def test_contradictions_never_match_on_meaning(
+    a: tuple[str, str], b: tuple[str, str], why: str
+) -> None:
+    for threshold in (0.0, rm.MEANING_THRESHOLD):
+        assert rm.meaning(embedding_similarity(), threshold).match([a], [b]) == []
+        assert rm.meaning(embedding_similarity(), threshold).match([b], [a]) == []
+    # at threshold 0 only the checks stand between them (short values such as "Is
+    # married" / "Is divorced" are compared as values and are simply unequal)
+    verdict = rm.meaning(embedding_similarity(), 0.0).explain(a, b)
+    assert not verdict.agree
+    if rm.short_value(a[1]) is None or rm.short_value(b[1]) is None:
+        assert verdict.refused is not None and verdict.refused.startswith(why), verdict
+
+
+PARAPHRASES = [
+    ("Is not married", "Is single"),  # a negation the contrast class explains
+    ("Doesn't like horror films", "Dislikes horror movies"),
+    ("Is vegetarian", "Does not eat meat"),
+    ("Avoids gluten", "Eats a gluten-free diet"),
+    ("Owns a greyhound named Biscuit", "Has a greyhound called Biscuit"),
+    ("Has a black labrador", "Owns a black lab"),  # an abbreviation is the same value
+    ("Has been a lawyer for ten years", "Has worked as a lawyer for a decade"),
+    ("Wants to run a marathon next year", "Hopes to complete a marathon next year"),
+    ("Her younger sister is Ana", "Has a younger sister called Ana"),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), PARAPHRASES)
+def test_paraphrases_are_not_refused(a: str, b: str) -> None:
+    assert rm.contradiction(a, b) is None
+    assert rm.contradiction(b, a) is None
+
+
+def test_claim_analysis() -> None:
+    c = rm.analyse("Doesn't have a dog called Biscuit in Porto since 2019, nor two cats")
+    assert c.tokens[:3] == ("does", "not", "have")
+    assert {c.tokens[i] for i in c.negations} == {"not", "nor"}
+    assert c.names == {"biscuit", "porto"}
+    assert c.numbers == {2019.0, 2.0}
+    assert {"dog", "cat"} <= c.heads
+    assert rm.analyse("Can't stand spicy food").terms[0][:2] == ("liking", 1)
+    assert rm.analyse("Can't stand spicy food").negations == ()  # "not" is the term's
+
+
+@needs_embedder
+def test_fields_outside_the_table_match_by_field_name_cosine() -> None:
+    m = _meaning()
+    pairs = [
+        (
+            ("work history", "Worked as a waiter before becoming a chef"),
+            ("occupation", "Was a waiter before she trained as a chef"),
+        ),
+        (
+            ("husband", "Her husband Mark is a firefighter"),
+            ("relationships", "Is married to Mark, a firefighter"),
+        ),
+        (("husband", "Her husband is called Mark"), ("spouse", "Her husband is called Mark")),
+    ]
+    for a, b in pairs:
+        verdict = m.explain(a, b)
+        assert verdict.agree, verdict
+        assert verdict.fields.startswith("field cosine"), verdict
+        assert rm.meaning(embedding_similarity(), checks=False).match([a], [b]) == []  # before
+    fields, cos, _ = m.fields(["work history", "husband"], ["occupation", "relationships"])
+    assert fields.tolist() == [[True, False], [False, True]]
+    assert cos[0, 0] >= rm.FIELD_THRESHOLD and cos[1, 1] >= rm.FIELD_THRESHOLD
+    # a field in the table still uses the table: the same statement under other groups
+    same = "Has a greyhound called Biscuit"
+    assert m.match([("pets", same)], [("occupation", same)]) == []
+    # outside the table, but not close enough to any name of the group
+    assert not m.explain(
+        ("favourite colour", "Her favourite colour is green"), ("food", "Likes green curry")
+    ).agree
+
+
+@needs_embedder
+def test_without_checks_the_earlier_rule_matches_the_contradictions() -> None:
+    before = rm.meaning(embedding_similarity(), checks=False)
+    # the rule before the checks: these all matched (statement cosine >= 0.6, same group)
+    for a, b in [
+        (("pets", "Has a dog"), ("pets", "Has a cat")),
+        (("food", "Is vegetarian"), ("food", "Is not vegetarian")),
+        (("living situation", "Lives in Porto"), ("living situation", "Lives in Lisbon")),
+    ]:
+        assert before.match([a], [b]) != []
+        assert _meaning().match([a], [b]) == []
+
+
+def test_meaning_digest_covers_the_checks() -> None:
+    # the digest recorded in run manifests changed with the checks (issue 24); the rule
+    # without them keeps the digest the meaning matcher had before
+    assert rm.LEGACY_MEANING_SHA256 == (
+        "90d543aefc1ee4119880d7f995482f993c58802c311b6a5f7d3c8ccb8f5fecd5"
+    )
+    assert rm.MEANING_SHA256 == ("b21713dc00208c9858968c6cec7ec35c1d59bbd6e6543342d0da6b35604c96bc")
+
+
+CLAIM_PAIRS = Path(__file__).parents[2] / "benchmarks" / "data" / "claim_pairs.jsonl"
+
+
+def test_labelled_claim_pairs_are_well_formed() -> None:
+    rows = [json.loads(line) for line in CLAIM_PAIRS.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) >= 100
+    assert len({r["id"] for r in rows}) == len(rows)
+    assert {r["label"] for r in rows} == {"match", "no_match", "contradiction"}
+    assert {r["split"] for r in rows} == {"dev", "held_out"}
+    assert {
+        "paraphrase", "synonym_field", "out_of_table_field", "negation", "antonym", "entity",
+        "number", "noun", "unrelated", "other_language",
+    } <= {r["kind"] for r in rows}  # fmt: skip
+    for r in rows:
+        for side in ("a", "b"):
+            assert r[side]["field"].strip() and r[side]["statement"].strip(), r
+    keys = [(r["a"]["statement"], r["b"]["statement"], r["a"]["field"]) for r in rows]
+    assert len(set(keys)) == len(keys)

@@ -17,13 +17,27 @@ record g agree; both then pair records one-to-one.
 `meaning`
     1. the fields fall in the same group of `FIELD_GROUPS` (a table of synonyms, after the
        same normalisation: `relationships` = `family` = `partner`, `pets` = `animals`,
-       `hobbies` = `interests` = `reading`; a field in no group is its own group), and
+       `hobbies` = `interests` = `reading`); a field outside the table agrees with another
+       field when the best cosine of their names' embeddings (a tabled field standing for
+       every name of its group) is at least `FIELD_THRESHOLD` (`work history` ~
+       `workplace`, `husband` ~ `spouse`); two tabled fields of different groups never do;
     2. the statements mean the same: the cosine similarity of their sentence embeddings
        (`similarity_model`, the packaged MiniLM embedder) is at least `threshold` (default
        `MEANING_THRESHOLD`), or they are equal once normalised. Short values (one or two
        words on both sides, e.g. `"F"` against `"female"`) are not embedded: they agree when
        equal after the abbreviations of `VALUE_SYNONYMS` are expanded, so `"F"` matches
-       `"female"` and never `"M"`.
+       `"female"` and never `"M"`;
+    3. and they do not contradict each other (`contradiction`, which says why): no two
+       different alternatives of a `CONTRASTS` class (likes / dislikes, married / single /
+       divorced, older / younger; "not married" agrees with "single"), no word against its
+       prefixed opposite (happy / unhappy), no negation in one only (`NEGATIONS`,
+       `NEGATION_PHRASES`: "is not vegetarian", "never drinks", "no longer lives in"), no
+       different numbers (34 / 41), no different names (capitalised words: Porto / Lisbon),
+       and, when the two share their frame ("has a dog" / "has a cat"), no different
+       noun-phrase heads; differing words count as the same value when one abbreviates the
+       other (`lab` / `labrador`) or their embeddings' cosine is at least `WORD_EQUIVALENT`
+       (`mum` / `mother`). `meaning(..., checks=False)` is the rule before step 3 and the
+       field-name cosine (`LEGACY_MEANING_SHA256`), kept to measure against.
 
 Pairing is one-to-one and optimal: among the agreeing pairs, the largest number of pairs,
 and among those the largest total similarity (`assign`: scipy's `linear_sum_assignment` on
@@ -42,6 +56,7 @@ entry a working hypothesis.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -149,22 +164,16 @@ SHORT_VALUE_WORDS = 2
 _NON_WORD = re.compile(r"[^a-z0-9]+")
 
 
+def _wordset(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 def _digest(obj: object) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
 
 
 MATCHER_SHA256 = _digest({"aliases": FIELD_ALIASES, "rule": "content-word F1, optimal 1:1"})
 """Digest of the lexical matching rule: recorded in the manifest."""
-
-MEANING_SHA256 = _digest(
-    {
-        "groups": FIELD_GROUPS,
-        "values": VALUE_SYNONYMS,
-        "short": SHORT_VALUE_WORDS,
-        "rule": "field group, embedding cosine or equal values, optimal 1:1",
-    }
-)
-"""Digest of the meaning matching rule (its embedding model is recorded beside it)."""
 
 
 def fold(word: str) -> str:
@@ -231,6 +240,431 @@ def short_value(text: str) -> str | None:
     return " ".join(VALUE_SYNONYMS.get(w, w) for w in words)
 
 
+# -- the meaning matcher's checks: contradictions and different values -------------------------
+
+FIELD_THRESHOLD = 0.62
+"""Field-name cosine at or above which a field outside `FIELD_GROUPS` agrees with another
+field (the best cosine between the two fields' names, a tabled field standing for every
+name of its group)."""
+
+WORD_EQUIVALENT = 0.8
+"""Word cosine at or above which two differing names or key nouns count as the same value
+(`mum` = `mother`, `dog` = `puppy`); below it they are different values (`dog` vs `cat`,
+`Porto` vs `Lisbon`)."""
+
+NEGATIONS = frozenset(
+    {
+        "not", "no", "never", "none", "nothing", "nobody", "neither", "nor", "without",
+        "stopped", "quit", "formerly", "former", "previously", "avoid", "avoids", "avoided",
+        "avoiding", "lack", "lacks", "refuse", "refuses",
+        # a few other languages: French, Spanish, Portuguese, German
+        "pas", "jamais", "nunca", "jamás", "não", "nicht", "kein", "keine", "keinen", "nie",
+        "niemals",
+    }
+)  # fmt: skip
+"""Words that negate (or end) what follows them in a claim."""
+
+NEGATION_PHRASES = ("no longer", "used to", "gave up", "given up", "moved away", "moved out")
+"""Phrases that negate or end what follows ("no longer lives in Porto", "used to smoke")."""
+
+NOT_NEGATIONS = ("not only", "can not wait", "no doubt", "no matter")
+"""Phrases with a negation word that negate nothing."""
+
+ANTONYM_PREFIXES = ("un", "dis", "in", "im", "il", "ir", "non")
+"""A word and the same word with one of these prefixes are opposites (`happy` /
+`unhappy`, `likes` / `dislikes`, `formal` / `informal`) when the base has 4 letters or more."""
+
+CONTRASTS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "liking": (
+        ("like", "love", "enjoy", "adore", "fond", "keen"),
+        ("dislike", "hate", "detest", "loathe", "despise", "can not stand"),
+    ),
+    "marital status": (
+        ("married", "husband", "wife", "wed"),
+        ("single", "unmarried"),
+        ("divorced",),
+        ("widowed", "widow", "widower"),
+        ("separated",),
+        ("engaged", "fiance", "fiancee"),
+        ("dating", "boyfriend", "girlfriend"),
+    ),
+    "relative age": (("older", "elder", "oldest", "eldest"), ("younger", "youngest")),
+    "size": (("big", "large", "huge"), ("small", "little", "tiny")),
+    "length": (("long", "lengthy"), ("short", "brief")),
+    "formality": (("formal",), ("informal", "casual")),
+    "sociability": (
+        ("introvert", "introverted", "shy", "reserved"),
+        ("extrovert", "extroverted", "outgoing", "sociable"),
+    ),
+    "outlook": (("optimistic", "hopeful"), ("pessimistic",)),
+    "calm": (
+        ("calm", "relaxed", "easygoing", "laid back"),
+        ("anxious", "nervous", "stressed", "stress", "tense", "worried", "worry"),
+    ),
+    "quality": (
+        ("good", "healthy", "great", "excellent"),
+        ("poor", "bad", "ill", "unhealthy", "terrible"),
+    ),
+    "happiness": (("happy", "satisfied"), ("unhappy", "sad", "miserable", "dissatisfied")),
+    "speed": (("quick", "quickly", "fast", "rapid", "rapidly"), ("slow", "slowly")),
+    "time of day": (("morning person", "early riser", "early bird"), ("night owl", "late riser")),
+    "frequency": (
+        ("always", "often", "usually", "frequently", "regularly"),
+        ("rarely", "seldom", "hardly", "occasionally"),
+    ),
+    "diet": (("vegetarian", "vegan"), ("eat meat", "meat eater", "carnivore", "omnivore")),
+    "employment": (("employed", "working"), ("unemployed", "jobless", "retired")),
+}  # fmt: skip
+"""Contrast classes: class -> its mutually exclusive alternatives, each a tuple of
+synonymous terms (words or phrases, plurals folded). Two claims that assert different
+alternatives of one class contradict each other; "not married" agrees with "single"."""
+
+NUMBER_WORDS: dict[str, int] = {
+    w: i
+    for i, w in enumerate(
+        [
+            "zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
+            "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen",
+            "sixteen", "seventeen", "eighteen", "nineteen", "twenty"
+        ]
+    )
+} | {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+     "ninety": 90, "hundred": 100, "once": 1, "twice": 2, "dozen": 12}  # fmt: skip
+"""Number words read as numbers (digits are read as they are: `5k` is 5)."""
+
+DETERMINERS = _wordset(
+    "a an the his her their my our your its this that these those every each some any "
+    "several many few both own"
+)
+"""Words after which a noun phrase starts (with prepositions, copulas and numbers)."""
+
+ARTICLES = _wordset("a an the his her their my our your its this that these those")
+"""Words that open a verb's object: a word just before one is read as a verb ("run a
+marathon"), not as a noun phrase's head."""
+PREPOSITIONS = _wordset(
+    "in at of for with from to about on by as into near after before since than like"
+)
+COPULAS = _wordset("is are was were be been am being")
+FUNCTION_WORDS = (
+    DETERMINERS
+    | PREPOSITIONS
+    | COPULAS
+    | NEGATIONS
+    | _wordset(
+        "and or but who which whom whose when while where because so if she he they it him them "
+        "her herself himself themselves has have had having does do did will would can could "
+        "should may might must also very quite really just still more most much lot lots"
+    )
+)
+"""Words that end a noun phrase (and are never its head)."""
+
+_CONTRACTIONS = ((re.compile(r"'s\b"), ""),
+                 (re.compile(r"\bcan'?t\b|\bcannot\b"), "can not"),
+                 (re.compile(r"\bwon'?t\b"), "will not"),
+                 (re.compile(r"n't\b"), " not"),
+                 (re.compile(r"\b(\w+)-free\b"), r"without \1"),
+                 (re.compile(r"\bnon-(\w)"), r"not \1"),
+                 (re.compile(r"\bex-(\w)"), r"former \1"))  # fmt: skip
+UNITS = _wordset("year month week day hour minute time decade century km mile kg kilo metre meter")
+"""Units of a number: never a noun phrase's value (the numbers are compared instead)."""
+_TOKENS = re.compile(r"[^\W_]+|[,;:.!?()]")
+_BREAK = frozenset(",;:.!?()")
+
+
+def _phrase_words(phrase: str) -> tuple[str, ...]:
+    return tuple(fold(w) for w in phrase.split())
+
+
+_TERMS: list[tuple[tuple[str, ...], str, int]] = sorted(
+    (
+        (_phrase_words(term), cls, alt)
+        for cls, alts in CONTRASTS.items()
+        for alt, terms in enumerate(alts)
+        for term in terms
+    ),
+    key=lambda t: -len(t[0]),
+)
+_NEG_PHRASES: list[tuple[str, ...]] = [_phrase_words(p) for p in NEGATION_PHRASES]
+_NOT_NEG = [_phrase_words(p) for p in NOT_NEGATIONS]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What the checks read from one statement (`analyse`)."""
+
+    tokens: tuple[str, ...]
+    """Lower-case words, contractions expanded ("doesn't" -> "does not"); punctuation as
+    itself."""
+    words: tuple[str, ...]
+    """The tokens with plurals folded (what is compared)."""
+    negations: tuple[int, ...]
+    """Positions of negation cues (a phrase's first word)."""
+    terms: tuple[tuple[str, int, int, int], ...]
+    """Contrast terms: (class, alternative, first position, last position)."""
+    names: frozenset[str]
+    """Capitalised words not at the start (names, places), lower case."""
+    numbers: frozenset[float]
+    heads: frozenset[str]
+    """The head (last word) of each noun phrase: after a determiner, preposition, copula or
+    number, or right after the claim's first word."""
+
+    @property
+    def vocabulary(self) -> frozenset[str]:
+        return frozenset(w for w in self.words if w not in _BREAK)
+
+
+def _number(raw: str) -> float | None:
+    m = re.match(r"^(\d+(?:\.\d+)?)[a-z]*$", raw)
+    if m:
+        return float(m.group(1))
+    return float(NUMBER_WORDS[raw]) if raw in NUMBER_WORDS else None
+
+
+@functools.lru_cache(maxsize=65536)
+def analyse(statement: str) -> Claim:
+    """The words, negations, contrast terms, names, numbers and noun-phrase heads of a
+    statement, as the meaning matcher's checks compare them."""
+    text = statement
+    lowered = text.lower()
+    for pattern, repl in _CONTRACTIONS:
+        lowered = pattern.sub(repl, lowered)
+    for pattern, repl in _CONTRACTIONS[4:]:
+        text = pattern.sub(repl, text)
+    raw = _TOKENS.findall(lowered)
+    original = _TOKENS.findall(re.sub(r"n't\b", " not", text))
+    words = tuple(fold(t) for t in raw)
+    n = len(words)
+
+    def at(i: int, phrase: tuple[str, ...]) -> bool:
+        return words[i : i + len(phrase)] == phrase
+
+    skip: set[int] = set()
+    for i in range(n):
+        for p in _NOT_NEG:
+            if at(i, p):
+                skip.update(range(i, i + len(p)))
+    used: set[int] = set()
+    terms: list[tuple[str, int, int, int]] = []
+    for i in range(n):
+        for phrase, cls, alt in _TERMS:
+            span = range(i, i + len(phrase))
+            if at(i, phrase) and not used.intersection(span):
+                terms.append((cls, alt, i, i + len(phrase) - 1))
+                used.update(span)
+                skip.update(p for p in span if words[p] in NEGATIONS)
+    negations: list[int] = []
+    i = 0
+    while i < n:
+        phrase = next((p for p in _NEG_PHRASES if at(i, p)), ())
+        if phrase and i not in skip:
+            negations.append(i)
+            i += len(phrase)
+            continue
+        if words[i] in NEGATIONS and i not in skip:
+            negations.append(i)
+        i += 1
+    names = frozenset(
+        fold(t.lower())
+        for k, t in enumerate(original)
+        if k > 0 and original[k - 1] not in _BREAK and t[:1].isupper() and t != "I"
+    )
+    numbers = frozenset(v for t in raw if (v := _number(t)) is not None)
+    heads: set[str] = set()
+    run: list[int] = []
+    opened = False
+
+    def close(nxt: int) -> None:
+        """End the noun phrase in `run` before position `nxt`; keep its head unless it
+        looks like a verb taking an object ("run a marathon", "studying for")."""
+        if not run:
+            return
+        last = run[-1]
+        after = words[nxt] if nxt < n else ""
+        verb = after in ARTICLES or (raw[last].endswith("ing") and after in PREPOSITIONS)
+        if not verb and words[last] not in UNITS:
+            heads.add(words[last])
+        run.clear()
+
+    for k, w in enumerate(words):
+        starts = (
+            w in DETERMINERS or w in PREPOSITIONS or w in COPULAS or _number(raw[k]) is not None
+        )
+        participle = len(raw[k]) >= 4 and raw[k].endswith("ed")
+        if w in _BREAK or w in FUNCTION_WORDS or starts or participle:
+            close(k)
+            opened = starts
+            continue
+        if opened or k == 1:
+            run.append(k)
+    close(n)
+    heads -= NUMBER_WORDS.keys()
+    return Claim(
+        tuple(raw), words, tuple(negations), tuple(terms), names, numbers, frozenset(heads)
+    )
+
+
+def _prefixed(w: str, u: str) -> bool:
+    """`u` is `w` with a negating prefix (`unhappy` of `happy`)."""
+    return len(w) >= 4 and any(u == p + w for p in ANTONYM_PREFIXES)
+
+
+def _mentions(
+    claim: Claim, extra: Sequence[tuple[str, str, int]]
+) -> dict[str, list[tuple[int, int, int]]]:
+    """Class -> (alternative, first, last position) of each of its terms in the claim;
+    `extra` adds (class, word, alternative) for the prefix opposites of this pair."""
+    out: dict[str, list[tuple[int, int, int]]] = {}
+    for cls, alt, lo, hi in claim.terms:
+        out.setdefault(cls, []).append((alt, lo, hi))
+    for cls, word, alt in extra:
+        for k, w in enumerate(claim.words):
+            if w == word:
+                out.setdefault(cls, []).append((alt, k, k))
+    return out
+
+
+def _attached(claim: Claim, starts: Sequence[int]) -> dict[int, int]:
+    """Negation cue position -> the term start it negates: the first term starting after
+    the cue, at most 4 words on and with no punctuation between."""
+    out: dict[int, int] = {}
+    for c in claim.negations:
+        after = [s for s in starts if c < s <= c + 4]
+        if after and not any(w in _BREAK for w in claim.words[c : min(after)]):
+            out[c] = min(after)
+    return out
+
+
+def _same_value(a: str, b: str, cos: Mapping[tuple[str, str], float]) -> bool:
+    short, long_ = sorted((a, b), key=len)
+    if a == b or (len(short) >= 3 and long_.startswith(short)):
+        return True
+    return cos.get((a, b), 0.0) >= WORD_EQUIVALENT
+
+
+def _unmatched(
+    mine: frozenset[str], theirs: frozenset[str], vocab: frozenset[str],
+    cos: Mapping[tuple[str, str], float],
+) -> list[str]:  # fmt: skip
+    return sorted(
+        w for w in mine if w not in vocab and not any(_same_value(w, t, cos) for t in theirs)
+    )
+
+
+def _minimal_pair(a: Claim, b: Claim) -> bool:
+    """The claims share their frame: at most 3 words differ on each side, and at least as
+    many are shared ("has a dog" / "has a cat")."""
+    va, vb = a.vocabulary, b.vocabulary
+    da, db = len(va - vb), len(vb - va)
+    return 1 <= da <= 3 and 1 <= db <= 3 and len(va & vb) >= max(da, db)
+
+
+def _differing(a: Claim, b: Claim) -> tuple[set[str], set[str]]:
+    """Names and heads of each side that the other side lacks (exact words)."""
+    va, vb = a.vocabulary, b.vocabulary
+    return {w for w in a.names | a.heads if w not in vb}, {
+        w for w in b.names | b.heads if w not in va
+    }
+
+
+def word_pairs(a: Claim, b: Claim) -> set[tuple[str, str]]:
+    """The (word, word) pairs whose cosine the value checks may ask for."""
+    da, db = _differing(a, b)
+    return {(x, y) for x in da for y in db if x != y}
+
+
+def contradiction(a: str, b: str, cos: Mapping[tuple[str, str], float] | None = None) -> str | None:
+    """Why two statements about the same field cannot be a match, or None: a contrast
+    (different alternatives of a `CONTRASTS` class, or a word and its prefixed opposite),
+    a negation in one only, different numbers, different names, or (when the two share
+    their frame) different noun-phrase heads. `cos` gives the cosine of differing words
+    (`word_pairs`), by which `mum` = `mother`; without it only equal words and
+    abbreviations (`lab` / `labrador`) are the same value."""
+    ca, cb = analyse(a), analyse(b)
+    cos = cos or {}
+    extra_a: list[tuple[str, str, int]] = []
+    extra_b: list[tuple[str, str, int]] = []
+    for w in ca.vocabulary - cb.vocabulary:
+        for u in cb.vocabulary - ca.vocabulary:
+            if _prefixed(w, u) or _prefixed(u, w):
+                cls = f"{min(w, u, key=len)}/{max(w, u, key=len)}"
+                extra_a.append((cls, w, int(_prefixed(u, w))))
+                extra_b.append((cls, u, int(_prefixed(w, u))))
+    ma, mb = _mentions(ca, extra_a), _mentions(cb, extra_b)
+    att_a = _attached(ca, sorted({lo for ms in ma.values() for _, lo, _ in ms}))
+    att_b = _attached(cb, sorted({lo for ms in mb.values() for _, lo, _ in ms}))
+    decided_a: set[int] = set()
+    decided_b: set[int] = set()
+    for cls in sorted(ma.keys() & mb.keys()):
+        sa = {(alt, lo in att_a.values(), lo, hi) for alt, lo, hi in ma[cls]}
+        sb = {(alt, lo in att_b.values(), lo, hi) for alt, lo, hi in mb[cls]}
+        if len({m[:2] for m in sa}) > 1 or len({m[:2] for m in sb}) > 1:
+            continue  # a side names two alternatives, or one twice either way: undecided
+        (x, na, la, ha), (y, nb, lb, hb) = min(sa), min(sb)
+        if (x == y and na != nb) or (x != y and not na and not nb):
+            ta = ("not " if na else "") + " ".join(ca.tokens[la : ha + 1])
+            tb = ("not " if nb else "") + " ".join(cb.tokens[lb : hb + 1])
+            return f"contrast ({cls}): {ta!r} vs {tb!r}"
+        decided_a.update(c for c, t in att_a.items() if any(t == m[2] for m in sa))
+        decided_b.update(c for c, t in att_b.items() if any(t == m[2] for m in sb))
+    neg_a = [c for c in ca.negations if c not in decided_a]
+    neg_b = [c for c in cb.negations if c not in decided_b]
+    if len(neg_a) % 2 != len(neg_b) % 2:
+        which, tokens, cue = (
+            ("first", ca.tokens, neg_a[0]) if len(neg_a) % 2 else ("second", cb.tokens, neg_b[0])
+        )
+        return f"negation: {tokens[cue]!r} in the {which} claim only"
+    if ca.numbers - cb.numbers and cb.numbers - ca.numbers:
+        only_a, only_b = _nums(ca.numbers - cb.numbers), _nums(cb.numbers - ca.numbers)
+        return f"numbers differ: {only_a} vs {only_b}"
+    names_a = _unmatched(ca.names, cb.names, cb.vocabulary, cos)
+    names_b = _unmatched(cb.names, ca.names, ca.vocabulary, cos)
+    if names_a and names_b:
+        return f"names differ: {', '.join(names_a)} vs {', '.join(names_b)}"
+    if _minimal_pair(ca, cb):
+        heads_a = _unmatched(ca.heads - ca.names, cb.heads | cb.names, cb.vocabulary, cos)
+        heads_b = _unmatched(cb.heads - cb.names, ca.heads | ca.names, ca.vocabulary, cos)
+        if heads_a and heads_b:
+            return f"values differ: {', '.join(heads_a)} vs {', '.join(heads_b)}"
+    return None
+
+
+def _nums(values: frozenset[float]) -> str:
+    return ", ".join(f"{v:g}" for v in sorted(values))
+
+
+MEANING_SHA256 = _digest(
+    {
+        "groups": FIELD_GROUPS,
+        "values": VALUE_SYNONYMS,
+        "short": SHORT_VALUE_WORDS,
+        "field threshold": FIELD_THRESHOLD,
+        "word equivalent": WORD_EQUIVALENT,
+        "negations": sorted(NEGATIONS),
+        "negation phrases": NEGATION_PHRASES,
+        "not negations": NOT_NEGATIONS,
+        "prefixes": ANTONYM_PREFIXES,
+        "contrasts": CONTRASTS,
+        "numbers": NUMBER_WORDS,
+        "noun phrases": [sorted(DETERMINERS), sorted(PREPOSITIONS), sorted(COPULAS)],
+        "function words": sorted(FUNCTION_WORDS),
+        "rule": "field group or field-name cosine, embedding cosine or equal values, "
+        "no contrast, negation, number, name or head difference, optimal 1:1",
+    }
+)
+"""Digest of the meaning matching rule (its embedding model is recorded beside it)."""
+
+LEGACY_MEANING_SHA256 = _digest(
+    {
+        "groups": FIELD_GROUPS,
+        "values": VALUE_SYNONYMS,
+        "short": SHORT_VALUE_WORDS,
+        "rule": "field group, embedding cosine or equal values, optimal 1:1",
+    }
+)
+"""Digest of the meaning rule without its checks (`meaning(..., checks=False)`): the
+digest the rule had before the checks were added."""
+
+
 def assign(weights: FloatArray, agree: npt.NDArray[np.bool_]) -> list[tuple[int, int]]:
     """The optimal one-to-one pairing of rows and columns: as many agreeing pairs as
     possible, then the largest total weight (weights in [0, 1]). Pairs in row order."""
@@ -247,6 +681,19 @@ StatementSimilarity = Callable[[Sequence[str], Sequence[str]], FloatArray]
 
 
 @dataclass(frozen=True)
+class Verdict:
+    """Whether two records agree under a matcher, and why (`Matcher.explain`)."""
+
+    agree: bool
+    similarity: float
+    fields: str
+    """How the fields compare: `same group occupation`, `field cosine 0.64 (work history ~
+    workplace)`, or why they differ."""
+    refused: str | None
+    """Why a pair with agreeing fields and similar statements was refused (`contradiction`)."""
+
+
+@dataclass(frozen=True)
 class Matcher:
     """A matching rule: when two records agree, and how similar they are."""
 
@@ -254,23 +701,69 @@ class Matcher:
     threshold: float
     embed_similarity: StatementSimilarity | None = None
     """The meaning matcher's statement similarity (None: the lexical matcher)."""
+    checks: bool = True
+    """The meaning matcher's field-name cosine and contradiction checks (False: the earlier
+    rule, table fields and statement cosine only)."""
+    field_threshold: float = FIELD_THRESHOLD
+    """Field-name cosine at or above which a field outside `FIELD_GROUPS` agrees."""
 
     def field_key(self, text: str) -> str:
         return norm_field(text) if self.embed_similarity is None else field_group(text)
+
+    def fields(
+        self, pred: Sequence[str], gold: Sequence[str]
+    ) -> tuple[npt.NDArray[np.bool_], FloatArray, list[str]]:
+        """Whether each (pred, gold) field pair agrees, the field-name cosine (1 for the
+        same key or group, NaN where not computed), and the names the cosines compared
+        (index into it: see `explain`)."""
+        kp = [self.field_key(f) for f in pred]
+        kg = [self.field_key(f) for f in gold]
+        same = np.array([[a == b for b in kg] for a in kp], dtype=bool).reshape(
+            len(pred), len(gold)
+        )
+        cos = np.where(same, 1.0, np.nan)
+        if self.embed_similarity is None or not self.checks:
+            return same, cos, []
+        up, ug = sorted(set(kp)), sorted(set(kg))
+        tabled = {k for k in (*up, *ug) if k in FIELD_GROUPS}
+        if all(k in tabled for k in (*up, *ug)):
+            return same, cos, []
+        members = {k: FIELD_GROUPS[k] + (k,) if k in tabled else (k,) for k in (*up, *ug)}
+        names = sorted({_folded(n) for ns in members.values() for n in ns})
+        at = {n: i for i, n in enumerate(names)}
+        e = np.asarray(self.embed_similarity(names, names), dtype=np.float64)
+        mp = np.zeros((len(up), len(names)), dtype=bool)
+        mg = np.zeros((len(ug), len(names)), dtype=bool)
+        for i, k in enumerate(up):
+            mp[i, [at[_folded(n)] for n in members[k]]] = True
+        for j, k in enumerate(ug):
+            mg[j, [at[_folded(n)] for n in members[k]]] = True
+        rows = np.where(mp[:, :, None], e[None, :, :], -np.inf).max(axis=1)  # up x names
+        best = np.where(mg[None, :, :], rows[:, None, :], -np.inf).max(axis=2)  # up x ug
+        either = np.array([[a not in tabled or b not in tabled for b in ug] for a in up])
+        ok = either & (best >= self.field_threshold)
+        ip = np.array([up.index(k) for k in kp], dtype=int)
+        ig = np.array([ug.index(k) for k in kg], dtype=int)
+        grid = np.ix_(ip, ig)
+        cos = np.where(same, 1.0, np.where(either[grid], best[grid], np.nan))
+        return same | ok[grid], cos, names
 
     def scores(
         self, pred: Sequence[Record], gold: Sequence[Record]
     ) -> tuple[FloatArray, npt.NDArray[np.bool_]]:
         """The similarity of every (pred, gold) pair and whether the pair agrees."""
+        sims, agree, _ = self._judge(pred, gold)
+        return sims, agree
+
+    def _judge(
+        self, pred: Sequence[Record], gold: Sequence[Record]
+    ) -> tuple[FloatArray, npt.NDArray[np.bool_], dict[tuple[int, int], str]]:
         sims = np.zeros((len(pred), len(gold)))
-        fields = np.array(
-            [[self.field_key(p[0]) == self.field_key(g[0]) for g in gold] for p in pred],
-            dtype=bool,
-        ).reshape(len(pred), len(gold))
+        fields, _, _ = self.fields([p[0] for p in pred], [g[0] for g in gold])
         if self.embed_similarity is None:
             for i, j in zip(*np.nonzero(fields), strict=True):
                 sims[i, j] = similarity(pred[i][1], gold[j][1])
-            return sims, fields & (sims >= self.threshold)
+            return sims, fields & (sims >= self.threshold), {}
         values_p = [short_value(s) for _, s in pred]
         values_g = [short_value(s) for _, s in gold]
         pairs = [
@@ -290,7 +783,50 @@ class Matcher:
                 sims[i, j] = float(values_p[i] == values_g[j])
             elif _folded(pred[i][1]) == _folded(gold[j][1]):
                 sims[i, j] = 1.0
-        return sims, fields & (sims >= self.threshold) & (sims > 0)
+        agree = fields & (sims >= self.threshold) & (sims > 0)
+        refused: dict[tuple[int, int], str] = {}
+        if not self.checks:
+            return sims, agree, refused
+        todo = [
+            (int(i), int(j))
+            for i, j in zip(*np.nonzero(agree), strict=True)
+            if _folded(pred[i][1]) != _folded(gold[j][1])
+            and (values_p[i] is None or values_g[j] is None)
+        ]
+        words = sorted(
+            {
+                w
+                for i, j in todo
+                for pair in word_pairs(analyse(pred[i][1]), analyse(gold[j][1]))
+                for w in pair
+            }
+        )
+        cos: dict[tuple[str, str], float] = {}
+        if words:
+            e = np.asarray(self.embed_similarity(words, words), dtype=np.float64)
+            close = np.argwhere(e >= WORD_EQUIVALENT)
+            cos = {(words[a], words[b]): float(e[a, b]) for a, b in close if a != b}
+        for i, j in todo:
+            reason = contradiction(pred[i][1], gold[j][1], cos)
+            if reason is not None:
+                agree[i, j] = False
+                refused[(i, j)] = reason
+        return sims, agree, refused
+
+    def explain(self, a: Record, b: Record) -> Verdict:
+        """Whether records `a` and `b` agree, their similarity, how their fields compare and
+        why the pair was refused (None when it was not)."""
+        fields, cos, _ = self.fields([a[0]], [b[0]])
+        sims, agree, refused = self._judge([a], [b])
+        ka, kb = self.field_key(a[0]), self.field_key(b[0])
+        c = float(cos[0, 0])
+        if ka == kb:
+            how = f"same group {ka}" if self.embed_similarity is not None else f"same field {ka}"
+        elif math.isnan(c):
+            how = f"different groups {ka} / {kb}"
+        else:
+            how = f"field cosine {c:.2f} {'>=' if fields[0, 0] else '<'} {self.field_threshold}"
+        return Verdict(bool(agree[0, 0]), float(sims[0, 0]), how, refused.get((0, 0)))
 
     def match(self, pred: Sequence[Record], gold: Sequence[Record]) -> list[tuple[int, int, float]]:
         """One-to-one optimal matching: (pred index, gold index, similarity) per pair."""
@@ -305,9 +841,14 @@ def lexical(threshold: float = LEXICAL_THRESHOLD) -> Matcher:
     return Matcher("lexical", threshold)
 
 
-def meaning(similar: StatementSimilarity, threshold: float = MEANING_THRESHOLD) -> Matcher:
-    """The meaning matcher: field groups, statement similarity `similar` >= threshold."""
-    return Matcher("meaning", threshold, similar)
+def meaning(
+    similar: StatementSimilarity, threshold: float = MEANING_THRESHOLD, *, checks: bool = True
+) -> Matcher:
+    """The meaning matcher: field groups (or field-name cosine >= `FIELD_THRESHOLD` for a
+    field outside them), statement similarity `similar` >= threshold, and no contradiction
+    (`contradiction`). `checks=False`: the earlier rule, fields by the table only and no
+    contradiction checks (kept to measure against)."""
+    return Matcher("meaning", threshold, similar, checks)
 
 
 MatcherLike = Matcher | float
