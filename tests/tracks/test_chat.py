@@ -43,6 +43,8 @@ from dialogbench.tracks.realcompanion.chat import (
     share_outside,
     summarise,
 )
+from dialogbench.tracks.realcompanion.detection import build_units
+from dialogbench.tracks.realcompanion.memory import cold_open
 from tests_support_unusable import run_twice
 from tracks.memory_support import FLAKY_SPEC, NOTES_SPEC, Flaky
 
@@ -88,7 +90,7 @@ def test_five_conditions_supply_exactly_their_messages() -> None:
     assert ids["C4"] == [f"m{i}" for i in range(5, 15)]
     assert "m15" in warnings[0]
     assert all(m.position < 15 for msgs in p.contexts.values() for m in msgs)
-    assert p.needs_memory and not p.cold_open and not p.locus_none
+    assert p.needs_memory and not p.opens_session and not p.locus_none
     for c in CONDITIONS:
         prompt = cp.reply_messages(p.contexts[c], p.probe, "turns")[1]["content"]
         assert "I am so nervous" in prompt and "wedding speech wedding speech" not in prompt
@@ -136,8 +138,9 @@ def _row(probe: str, cond: str, score: int | None, flag: bool | None, **kw: Any)
         "needs_memory": kw.get("needs", False),
         "needs_memory_strict": kw.get("strict", False),
         "dependent": kw.get("dependent", False),
+        "depends_past_last_three": kw.get("dependent", False),
         "framing": kw.get("framing", "turns"),
-        "cold_open": kw.get("cold", False),
+        "opens_session": kw.get("cold", False),
         "locus_none": kw.get("none", False),
         "reply": "r",
         "judged": score is not None,
@@ -168,6 +171,38 @@ def test_summary_pairs_probes_and_counts_unscored() -> None:
     assert r.misfire["C0"][COLD].value == 0.0 and r.misfire["C2"][COLD].value == 1.0
     assert r.misfire["C1"][LOCUS_NONE].value == 0.5  # p2 yes, p3 no
     assert "unscored" in r.warnings[0]
+
+
+def test_an_opener_that_needs_memory_is_no_cold_open() -> None:
+    """Issue 24.3: misfire counts openers that need no memory only; one labelled as needing
+    memory is a positive (as in the detection track), and using context there is no
+    misfire."""
+    rows = []
+    for probe, needs, flag in (("a", True, True), ("b", False, False), ("c", False, True)):
+        rows += [
+            _row(probe, c, 1, flag, needs=needs, cold=True, stratum="abstention")
+            for c in CONDITIONS
+        ]
+    r = summarise(rows, FAST)
+    assert r.misfire["C2"][COLD].value == 0.5 and r.misfire["C2"][COLD].n == 2  # b, c
+    strict = summarise(rows, replace(FAST, reading="strict"))  # a is not strict-needing
+    assert strict.misfire["C2"][COLD].n == 3
+
+
+def test_chat_and_detection_agree_on_the_cold_opens_of_the_sample() -> None:
+    ds = load_dataset("sample")
+    probes = [p for s in ds.subjects for p in build_chat_probes(s)[0]]
+    every = {(p.subject_id, p.item.probe_id) for p in probes}
+    chat = {
+        (p.subject_id, p.item.probe_id)
+        for p in probes
+        if cold_open(p.labels.recorded, p.item.stratum, p.opens_session)
+    }
+    units = [u for u in build_units(ds) if u.labels is not None]  # the chat items
+    detection = {(u.probe.subject_id, u.probe.id) for u in units if u.group == "cold open"}
+    assert chat and chat == detection & every
+    needing = [p for p in probes if p.item.stratum == "abstention" and p.labels.recorded]
+    assert needing and not chat & {(p.subject_id, p.item.probe_id) for p in needing}
 
 
 # -- against a scripted server ----------------------------------------------------------------

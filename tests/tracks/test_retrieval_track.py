@@ -138,9 +138,21 @@ def test_populations_apart_against_the_items(tmp_path: Path) -> None:
     ds = _with_dependent(3)
     result = run_track(RETRIEVAL, ds, tmp_path, FAST).result()
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert list(summary) == ["chat probes", "question probes", "dependent chat probes", POOLED]
+    assert list(summary) == [
+        "chat probes",
+        "question probes",
+        "dependent chat probes",
+        "distant chat probes",
+        POOLED,
+    ]
     rows = [json.loads(x) for x in (tmp_path / "items.jsonl").read_text().splitlines()]
-    dependent = {(s.id, i.probe_id) for s in ds.subjects for i in s.chat_items if i.dependent}
+    # the paper's dependent items: marked so, with a reference beyond the last three messages
+    dependent = set()
+    for s in ds.subjects:
+        at = {m.id: m.position for m in s.messages}
+        for i in s.chat_items:
+            if i.dependent and any(at[i.probe_id] - at[r] > 3 for r in i.reference_ids):
+                dependent.add((s.id, i.probe_id))
     for name in ("bm25", "recency"):
         mine = [r for r in rows if r["retriever"] == name]
         for population, keep in (
@@ -176,3 +188,48 @@ def test_locomo_has_no_chat_population(locomo_dir: Path, tmp_path: Path) -> None
     assert result.populations["question probes"]["bm25"]["hit@5"].value == pytest.approx(
         result.summary["bm25"]["hit@5"].value
     )
+
+
+def _release_with_distant(root: Path) -> Path:
+    """30 messages in two sessions; three chat items, worked out by hand below."""
+    folder = root / "ana"
+    folder.mkdir(parents=True)
+    lines = [
+        {
+            "id": f"m{i}",
+            "speaker": "Ana" if i % 2 == 0 else "bot",
+            "role": "user" if i % 2 == 0 else "assistant",
+            "text": f"message {i} about topic {i % 7}",
+            "session": "s1" if i < 12 else "s2",
+        }
+        for i in range(30)
+    ]
+    chat = [
+        # distant: a reference 1 back (recent thread) and one 24 back (session s1)
+        {"probe_id": "m28", "reference_ids": ["m27", "m4"], "locus": "distant",
+         "needs_memory": True, "reference_reply": "ok"},
+        # distant, its only reference 20 back
+        {"probe_id": "m26", "reference_ids": ["m6"], "locus": "distant",
+         "needs_memory": True, "reference_reply": "ok"},
+        # recent
+        {"probe_id": "m24", "reference_ids": ["m23"], "locus": "recent",
+         "needs_memory": False, "reference_reply": "ok"},
+    ]  # fmt: skip
+    (folder / "conversation.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (folder / "chat.jsonl").write_text("".join(json.dumps(x) + "\n" for x in chat))
+    return root
+
+
+def test_distant_items_are_scored_on_their_required_references(tmp_path: Path) -> None:
+    """Issue 24.1: recency's top 5 holds m28's reference 1 back, which is no find of its
+    distant evidence (24 back); on every chat probe it counts, on the distant ones not."""
+    ds = load_dataset(str(_release_with_distant(tmp_path / "rel")))
+    result = run_track(RETRIEVAL, ds, tmp_path / "run", FAST).result()
+    chat, distant = result.populations["chat probes"], result.populations["distant chat probes"]
+    assert chat["recency"]["hit@5"].value == pytest.approx(2 / 3)  # m28, m24
+    assert distant["recency"]["hit@5"].value == 0.0 and distant["recency"]["hit@5"].n == 2
+    assert distant["oracle"]["hit@5"].value == 1.0
+    # one required reference among the 28 (m28) or 26 (m26) earlier messages: 5/N each
+    assert distant["random"]["expected hit@5"].value == pytest.approx((5 / 28 + 5 / 26) / 2)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert "distant chat probes" in summary

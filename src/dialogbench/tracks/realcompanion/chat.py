@@ -28,8 +28,12 @@ gives `content_match` 0-3 and `uses_earlier_context` per reply.
 Populations: a probe *needs memory* by its own labels under `--reading` (recorded or strict;
 `memory.py`: the item's verified `needs_memory` / `needs_memory_strict`, or, unlabelled, a
 reference more than RECENT_WINDOW = 8 messages back; C1's window of 3 is only what C1
-shows); *dependent* when the item is marked so (its reference reply depends on the recorded
-messages); a *cold open* is an item of the abstention stratum; a probe's locus is *none* when
+shows); *dependent* as the paper counts its 167 items: the item is marked so (its reference
+reply depends on the recorded messages) and a reference lies beyond the last three messages,
+so C2 adds something C1 lacks (`memory.py`, `depends_past_last_three`); a *cold open*
+needs no memory under the reading and opens a session (an item of the abstention stratum,
+or the person's first message of a session: `memory.cold_open`, the detection track's cold
+opens); a probe's locus is *none* when
 its verified locus is "none" (unlabelled: its tier is "none" or it has no references).
 
 Figures (means with 95% bootstrap intervals over probes; all but memory_use and
@@ -107,11 +111,18 @@ from dialogbench.stats.bootstrap import (
 from dialogbench.tracks.common import stratified_limit
 from dialogbench.tracks.realcompanion import chat_prompts as cp
 from dialogbench.tracks.realcompanion import recall as rc
-from dialogbench.tracks.realcompanion.memory import READING_HELP, MemoryLabels, memory_labels
+from dialogbench.tracks.realcompanion.memory import (
+    LAST_THREE,
+    READING_HELP,
+    MemoryLabels,
+    cold_open,
+    memory_labels,
+    session_openers,
+)
 
 TRACK = "chat"
 CONDITIONS = ("C0", "C1", "C2", "C3", "C4")
-RECENT, TOP_K, WINDOW = 3, 10, 10
+RECENT, TOP_K, WINDOW = LAST_THREE, 10, 10
 """C1's last messages, C3's BM25 depth, C4's last messages."""
 GAINS = (("C2", "C1"), ("C3", "C4"), ("C2", "C0"), ("C1", "C0"), ("C3", "C0"), ("C4", "C0"))
 NEEDS, NO_NEED = "needs memory", "no memory need"
@@ -174,6 +185,8 @@ class ChatProbe:
     probe: Message
     contexts: dict[str, tuple[Message, ...]]
     labels: MemoryLabels
+    opener: bool = False
+    """The probe is the person's first message of its session (`memory.session_openers`)."""
     memory: dict[str, rc.Shown | str] = field(default_factory=dict)
     """Memory condition -> what its system recalled, or why it failed (with --memory)."""
 
@@ -183,8 +196,10 @@ class ChatProbe:
         return self.labels.recorded
 
     @property
-    def cold_open(self) -> bool:
-        return self.item.stratum == "abstention"
+    def opens_session(self) -> bool:
+        """An item of the abstention stratum, or the person's first message of a session:
+        a cold open when it needs no memory (`memory.cold_open`, under the reading)."""
+        return self.item.stratum == "abstention" or self.opener
 
     @property
     def locus_none(self) -> bool:
@@ -234,6 +249,7 @@ def build_chat_probes(subject: Subject) -> tuple[list[ChatProbe], list[str]]:
     probes = [p for p in build_probes(subject) if p.kind == "chat"]
     top = BM25Retriever().rank(subject, probes, TOP_K).top if probes else np.zeros((0, TOP_K))
     msgs = subject.messages
+    openers = set(session_openers(subject))
     out: list[ChatProbe] = []
     warnings: list[str] = []
     for item, p, row in zip(subject.chat_items, probes, top, strict=True):
@@ -252,7 +268,8 @@ def build_chat_probes(subject: Subject) -> tuple[list[ChatProbe], list[str]]:
             "C4": tuple(msgs[max(0, p.cutoff - WINDOW) : p.cutoff]),
         }
         labels = memory_labels(item, p.cutoff, refs)
-        out.append(ChatProbe(subject.id, item, msgs[p.cutoff], contexts, labels))
+        opener = p.cutoff in openers
+        out.append(ChatProbe(subject.id, item, msgs[p.cutoff], contexts, labels, opener))
     return out, warnings
 
 
@@ -494,7 +511,7 @@ async def _reply(p: ChatProbe, model: Model, config: ChatConfig) -> Rows:
                 "stratum": p.item.stratum,
                 "tier": p.item.tier,
                 **p.labels.fields(),
-                "cold_open": p.cold_open,
+                "opens_session": p.opens_session,
                 "locus_none": p.locus_none,
                 "supplied": _ids(supplied),
                 "reply": None if isinstance(got, ModelError) else got.text,
@@ -521,7 +538,7 @@ def _failed_row(p: ChatProbe, framing: str, condition: str, why: str) -> dict[st
         "stratum": p.item.stratum,
         "tier": p.item.tier,
         **p.labels.fields(),
-        "cold_open": p.cold_open,
+        "opens_session": p.opens_session,
         "locus_none": p.locus_none,
         "supplied": [],
         "reply": None,
@@ -664,8 +681,8 @@ def summarise(rows: Sequence[dict[str, Any]], config: ChatConfig) -> ChatResult:
         strata[i], needs[i], dependent[i], cold[i], none[i] = (
             r["stratum"],
             r[need_key],
-            bool(r["dependent"]),
-            r["cold_open"],
+            bool(r["depends_past_last_three"]),
+            cold_open(r[need_key], r["stratum"], r["opens_session"]),
             r["locus_none"],
         )
         if r.get("memory_error"):

@@ -282,7 +282,7 @@ def quantile_replicates(values: FloatArray, q: float, weights: FloatArray) -> Fl
 
 
 def bootstrap_quantile(
-    values: Sequence[float],
+    values: Sequence[float] | FloatArray,
     q: float,
     clusters: Sequence[str] | None = None,
     *,

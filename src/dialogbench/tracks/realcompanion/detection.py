@@ -102,7 +102,13 @@ from dialogbench.tracks.common import stratified_limit
 from dialogbench.tracks.realcompanion import detectors as det
 from dialogbench.tracks.realcompanion import recall as rc
 from dialogbench.tracks.realcompanion.detection_prompts import MEMORY_PROMPT_SHA256, PROMPT_SHA256
-from dialogbench.tracks.realcompanion.memory import READING_HELP, MemoryLabels, labels_of
+from dialogbench.tracks.realcompanion.memory import (
+    READING_HELP,
+    MemoryLabels,
+    cold_open,
+    labels_of,
+    session_openers,
+)
 
 TRACK = "detection"
 TEXT_DETECTORS = ("lexical", "bm25")
@@ -230,24 +236,12 @@ class DetectionResult:
 # -- populations ----------------------------------------------------------------------------
 
 
-def session_openers(subject: Subject) -> list[int]:
-    """Positions of the first user message of each session (of the conversation, when
-    messages carry no session)."""
-    seen: set[str | None] = set()
-    out = []
-    for m in subject.messages:
-        if m.role == "user" and m.session not in seen:
-            seen.add(m.session)
-            out.append(m.position)
-    return out
-
-
 def chat_group(p: Probe, opener: bool, labels: MemoryLabels, reading: Reading) -> str:
     """The chat population of a chat probe under `reading` (see the module docstring)."""
     refs = p.reference_positions
     if labels.needs(reading):
         return NEEDS
-    if p.labels.get("stratum") == "abstention" or opener:
+    if cold_open(False, p.labels.get("stratum", ""), opener):
         return COLD
     return RECENT if refs else ABSENT
 

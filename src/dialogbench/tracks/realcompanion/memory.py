@@ -9,6 +9,13 @@ references: it needs memory when the furthest lies more than RECENT_WINDOW messa
 Distances count messages back from the probe: the message just before it is 1 back.
 References at or after the probe are ignored (a loader may have let one through).
 
+An item is *dependent* in the paper's sense (its "167 items whose reference reply depends
+on the recorded messages", about a tenth of them) when its reference reply depends on the
+recorded messages (`dependent`) and one of them lies beyond the last LAST_THREE messages:
+what the recorded messages add to the last three (the chat track's C1). An item whose
+every reference is among the last three depends on nothing C1 lacks; our reading of the
+paper, which does not spell it out (`depends_past_last_three`).
+
 The *required* references are the paper's "required messages": for an item that needs
 memory (recorded reading), the ones that make it need memory, outside the recent thread (a
 reference inside it is no memory demand); for any other item, all of them. "How far back
@@ -22,6 +29,8 @@ from dataclasses import dataclass
 from dialogbench.data.model import RECENT_WINDOW, ChatItem, Reading, Subject
 
 READINGS: tuple[Reading, ...] = ("recorded", "strict")
+LAST_THREE = 3
+"""The last messages before the probe that C1 shows."""
 READING_HELP = (
     "which reading of 'needs memory': recorded (a verified reference outside the recent "
     "thread) or strict (and the reference reply depends on it)"
@@ -31,8 +40,10 @@ __all__ = [
     "READING_HELP",
     "RECENT_WINDOW",
     "MemoryLabels",
+    "cold_open",
     "labels_of",
     "memory_labels",
+    "session_openers",
 ]
 
 
@@ -51,6 +62,12 @@ class MemoryLabels:
     """How many messages back the furthest reference sits."""
     required: tuple[int, ...] = ()
     """How many messages back each required reference sits, nearest first."""
+
+    @property
+    def depends_past_last_three(self) -> bool:
+        """Dependent, on a reference beyond the last LAST_THREE messages (the paper's
+        dependent items)."""
+        return self.dependent and self.furthest is not None and self.furthest > LAST_THREE
 
     @property
     def required_nearest(self) -> int | None:
@@ -72,6 +89,7 @@ class MemoryLabels:
             "needs_memory": self.recorded,
             "needs_memory_strict": self.strict,
             "dependent": self.dependent,
+            "depends_past_last_three": self.depends_past_last_three,
             "locus": self.locus,
         }
 
@@ -94,6 +112,25 @@ def memory_labels(
         furthest=furthest,
         required=tuple(far if recorded and far else back),
     )
+
+
+def session_openers(subject: Subject) -> list[int]:
+    """Positions of the first user message of each session (of the conversation, when
+    messages carry no session)."""
+    seen: set[str | None] = set()
+    out = []
+    for m in subject.messages:
+        if m.role == "user" and m.session not in seen:
+            seen.add(m.session)
+            out.append(m.position)
+    return out
+
+
+def cold_open(needs: bool, stratum: str, opener: bool) -> bool:
+    """A *cold open*: a probe that needs no memory and opens a session, an item of the
+    `abstention` stratum or the person's first message of a session (`session_openers`).
+    The chat track's misfire and the detection track's negatives read the same items."""
+    return not needs and (stratum == "abstention" or opener)
 
 
 def labels_of(subject: Subject) -> dict[str, MemoryLabels]:

@@ -7,11 +7,20 @@ it does not.
 
 summary.json gives the headline figures for chat probes and question probes apart (a pooled
 figure mostly reports how many of each a corpus holds), for the *dependent* chat probes
-(the item's reference reply depends on its recorded messages: the paper's BM25 hit@5 0.347),
+(the item's reference reply depends on its recorded messages, one of them beyond the last
+three: `memory.py`; the paper's BM25 hit@5 0.347),
 and then pooled:
 
     population -> retriever -> metric    populations: "chat probes", "question probes",
-                                         "dependent chat probes", "all probes (pooled)"
+                                         "dependent chat probes", "distant chat probes",
+                                         "all probes (pooled)"
+
+*Distant* chat probes are the paper's "distant items" (its hit@5: Random 0.005, Recency 0.022,
+BM25 0.248, Oracle 1.000): locus `distant` (unlabelled: needing memory by the recorded
+reading), scored against their *required* references only (`memory.py`: the ones outside the
+recent thread, which make the item need memory); a reference in the recent thread that a
+recency window finds is no find of the distant evidence. Every other population and facet
+scores every reference.
 
 breakdown.json: retriever -> facet -> level -> metric, facets kind, stratum, tier, category,
 need (chat probes that need memory or not, by their labels under `--reading`; `memory.py`),
@@ -37,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 import numpy as np
+import numpy.typing as npt
 from rich.table import Table
 
 from dialogbench.data.model import Dataset, Subject
@@ -53,15 +63,22 @@ from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 from dialogbench.stats.metrics import metric_table, random_hit_expectation
 from dialogbench.tracks.common import masked_estimates
 from dialogbench.tracks.realcompanion import recall as rc
-from dialogbench.tracks.realcompanion.memory import READING_HELP, MemoryLabels, labels_of
+from dialogbench.tracks.realcompanion.memory import (
+    READING_HELP,
+    RECENT_WINDOW,
+    MemoryLabels,
+    labels_of,
+)
 
 TRACK = "retrieval"
 DISTANCE_BUCKETS = ((1, 3), (4, 10), (11, 100), (101, 1000), (1001, None))
 MAX_K = 10_000
-CHAT, QUESTIONS, DEPENDENT, POOLED = (
+FloatArray = npt.NDArray[np.float64]
+CHAT, QUESTIONS, DEPENDENT, DISTANT, POOLED = (
     "chat probes",
     "question probes",
     "dependent chat probes",
+    "distant chat probes",
     "all probes (pooled)",
 )
 NEEDS, NO_NEED = "needs memory", "no memory need"
@@ -485,29 +502,42 @@ def summarise(
     labels = list(labels) if labels is not None else [None] * len(probes)
     n = len(probes)
     rank_width = max(len(p.reference_positions) for p in probes)
-    columns: list[tuple[str, str]] = []
-    values: list[np.ndarray] = []
     warnings: list[str] = []
-    for name in config.retrievers if names is None else names:
-        ranks = np.full((n, rank_width), np.nan)
-        for i, row in enumerate(rows[name]):
-            ranks[i, : len(row["ranks"])] = [np.inf if r is None else r for r in row["ranks"]]
-        for metric, v in metric_table(ranks, config.ks).items():
-            columns.append((name, metric))
-            values.append(v)
-        if name == "random":
-            cand = np.array([p.cutoff for p in probes], dtype=float)
-            m = np.array([len(p.reference_positions) for p in probes], dtype=float)
-            for k in config.ks:
-                columns.append((name, f"expected hit@{k}"))
-                values.append(random_hit_expectation(cand, m, k))
-    matrix = np.column_stack(values)
-    clusters = np.array([p.subject_id for p in probes]) if config.cluster == "subject" else None
+    distant = np.array([_distant(lab) for lab in labels], bool)
+    present = np.zeros((n, rank_width), bool)  # a probe's references (the rest is padding)
+    required = np.zeros((n, rank_width), bool)  # those of them a distant probe counts
+    for i, p in enumerate(probes):
+        far = [p.cutoff - r > RECENT_WINDOW for r in p.reference_positions]
+        present[i, : len(far)] = True
+        required[i, : len(far)] = far if distant[i] else True
 
+    def table(keep: npt.NDArray[np.bool_]) -> tuple[list[tuple[str, str]], FloatArray]:
+        """Every system's per-probe metrics over the references `keep` marks."""
+        columns: list[tuple[str, str]] = []
+        values: list[FloatArray] = []
+        for name in config.retrievers if names is None else names:
+            ranks = np.full((n, rank_width), np.nan)
+            for i, row in enumerate(rows[name]):
+                got = [np.inf if r is None else r for r in row["ranks"]]
+                ranks[i, : len(got)] = got
+            ranks[~keep] = np.nan
+            for metric, v in metric_table(ranks, config.ks).items():
+                columns.append((name, metric))
+                values.append(v)
+            if name == "random":
+                cand = np.array([p.cutoff for p in probes], dtype=float)
+                m = keep.sum(axis=1).astype(float)
+                for k in config.ks:
+                    columns.append((name, f"expected hit@{k}"))
+                    values.append(random_hit_expectation(cand, m, k))
+        return columns, np.column_stack(values)
+
+    columns, matrix = table(present)
+    clusters = np.array([p.subject_id for p in probes]) if config.cluster == "subject" else None
     estimate = masked_estimates(matrix, columns, clusters, config.n_boot, config.seed)
     summary = estimate(np.ones(n, dtype=bool))
     kind = np.array([p.kind for p in probes])
-    dependent = np.array([lab is not None and lab.dependent for lab in labels], bool)
+    dependent = np.array([lab is not None and lab.depends_past_last_three for lab in labels], bool)
     populations = {
         name: estimate(mask)
         for name, mask in ((CHAT, kind == "chat"), (QUESTIONS, kind == "question"))
@@ -515,6 +545,11 @@ def summarise(
     }
     if CHAT in populations:
         populations[DEPENDENT] = estimate(dependent)
+        if distant.any():
+            far_columns, far_matrix = table(required)
+            populations[DISTANT] = masked_estimates(
+                far_matrix, far_columns, clusters, config.n_boot, config.seed
+            )(distant)
     facets: dict[str, list[str]] = {"kind": [p.kind for p in probes]}
     for key in ("stratum", "tier", "category"):
         levels = [p.labels.get(key, "") for p in probes]
@@ -525,7 +560,7 @@ def summarise(
             "" if lab is None else NEEDS if lab.needs(config.reading) else NO_NEED for lab in labels
         ]
         facets["dependent"] = [
-            "" if lab is None else "dependent" if lab.dependent else "not dependent"
+            "" if lab is None else "dependent" if lab.depends_past_last_three else "not dependent"
             for lab in labels
         ]
     nearest = np.array([p.cutoff - max(p.reference_positions) for p in probes])
@@ -560,6 +595,13 @@ def summarise(
         warnings=warnings,
         populations=populations,
     )
+
+
+def _distant(lab: MemoryLabels | None) -> bool:
+    """A distant chat probe: locus `distant`; unlabelled, one needing memory (recorded)."""
+    if lab is None:
+        return False
+    return lab.locus == "distant" if lab.locus is not None else lab.recorded
 
 
 def _distance_stats(nearest: np.ndarray, furthest: np.ndarray) -> dict[str, float]:
