@@ -369,11 +369,6 @@ class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
             }
         return plan
 
-    async def run_stage(
-        self, stage: str, unit: Any, models: Models, config: ChatConfig, plan: Plan[ChatProbe]
-    ) -> Rows:
-        return await rc.run_recall(unit)
-
     async def solve(
         self, unit: ChatProbe, models: Models, config: ChatConfig, plan: Plan[ChatProbe]
     ) -> Rows:

@@ -382,11 +382,6 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
             }
         return plan
 
-    async def run_stage(
-        self, stage: str, unit: Any, models: Models, config: DetectionConfig, plan: Plan[str]
-    ) -> Rows:
-        return await rc.run_recall(unit)
-
     async def solve(
         self, unit: str, models: Models, config: DetectionConfig, plan: Plan[str]
     ) -> Rows:

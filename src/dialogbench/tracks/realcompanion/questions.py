@@ -434,11 +434,6 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
             recalls.into(plan, needs)
         return plan
 
-    async def run_stage(
-        self, stage: str, unit: Any, models: Models, config: QuestionsConfig, plan: Plan[Unit]
-    ) -> Rows:
-        return await rc.run_recall(unit)
-
     async def solve(
         self, unit: Unit, models: Models, config: QuestionsConfig, plan: Plan[Unit]
     ) -> Rows:

@@ -86,14 +86,6 @@ def resolve_systems(specs: Sequence[str], seed: int) -> list[System]:
     return out
 
 
-RECALL = Stage(
-    "recall",
-    "memory",
-    "replay each subject into each memory system once, recalling at each of its probes",
-)
-"""The stage every track with `--memory` runs before solve."""
-
-
 @dataclass(frozen=True)
 class RecallUnit:
     """One memory system's replay of one subject: every query of it in the run."""
@@ -255,6 +247,16 @@ async def run_recall(unit: RecallUnit) -> Rows:
             charge(RECALL.role, system.name, _tokens(spent), False, None, r.ingest_s)
         charge(RECALL.role, system.name, _tokens(r.cost), False, None, r.latency_s)
     return [replay_row(system, got)]
+
+
+RECALL = Stage(
+    "recall",
+    "memory",
+    "replay each subject into each memory system once, recalling at each of its probes",
+    run=run_recall,
+)
+"""The stage every track with `--memory` runs before solve (a track declaring it needs no
+`run_stage` of its own)."""
 
 
 def _tokens(cost: SystemCost | None) -> Usage:

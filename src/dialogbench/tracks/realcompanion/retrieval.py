@@ -205,11 +205,6 @@ class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
             context.recalls.into(plan, needs)
         return plan
 
-    async def run_stage(
-        self, stage: str, unit: Any, models: Models, config: RetrievalConfig, plan: Plan[Unit]
-    ) -> Rows:
-        return await rc.run_recall(unit)
-
     async def solve(
         self, unit: Unit, models: Models, config: RetrievalConfig, plan: Plan[Unit]
     ) -> Rows:
