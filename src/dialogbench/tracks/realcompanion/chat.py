@@ -88,7 +88,7 @@ from rich.table import Table
 from dialogbench.data.model import ChatItem, Dataset, Message, Subject
 from dialogbench.judging import is_unscored, verdict_fields
 from dialogbench.judging.judge import BlindVerdict, Judge
-from dialogbench.memory import Budget, Query
+from dialogbench.memory import Budget, Query, query_of
 from dialogbench.models.model import Call, Model
 from dialogbench.models.types import GenerateConfig, ModelError
 from dialogbench.report.table import summary_table
@@ -174,6 +174,8 @@ class ChatProbe:
     probe: Message
     contexts: dict[str, tuple[Message, ...]]
     labels: MemoryLabels
+    query: Query
+    """What a memory system is asked at this probe (with --memory)."""
     memory: dict[str, rc.Shown | str] = field(default_factory=dict)
     """Memory condition -> what its system recalled, or why it failed (with --memory)."""
 
@@ -252,7 +254,8 @@ def build_chat_probes(subject: Subject) -> tuple[list[ChatProbe], list[str]]:
             "C4": tuple(msgs[max(0, p.cutoff - WINDOW) : p.cutoff]),
         }
         labels = memory_labels(item, p.cutoff, refs)
-        out.append(ChatProbe(subject.id, item, msgs[p.cutoff], contexts, labels))
+        query = query_of(p, asked_at=msgs[p.cutoff].timestamp)
+        out.append(ChatProbe(subject.id, item, msgs[p.cutoff], contexts, labels, query))
     return out, warnings
 
 
@@ -272,28 +275,7 @@ def plan_recalls(
     budget: Budget,
 ) -> rc.Recalls:
     """The recall stage: one replay per subject and system, of that subject's probes."""
-    by_subject: dict[str, list[ChatProbe]] = {}
-    for p in probes:
-        by_subject.setdefault(p.subject_id, []).append(p)
-    queries = {
-        sid: (
-            subjects[sid],
-            [
-                Query(
-                    id=p.item.probe_id,
-                    subject_id=sid,
-                    text=p.probe.text,
-                    kind="chat",
-                    cutoff=p.probe.position,
-                    speakers=(p.probe.speaker,),
-                    asked_at=p.probe.timestamp,
-                )
-                for p in mine
-            ],
-        )
-        for sid, mine in by_subject.items()
-    }
-    return rc.Recalls.plan(systems, queries, budget)
+    return rc.Recalls.plan(systems, [p.query for p in probes], subjects, budget)
 
 
 def with_memory(

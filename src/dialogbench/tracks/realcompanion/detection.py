@@ -364,11 +364,8 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
         )
         if systems:
             budget = Budget(k=config.window)
-            queries = {
-                sid: (subjects[sid], [query_of(units[i].probe) for i in idx])
-                for sid, idx in by_subject.items()
-            }
-            context.recalls = recalls = rc.Recalls.plan(systems, queries, budget)
+            queries = [query_of(u.probe) for u in units]
+            context.recalls = recalls = rc.Recalls.plan(systems, queries, subjects, budget)
             context.memory = [MEMORY_DETECTOR + s.name for s in systems]
             context.detectors += context.memory
             plan.units |= {name: name for name in context.memory}

@@ -73,7 +73,7 @@ from dialogbench.data.model import Dataset, Question, Subject
 from dialogbench.judging import is_unscored, verdict_fields
 from dialogbench.judging.judge import Judge, Verdict
 from dialogbench.judging.rubric import Rubric
-from dialogbench.memory import Budget, Query, Recalled
+from dialogbench.memory import Budget, Query, Recalled, query_of
 from dialogbench.memory.costs import TokenCount
 from dialogbench.models.model import Call, Model
 from dialogbench.models.tokenizer import GGUFTokenizer, TokenCounter
@@ -163,6 +163,8 @@ class Asked:
     cutoff: int
     retrieved: tuple[int, ...]
     """BM25's top k positions before the question, in conversation order."""
+    query: Query
+    """What a memory system is asked at this question (with --memory)."""
     full_tokens: int | None = None
     """Estimated prompt tokens with the whole history (None when `full` is not run)."""
     speakers: tuple[str, ...] = ()
@@ -262,7 +264,10 @@ def build_asked(
         full = None
         if cum is not None and counter is not None:
             full = int(cum[p.cutoff]) + fixed_tokens(q, counter, max_tokens)
-        out.append(Asked(subject.id, q, p.cutoff, found, full, p.speakers, p.reference_positions))
+        query = query_of(p, asked_at=q.asked_at)
+        out.append(
+            Asked(subject.id, q, p.cutoff, found, query, full, p.speakers, p.reference_positions)
+        )
     return out
 
 
@@ -324,30 +329,10 @@ def plan_recalls(
     counter: TokenCounter,
 ) -> rc.Recalls:
     """The recall stage: one replay per subject and system, of the subject's questions."""
-    by_subject: dict[str, list[Asked]] = {}
-    for a in asked:
-        by_subject.setdefault(a.subject_id, []).append(a)
-    queries = {
-        sid: (
-            subjects[sid],
-            [
-                Query(
-                    id=a.question.id,
-                    subject_id=sid,
-                    text=a.question.text,
-                    kind="question",
-                    cutoff=a.cutoff,
-                    speakers=a.speakers,
-                    asked_at=a.question.asked_at,
-                )
-                for a in mine
-            ],
-        )
-        for sid, mine in by_subject.items()
-    }
     return rc.Recalls.plan(
         systems,
-        queries,
+        [a.query for a in asked],
+        subjects,
         budget,
         lambda subject: memory_counter(subject, counter),
         tokenizer=counter.name,

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,16 +125,21 @@ class Recalls:
     def plan(
         cls,
         systems: Sequence[System],
-        queries: Mapping[str, tuple[Subject, Sequence[Query]]],
+        queries: Iterable[Query],
+        subjects: Mapping[str, Subject],
         budget: Budget,
         count: Callable[[Subject], TokenCount] | None = None,
         tokenizer: str | None = None,
     ) -> Recalls:
-        """One recall unit per system and subject of `queries` (subject id -> the subject and
-        its queries); `count` gives a subject's token counter, named `tokenizer`."""
+        """One recall unit per system and subject asked, of that subject's `queries` in the
+        order given; `count` gives a subject's token counter, named `tokenizer`."""
+        by_subject: dict[str, list[Query]] = {}
+        for q in queries:
+            by_subject.setdefault(q.subject_id, []).append(q)
         out = cls(list(systems), budget, tokenizer=tokenizer)
         for system in systems:
-            for sid, (subject, asked) in queries.items():
+            for sid, asked in by_subject.items():
+                subject = subjects[sid]
                 key = recall_key(system.name, sid, asked)
                 counter = count(subject) if count is not None else None
                 out.units[key] = RecallUnit(system, subject, tuple(asked), budget, counter)

@@ -195,12 +195,9 @@ class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
         plan = Plan(units, warnings=list(data.warnings), context=context)
         if systems:
             depth = min(config.depth, max(p.cutoff for p in probes))
-            queries = {
-                sid: (subjects[sid], [query_of(p) for p in group])
-                for sid, group in by_subject.items()
-            }
+            queries = [query_of(p) for p in probes]
             budget = Budget(k=depth, tokens=config.memory_tokens)
-            context.recalls = rc.Recalls.plan(systems, queries, budget)
+            context.recalls = rc.Recalls.plan(systems, queries, subjects, budget)
             needs = {f"memory:{s.name}": context.recalls.needs_all(s.name) for s in systems}
             context.recalls.into(plan, needs)
         return plan
