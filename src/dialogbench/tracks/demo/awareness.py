@@ -79,7 +79,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -97,9 +97,10 @@ from dialogbench.lang import Lang
 from dialogbench.models.structured import Structured, extract_json
 from dialogbench.models.types import ChatMessage
 from dialogbench.report.table import summary_table
-from dialogbench.runner import Outcome, Plan, Role, TrackBase, option, register
+from dialogbench.runner import Outcome, Plan, TrackBase, option, register
 from dialogbench.runner import config as shared
-from dialogbench.runner.track import Corpus, Models, Rows
+from dialogbench.runner.roles import judge_role, model_role
+from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import (
     Estimate,
     bootstrap_means,
@@ -390,18 +391,18 @@ def unit_key(item: AwarenessItem) -> str:
 class AwarenessTrack(TrackBase[AwarenessConfig, AwarenessItem]):
     """One unit per item: the model answers it (solve), the judge scores the answer (score)."""
 
-    name: ClassVar[str] = TRACK
-    summary: ClassVar[str] = (
+    name = TRACK
+    summary = (
         "DEMO element awareness: infer goals, personas, scenes and utterance labels from "
         "whole dialogues; judged against the gold, and scored objectively on its labels."
     )
     config_type = AwarenessConfig
-    roles: ClassVar[tuple[Role, ...]] = (
-        Role("model", "solve", "the model under test"),
-        Role("judge", "score", "the judge of the answers", fallback="model"),
+    roles = (
+        model_role("the model under test"),
+        judge_role("the judge of the answers"),
     )
-    corpus: ClassVar[Corpus] = "demo"
-    judged: ClassVar[bool] = True
+    corpus = "demo"
+    judged = True
 
     def plan(self, data: DemoSet, config: AwarenessConfig) -> Plan[AwarenessItem]:
         items = select_items(data, config)

@@ -33,7 +33,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from rich.table import Table
@@ -46,9 +46,10 @@ from dialogbench.judging.calibration import CalibrationProbe, PassRule, calibrat
 from dialogbench.judging.judge import Judge
 from dialogbench.judging.qa_rubrics import QA_RUBRICS
 from dialogbench.report.table import summary_table
-from dialogbench.runner import OptionError, Outcome, Plan, Role, TrackBase, option, register
+from dialogbench.runner import OptionError, Outcome, Plan, TrackBase, option, register
 from dialogbench.runner import config as shared
 from dialogbench.runner.record import digest
+from dialogbench.runner.roles import judge_role
 from dialogbench.runner.track import Models, Rows
 from dialogbench.scoring.locomo import f1_score
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
@@ -208,14 +209,14 @@ def probes_for(
 class AnswersTrack(TrackBase[AnswersConfig, Unit]):
     """Re-judge a file of answers: one unit per matched answer, one per rubric's probes."""
 
-    name: ClassVar[str] = TRACK
-    summary: ClassVar[str] = (
+    name = TRACK
+    summary = (
         "Re-judge answers produced elsewhere (a file): lenient and strict judge, LoCoMo's F1, "
         "the judge's false-accept rate."
     )
     config_type = AnswersConfig
-    roles: ClassVar[tuple[Role, ...]] = (Role("judge", "score", "the judge of the answers"),)
-    judged: ClassVar[bool] = True
+    roles = (judge_role("the judge of the answers", fallback=None),)
+    judged = True
 
     def configure(self, config: AnswersConfig, roles: frozenset[str]) -> AnswersConfig:
         """The file's absolute path and sha256 pinned, so a re-judge reads the same file."""

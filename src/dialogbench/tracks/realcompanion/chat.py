@@ -79,7 +79,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -94,9 +94,10 @@ from dialogbench.models.types import GenerateConfig, ModelError
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import build_probes
 from dialogbench.retrieval.bm25 import BM25Retriever
-from dialogbench.runner import Outcome, Plan, Role, TrackBase, option, register
+from dialogbench.runner import Outcome, Plan, TrackBase, option, register
 from dialogbench.runner import config as shared
-from dialogbench.runner.track import Models, Rows, Stage
+from dialogbench.runner.roles import judge_role, model_role
+from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import (
     Estimate,
     bootstrap_means,
@@ -304,19 +305,17 @@ class Context:
 class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
     """One unit per probe: its five replies (solve), then one blinded judge call (score)."""
 
-    name: ClassVar[str] = TRACK
-    summary: ClassVar[str] = (
-        "Replies under five context conditions, judged together against the reference reply."
-    )
+    name = TRACK
+    summary = "Replies under five context conditions, judged together against the reference reply."
     config_type = ChatConfig
-    roles: ClassVar[tuple[Role, ...]] = (
-        Role("model", "solve", "the model under test (writes the replies)"),
-        Role("judge", "score", "the judge of the replies", fallback="model"),
+    roles = (
+        model_role("the model under test (writes the replies)"),
+        judge_role("the judge of the replies"),
     )
-    judged: ClassVar[bool] = True
-    version: ClassVar[int] = 2
+    judged = True
+    version = 2
     """2: rows carry the item's labels (both readings, dependent, locus) and a framing each."""
-    stages: ClassVar[tuple[Stage, ...]] = (rc.RECALL,)
+    stages = (rc.RECALL,)
 
     def plan(self, data: Dataset, config: ChatConfig) -> Plan[ChatProbe]:
         probes: list[ChatProbe] = []

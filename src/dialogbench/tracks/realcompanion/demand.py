@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -186,10 +186,8 @@ def census_of(subject: Subject) -> Census:
 class DemandTrack(TrackBase[DemandConfig, Subject]):
     """One unit per subject with chat items: its items' labels and distances."""
 
-    name: ClassVar[str] = TRACK
-    summary: ClassVar[str] = (
-        "How often the past is needed and how far back, from the chat labels (no model)."
-    )
+    name = TRACK
+    summary = "How often the past is needed and how far back, from the chat labels (no model)."
     config_type = DemandConfig
 
     def plan(self, data: Dataset, config: DemandConfig) -> Plan[Subject]:

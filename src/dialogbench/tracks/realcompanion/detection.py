@@ -74,7 +74,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -86,10 +86,9 @@ from dialogbench.memory import Budget, query_of
 from dialogbench.models.model import Model
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import Probe, build_probes
-from dialogbench.runner import Outcome, Plan, TrackBase, option, register
+from dialogbench.runner import Outcome, Plan, TrackBase, model_role, option, register
 from dialogbench.runner import config as shared
-from dialogbench.runner.roles import Role
-from dialogbench.runner.track import Models, Rows, Stage
+from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, nan_estimate, percentile_estimate
 from dialogbench.stats.roc import (
     OperatingPoint,
@@ -319,17 +318,13 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
     """One unit per detector: it scores every probe (vectorised per subject, or one batch
     of model calls)."""
 
-    name: ClassVar[str] = TRACK
-    summary: ClassVar[str] = (
-        "Tell probes that need earlier messages from those that do not; AUROC per contrast."
-    )
+    name = TRACK
+    summary = "Tell probes that need earlier messages from those that do not; AUROC per contrast."
     config_type = DetectionConfig
-    version: ClassVar[int] = 2
+    version = 2
     """2: rows carry needs_memory / needs_memory_strict; populations no longer follow window."""
-    roles: ClassVar[tuple[Role, ...]] = (
-        Role("model", "solve", "the model the model detectors ask", required=False),
-    )
-    stages: ClassVar[tuple[Stage, ...]] = (rc.RECALL,)
+    roles = (model_role("the model the model detectors ask", required=False),)
+    stages = (rc.RECALL,)
 
     def configure(self, config: DetectionConfig, roles: frozenset[str]) -> DetectionConfig:
         """Default detectors: the text ones, plus the model ones when a model is given."""

@@ -64,7 +64,7 @@ import warnings as warnings_module
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from rich.table import Table
@@ -81,9 +81,10 @@ from dialogbench.models.types import GenerateConfig, ModelError
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import build_probes
 from dialogbench.retrieval.bm25 import BM25Retriever
-from dialogbench.runner import OptionError, Outcome, Plan, Role, TrackBase, option, register
+from dialogbench.runner import OptionError, Outcome, Plan, TrackBase, option, register
 from dialogbench.runner import config as shared
-from dialogbench.runner.track import Models, Rows, Stage
+from dialogbench.runner.roles import judge_role, model_role
+from dialogbench.runner.track import Models, Rows
 from dialogbench.scoring.locomo import ADVERSARIAL, CATEGORY_NAMES, is_abstention, locomo_score
 from dialogbench.scoring.locomo import set_f1 as set_f1_score
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
@@ -342,17 +343,15 @@ def plan_recalls(
 class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
     """One unit per system x question: its answer (solve), then its verdict and scores."""
 
-    name: ClassVar[str] = TRACK
-    summary: ClassVar[str] = (
-        "Answer each question from the chosen context; judge against gold (and LoCoMo's F1)."
-    )
+    name = TRACK
+    summary = "Answer each question from the chosen context; judge against gold (and LoCoMo's F1)."
     config_type = QuestionsConfig
-    roles: ClassVar[tuple[Role, ...]] = (
-        Role("model", "solve", "the model under test (answers the questions)"),
-        Role("judge", "score", "the judge of the answers", fallback="model"),
+    roles = (
+        model_role("the model under test (answers the questions)"),
+        judge_role("the judge of the answers"),
     )
-    judged: ClassVar[bool] = True
-    stages: ClassVar[tuple[Stage, ...]] = (rc.RECALL,)
+    judged = True
+    stages = (rc.RECALL,)
 
     def __init__(self, tokenizer: TokenCounter | None = None) -> None:
         self.tokenizer = tokenizer

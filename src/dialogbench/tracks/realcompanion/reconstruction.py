@@ -69,7 +69,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -83,10 +83,9 @@ from dialogbench.models.structured import CORRECTION, Structured
 from dialogbench.models.tokenizer import IntArray, TokenCounter
 from dialogbench.models.types import ChatMessage, GenerateConfig, ModelError
 from dialogbench.report.table import summary_table
-from dialogbench.runner import Outcome, Plan, TrackBase, option, register
+from dialogbench.runner import Outcome, Plan, TrackBase, model_role, option, register
 from dialogbench.runner import config as shared
 from dialogbench.runner.record import RunFolder
-from dialogbench.runner.roles import Role as ModelRole
 from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 from dialogbench.tracks.common import outcome_of
@@ -475,17 +474,15 @@ class ReconstructionTrack(TrackBase[ReconstructionConfig, Unit]):
     """One unit per (run, subject): solve writes the profile and persona (all chunks as one
     batch), score matches them against the released ones (no judge)."""
 
-    name: ClassVar[str] = TRACK
-    summary: ClassVar[str] = (
+    name = TRACK
+    summary = (
         "The model writes each subject's profile and persona; field-level P/R/F1 against gold."
     )
     config_type = ReconstructionConfig
-    roles: ClassVar[tuple[ModelRole, ...]] = (
-        ModelRole("model", "solve", "the model that writes the profiles and personas"),
-    )
-    version: ClassVar[int] = 2
+    roles = (model_role("the model that writes the profiles and personas"),)
+    version = 2
     """2: chunk replies merged with one-to-one dedupe (a reply's own records all kept)."""
-    judged: ClassVar[bool] = True
+    judged = True
     """Scoring is the deterministic matching (no judge role), kept apart from solving so a
     new `threshold` re-matches saved outputs without calling the model."""
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 from rich.table import Table
@@ -48,7 +48,7 @@ from dialogbench.retrieval.base import BatchRetriever, Probe, scoreable_probes
 from dialogbench.retrieval.registry import DEFAULT_RETRIEVERS, resolve
 from dialogbench.runner import Outcome, Plan, TrackBase, option, register
 from dialogbench.runner import config as shared
-from dialogbench.runner.track import Models, Rows, Stage
+from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 from dialogbench.stats.metrics import metric_table, random_hit_expectation
 from dialogbench.tracks.common import masked_estimates
@@ -165,10 +165,10 @@ def probe_labels(dataset: Dataset, probes: Sequence[Probe]) -> list[MemoryLabels
 class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
     """One unit per retriever: it ranks the history before every probe."""
 
-    name: ClassVar[str] = TRACK
-    summary: ClassVar[str] = "Rank earlier messages for every probe; score hit@k, MRR, recall@k."
+    name = TRACK
+    summary = "Rank earlier messages for every probe; score hit@k, MRR, recall@k."
     config_type = RetrievalConfig
-    stages: ClassVar[tuple[Stage, ...]] = (rc.RECALL,)
+    stages = (rc.RECALL,)
 
     def plan(self, data: Dataset, config: RetrievalConfig) -> Plan[Unit]:
         units: dict[str, Unit] = {
