@@ -90,7 +90,7 @@ from dialogbench.judging import is_unscored, verdict_fields
 from dialogbench.judging.judge import BlindVerdict, Judge
 from dialogbench.memory import Budget, Query, query_of
 from dialogbench.models.model import Call, Model
-from dialogbench.models.types import GenerateConfig, ModelError
+from dialogbench.models.types import ModelError
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import build_probes
 from dialogbench.retrieval.bm25 import BM25Retriever
@@ -134,15 +134,11 @@ class ChatConfig(shared.Sampled, shared.Judged):
         help="label the supplied messages as earlier turns or as retrieved memories "
         "(both: reply under each, and compare memory use)",
     )
-    memory: tuple[str, ...] = option((), help=rc.MEMORY_HELP, nonempty=False)
-    memory_k: int | None = option(
-        TOP_K, help=rc.MEMORY_K_HELP + " (default: 10, like C3 and C4)", min=1
-    )
-    memory_tokens: int | None = option(
-        None,
-        help="tokens of memories per recall (approximate count), the same for every memory "
-        "system (default: no cap)",
-        min=1,
+    memory: tuple[str, ...] = rc.memory_option()
+    memory_k: int | None = rc.memory_k_option(TOP_K, "default: 10, like C3 and C4")
+    memory_tokens: int | None = rc.memory_tokens_option(
+        "tokens of memories per recall (approximate count), the same for every memory "
+        "system (default: no cap)"
     )
     limit: int | None = shared.limit("probes, drawn in turn from each stratum x need")
     seed: int = shared.seed("the limit draw, the replies and the bootstrap")
@@ -161,9 +157,6 @@ class ChatConfig(shared.Sampled, shared.Judged):
     def framings(self) -> tuple[cp.Framing, ...]:
         """The framings run, the first one giving every figure but memory use."""
         return FRAMING_ORDER if self.framing == "both" else (self.framing,)
-
-    def reply_config(self) -> GenerateConfig:
-        return self.generate_config()
 
 
 @dataclass(frozen=True)
@@ -196,6 +189,13 @@ class ChatProbe:
         return self.item.tier == "none" or not self.item.reference_ids
 
 
+SUMMARY_KEYS = (
+    *("content_match", "gains", "gain_split", "no_need_share", "misfire", "memory_use"),
+    *("framing_difference", "reading", "unscored", "probes"),
+)
+"""The fields of `ChatResult` in summary.json, in its order (not usage or warnings)."""
+
+
 @dataclass
 class ChatResult:
     """The track's figures as written to summary.json."""
@@ -214,18 +214,8 @@ class ChatResult:
     warnings: list[str] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
-        return {
-            "content_match": self.content_match,
-            "gains": self.gains,
-            "gain_split": self.gain_split,
-            "no_need_share": self.no_need_share,
-            "misfire": self.misfire,
-            "memory_use": self.memory_use,
-            "framing_difference": self.framing_difference,
-            "reading": self.reading,
-            "unscored": self.unscored,
-            "probes": self.probes,
-        }
+        """summary.json: the fields in `SUMMARY_KEYS`, in that order."""
+        return {key: getattr(self, key) for key in SUMMARY_KEYS}
 
 
 # -- contexts -------------------------------------------------------------------------------
@@ -446,16 +436,15 @@ def _ids(messages: Sequence[Message]) -> list[str]:
 async def _reply(p: ChatProbe, model: Model, config: ChatConfig) -> Rows:
     """One reply per condition (and framing) of one probe, each the same call as ever (same
     cache key)."""
+    gen = config.generate_config()
     runs = [(f, c) for f in config.framings for c in CONDITIONS]
-    calls = [
-        Call(cp.reply_messages(p.contexts[c], p.probe, f), config.reply_config()) for f, c in runs
-    ]
+    calls = [Call(cp.reply_messages(p.contexts[c], p.probe, f), gen) for f, c in runs]
     recalled = {c: v for c, v in p.memory.items() if not isinstance(v, str)}
     for f in config.framings:
         for c, view in recalled.items():
             runs.append((f, c))
             prompt = cp.memory_reply_messages(view.messages, view.notes, p.probe)
-            calls.append(Call(prompt, config.reply_config()))
+            calls.append(Call(prompt, gen))
     outs = await model.generate_many(calls, tag=REPLY_TAG)
     rows = []
     for (f, c), got in zip(runs, outs, strict=True):

@@ -149,10 +149,8 @@ class DetectionConfig(shared.Sampled):
         max=1,
         stage="aggregate",
     )
-    memory: tuple[str, ...] = option(
-        (),
-        help=rc.MEMORY_HELP + "; each gives a detector model-memory:NAME reading its recall",
-        nonempty=False,
+    memory: tuple[str, ...] = rc.memory_option(
+        rc.MEMORY_HELP + "; each gives a detector model-memory:NAME reading its recall"
     )
     seed: int = shared.seed("the probe limit, the replies and the bootstrap")
     n_boot: int = shared.n_boot()

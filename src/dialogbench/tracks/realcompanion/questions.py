@@ -77,7 +77,7 @@ from dialogbench.memory import Budget, Query, Recalled, query_of
 from dialogbench.memory.costs import TokenCount
 from dialogbench.models.model import Call, Model
 from dialogbench.models.tokenizer import GGUFTokenizer, TokenCounter
-from dialogbench.models.types import GenerateConfig, ModelError
+from dialogbench.models.types import ModelError
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import build_probes
 from dialogbench.retrieval.bm25 import BM25Retriever
@@ -132,13 +132,11 @@ class QuestionsConfig(shared.Sampled, shared.Judged):
     tokenizer: str = option(
         "embedded", help="counts tokens for the budget: embedded (SmolLM2-135M) or a GGUF path"
     )
-    memory: tuple[str, ...] = option((), help=rc.MEMORY_HELP, nonempty=False)
-    memory_k: int | None = option(None, help=rc.MEMORY_K_HELP + " (default: no cap)", min=1)
-    memory_tokens: int | None = option(
-        None,
-        help="tokens of memories per recall, the same for every memory system (default: "
-        "--context-tokens less the prompt's fixed parts)",
-        min=1,
+    memory: tuple[str, ...] = rc.memory_option()
+    memory_k: int | None = rc.memory_k_option(None, "default: no cap")
+    memory_tokens: int | None = rc.memory_tokens_option(
+        "tokens of memories per recall, the same for every memory system (default: "
+        "--context-tokens less the prompt's fixed parts)"
     )
     limit: int | None = shared.limit("questions, drawn in turn from each category")
     seed: int = shared.seed("the limit draw, the answers and the bootstrap")
@@ -150,9 +148,6 @@ class QuestionsConfig(shared.Sampled, shared.Judged):
         512, "the judge's budget per verdict (tokens)", stage="score", max=None
     )
     max_fixes: int = shared.fixes(2, "corrective retries of an unusable verdict", stage="score")
-
-    def answer_config(self) -> GenerateConfig:
-        return self.generate_config()
 
 
 @dataclass(frozen=True)
@@ -539,7 +534,7 @@ async def _answer(
     mode, positions = shown(a, system, config.context_tokens)
     q, msgs = a.question, subject.messages
     lines = [qp.render(msgs[i]) for i in positions]
-    call = Call(qp.answer_messages(lines, mode, q.text, q.asked_at), config.answer_config())
+    call = Call(qp.answer_messages(lines, mode, q.text, q.asked_at), config.generate_config())
     row = _row(system, a, mode, fell_back=system == "full" and mode != "full")
     row["context_ids"] = [msgs[i].id for i in positions]
     (got,) = await model.generate_many([call], tag=ANSWER_TAG)
@@ -572,7 +567,7 @@ async def _answer_memory(
     row |= {"context_ids": [m.id for m in view.messages], **view.fields}
     lines = [qp.render(m) for m in view.messages]
     messages = qp.memory_answer_messages(lines, view.notes, q.text, q.asked_at)
-    (out,) = await model.generate_many([Call(messages, config.answer_config())], tag=ANSWER_TAG)
+    (out,) = await model.generate_many([Call(messages, config.generate_config())], tag=ANSWER_TAG)
     failed = isinstance(out, ModelError)
     row["answer"] = None if isinstance(out, ModelError) else out.text.strip()
     row["answer_error"] = str(out) if failed else None

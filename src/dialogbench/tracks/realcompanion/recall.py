@@ -50,7 +50,7 @@ from dialogbench.memory.registry import memory_name
 from dialogbench.models.embedding import EmbedderUnavailable
 from dialogbench.models.types import ErrorKind, ModelError, Usage
 from dialogbench.models.usage import charge
-from dialogbench.runner import OptionError
+from dialogbench.runner import OptionError, option
 from dialogbench.runner.record import digest
 from dialogbench.runner.track import Need, Plan, Rows, Stage
 
@@ -58,7 +58,22 @@ MEMORY_HELP = (
     "memory systems, each one more system: bm25, recency, full-context, dense, hybrid, "
     "module:Class, an entry point or http://... (docs/memory.md)"
 )
-MEMORY_K_HELP = "at most this many memories per recall, the same for every memory system"
+
+
+def memory_option(help: str = MEMORY_HELP) -> Any:
+    """`memory`: the memory systems replayed into (none by default: no recall stage)."""
+    return option((), help=help, nonempty=False)
+
+
+def memory_k_option(default: int | None, said: str) -> Any:
+    """`memory_k`: the most memories per recall, from 1, `said` naming the default."""
+    help = f"at most this many memories per recall, the same for every memory system ({said})"
+    return option(default, help=help, min=1)
+
+
+def memory_tokens_option(help: str) -> Any:
+    """`memory_tokens`: tokens of memories per recall, from 1 (default None)."""
+    return option(None, help=help, min=1)
 
 
 @dataclass(frozen=True)

@@ -100,14 +100,12 @@ class RetrievalConfig:
     reading: Literal["recorded", "strict"] = option(
         "recorded", help=READING_HELP, stage="aggregate"
     )
-    memory: tuple[str, ...] = option(
-        (),
-        help="memory systems replayed as well (no future leakage): bm25, recency, dense, "
-        "hybrid, full-context, module:Class, an entry point or http://... (docs/memory.md)",
-        nonempty=False,
+    memory: tuple[str, ...] = rc.memory_option(
+        "memory systems replayed as well (no future leakage): bm25, recency, dense, "
+        "hybrid, full-context, module:Class, an entry point or http://... (docs/memory.md)"
     )
-    memory_tokens: int | None = option(
-        None, help="token budget of each memory recall (beside k = the largest --k)", min=1
+    memory_tokens: int | None = rc.memory_tokens_option(
+        "token budget of each memory recall (beside k = the largest --k)"
     )
 
     @property
