@@ -29,30 +29,34 @@ from dialogbench.models.types import GenerateConfig
 DEFAULT_JUDGE_CONFIG = GenerateConfig(temperature=0.0, seed=0, max_tokens=1024)
 
 
-class Verdict(BaseModel):
-    """One judge's scores for one candidate, or the raw reply and why it went unscored."""
+class _Asked(BaseModel):
+    """Who judged under which rubric, and how the call went: the reply as it came, why it
+    went unscored (None: scored), how many requests it took, which asking of it this was."""
 
     judge: str
     rubric: str
-    scores: dict[str, int] | None = None
-    flags: dict[str, bool] | None = None
-    reason: str = ""
     raw: str = ""
     error: str | None = None
     attempts: int = 0
     retry: int = 0
     """Earlier askings of this verdict that came back unusable (`Structured.retry`)."""
 
+
+class Verdict(_Asked):
+    """One judge's scores for one candidate, or the raw reply and why it went unscored."""
+
+    scores: dict[str, int] | None = None
+    flags: dict[str, bool] | None = None
+    reason: str = ""
+
     @property
     def scored(self) -> bool:
         return self.scores is not None
 
 
-class BlindVerdict(BaseModel):
+class BlindVerdict(_Asked):
     """One judge's scores for several blinded candidates, keyed by their original names."""
 
-    judge: str
-    rubric: str
     labels: dict[str, str]
     """Blinded label -> original name, in the order the candidates were shown."""
     seed: int | None = None
@@ -60,11 +64,6 @@ class BlindVerdict(BaseModel):
     scores: dict[str, dict[str, int]] | None = None
     flags: dict[str, dict[str, bool]] | None = None
     reasons: dict[str, str] = {}
-    raw: str = ""
-    error: str | None = None
-    attempts: int = 0
-    retry: int = 0
-    """Earlier askings of this verdict that came back unusable (`Structured.retry`)."""
 
     @property
     def scored(self) -> bool:
