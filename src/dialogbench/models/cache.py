@@ -311,6 +311,12 @@ class ResponseCache:
             if row is not None:
                 found[digest] = row[0]
 
+    def _unwritten(self, what: str) -> None:
+        """A write that a damaged file lost: counted in `unstored`, reported once, with the
+        fix."""
+        self.unstored += 1
+        self._report("write", f"{what}. {FIX[0].upper()}{FIX[1:]}")
+
     def put(self, key: CallKey, output: ModelOutput) -> None:
         """Store a reply (over an unreadable entry too); on a damaged file, report it once
         and go on without storing."""
@@ -334,11 +340,9 @@ class ResponseCache:
             except sqlite3.DatabaseError as e:
                 if not _damaged(e):
                     raise
-                self.unstored += 1
-                self._report(
-                    "write",
+                self._unwritten(
                     f"a reply could not be stored: SQLite reports damage ({e}); the run goes "
-                    f"on without caching those replies. {FIX[0].upper()}{FIX[1:]}",
+                    "on without caching those replies"
                 )
 
     def retries(self, firsts: list[CallKey]) -> dict[str, int]:
@@ -383,11 +387,8 @@ class ResponseCache:
             except sqlite3.DatabaseError as e:
                 if not _damaged(e):
                     raise
-                self.unstored += 1
-                self._report(
-                    "write",
-                    f"an unusable reply could not be forgotten: SQLite reports damage ({e}). "
-                    f"{FIX[0].upper()}{FIX[1:]}",
+                self._unwritten(
+                    f"an unusable reply could not be forgotten: SQLite reports damage ({e})"
                 )
                 return retry + 1
             self.evicted += len(chain)
