@@ -24,7 +24,8 @@ from pydantic import BaseModel
 from dialogbench.judging.prompts import FRAMINGS, blind_messages, single_messages
 from dialogbench.judging.rubric import Rubric, blind_labels, blind_schema, verdict_schema
 from dialogbench.models.model import Model
-from dialogbench.models.types import GenerateConfig
+from dialogbench.models.structured import Structured
+from dialogbench.models.types import ChatMessage, GenerateConfig
 
 DEFAULT_JUDGE_CONFIG = GenerateConfig(temperature=0.0, seed=0, max_tokens=1024)
 
@@ -128,6 +129,31 @@ class Judge:
         flags = {f.name: bool(data[f.name]) for f in self.rubric.flags}
         return scores, flags, str(data["reason"])
 
+    async def _ask(
+        self, messages: list[ChatMessage], schema: type[BaseModel], tag: str
+    ) -> Structured[BaseModel]:
+        """One judge call: a reply of `schema`, corrected up to `max_fixes` times."""
+        return await self.model.generate_structured(
+            messages,
+            schema,
+            self.config,
+            max_fixes=self.max_fixes,
+            tag=tag,
+            correction=self._correction,
+        )
+
+    def _asked(self, got: Structured[BaseModel]) -> dict[str, Any]:
+        """A verdict's fields about the call (`_Asked`'s): who judged, under which rubric,
+        and how the call went."""
+        return {
+            "judge": self.name,
+            "rubric": self.rubric.name,
+            "raw": got.raw,
+            "error": got.error,
+            "attempts": got.attempts,
+            "retry": got.retry,
+        }
+
     async def score(
         self,
         candidate: str,
@@ -139,27 +165,12 @@ class Judge:
         """Score one candidate."""
         self._require(reference, context)
         messages = single_messages(self.rubric, candidate, reference, context)
-        got = await self.model.generate_structured(
-            messages,
-            self._single,
-            self.config,
-            max_fixes=self.max_fixes,
-            tag=tag,
-            correction=self._correction,
-        )
+        got = await self._ask(messages, self._single, tag)
         found: dict[str, Any] = {}
         if got.value is not None:
             scores, flags, reason = self._pick(got.value.model_dump())
             found = {"scores": scores, "flags": flags or None, "reason": reason}
-        return Verdict(
-            judge=self.name,
-            rubric=self.rubric.name,
-            raw=got.raw,
-            error=got.error,
-            attempts=got.attempts,
-            retry=got.retry,
-            **found,
-        )
+        return Verdict(**self._asked(got), **found)
 
     async def score_blind(
         self,
@@ -193,14 +204,7 @@ class Judge:
         messages = blind_messages(self.rubric, shown, reference, context)
         schema = self._blind.get(len(labels)) or blind_schema(self.rubric, labels)
         self._blind[len(labels)] = schema
-        got = await self.model.generate_structured(
-            messages,
-            schema,
-            self.config,
-            max_fixes=self.max_fixes,
-            tag=tag,
-            correction=self._correction,
-        )
+        got = await self._ask(messages, schema, tag)
         found: dict[str, Any] = {}
         if got.value is not None:
             picked = {
@@ -212,14 +216,4 @@ class Judge:
                 "flags": {name: picked[name][1] for name in order} if self.rubric.flags else None,
                 "reasons": {name: picked[name][2] for name in order},
             }
-        return BlindVerdict(
-            judge=self.name,
-            rubric=self.rubric.name,
-            labels=mapping,
-            seed=seed,
-            raw=got.raw,
-            error=got.error,
-            attempts=got.attempts,
-            retry=got.retry,
-            **found,
-        )
+        return BlindVerdict(**self._asked(got), labels=mapping, seed=seed, **found)
