@@ -109,7 +109,7 @@ from dialogbench.stats.bootstrap import (
     resample_counts,
 )
 from dialogbench.stats.classification import macro_f1
-from dialogbench.tracks.common import dataset_info, stratified_limit
+from dialogbench.tracks.common import dataset_info, judged_values, stratified_limit
 from dialogbench.tracks.demo import awareness_prompts as ap
 from dialogbench.tracks.demo.aggregate import AwarenessTable, awareness_table, item_score
 
@@ -561,11 +561,9 @@ class AwarenessTrack(TrackBase[AwarenessConfig, AwarenessItem]):
 
     def judgments(self, rows: Rows) -> dict[str, float]:
         """Item (part:id) -> its judged score (the mean of accuracy and hallucination)."""
-        return {
-            f"{part_name(r['task'], r['lang'])}:{r['id']}": float(r["score"])
-            for r in rows
-            if r["score"] is not None
-        }
+        return judged_values(
+            rows, lambda r: f"{part_name(r['task'], r['lang'])}:{r['id']}", "score"
+        )
 
     def headline(self, outcome: Outcome) -> dict[str, float]:
         """Per language: each task's mean score and the awareness average."""

@@ -53,7 +53,7 @@ from dialogbench.runner.roles import judge_role
 from dialogbench.runner.track import Models, Rows
 from dialogbench.scoring.locomo import f1_score
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
-from dialogbench.tracks.common import stratified_limit
+from dialogbench.tracks.common import judged_values, stratified_limit
 from dialogbench.tracks.realcompanion import questions_prompts as qp
 from dialogbench.tracks.realcompanion.answers_file import (
     FORMATS,
@@ -108,10 +108,8 @@ class AnswersConfig(shared.Judged):
     seed: int = shared.seed("the limit, the probes and the bootstrap")
     n_boot: int = shared.n_boot()
     official: bool | None = official_option()
-    judge_max_tokens: int = shared.tokens(
-        512, "the judge's budget per verdict (tokens)", stage="score", max=None
-    )
-    max_fixes: int = shared.fixes(2, "corrective retries of an unusable verdict", stage="score")
+    judge_max_tokens: int = shared.judge_tokens(512)
+    max_fixes: int = shared.judge_fixes()
 
     def questions_config(self) -> QuestionsConfig:
         """The question track's settings its scoring reads (official, bootstrap, judge)."""
@@ -407,11 +405,10 @@ class AnswersTrack(TrackBase[AnswersConfig, Unit]):
 
     def judgments(self, rows: Rows) -> dict[str, float]:
         """`rubric/subject/question` -> the judge's score on [0, 1]."""
-        return {
-            f"{r['rubric']}/{r['subject']}/{r['question']}": float(r["judge"])
-            for r in rows
-            if r.get("rubric") and r.get("judge") is not None
-        }
+        answers = [r for r in rows if r.get("rubric")]
+        return judged_values(
+            answers, lambda r: f"{r['rubric']}/{r['subject']}/{r['question']}", "judge"
+        )
 
     def headline(self, outcome: Outcome) -> dict[str, float]:
         """The judge score per rubric (all, answerable) and the official F1."""

@@ -77,7 +77,7 @@ RUN_DIR/warnings.json   data repairs, probes left out, unscored verdicts
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -105,7 +105,7 @@ from dialogbench.stats.bootstrap import (
     percentile_estimate,
     resample_counts,
 )
-from dialogbench.tracks.common import stratified_limit
+from dialogbench.tracks.common import judged_values, stratified_limit
 from dialogbench.tracks.realcompanion import chat_prompts as cp
 from dialogbench.tracks.realcompanion import recall as rc
 from dialogbench.tracks.realcompanion.memory import READING_HELP, MemoryLabels, memory_labels
@@ -136,19 +136,14 @@ class ChatConfig(shared.Sampled, shared.Judged):
     )
     memory: tuple[str, ...] = rc.memory_option()
     memory_k: int | None = rc.memory_k_option(TOP_K, "default: 10, like C3 and C4")
-    memory_tokens: int | None = rc.memory_tokens_option(
-        "tokens of memories per recall (approximate count), the same for every memory "
-        "system (default: no cap)"
-    )
+    memory_tokens: int | None = rc.memory_tokens_option("default: no cap", approximate=True)
     limit: int | None = shared.limit("probes, drawn in turn from each stratum x need")
     seed: int = shared.seed("the limit draw, the replies and the bootstrap")
     n_boot: int = shared.n_boot()
     temperature: float = shared.temperature(0.0, "sampling temperature of the replies")
     max_tokens: int = shared.tokens(256, "reply budget (tokens)", max=None)
-    judge_max_tokens: int = shared.tokens(
-        1024, "the judge's budget per verdict (tokens)", stage="score", max=None
-    )
-    max_fixes: int = shared.fixes(2, "corrective retries of an unusable verdict", stage="score")
+    judge_max_tokens: int = shared.judge_tokens(1024)
+    max_fixes: int = shared.judge_fixes()
     reading: Literal["recorded", "strict"] = option(
         "recorded", help=READING_HELP, stage="aggregate"
     )
@@ -405,13 +400,11 @@ class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
         framings keys its memories rows `subject/probe/condition/memories`."""
         both = len({r.get("framing", "turns") for r in rows}) > 1
 
-        def key(r: dict[str, Any]) -> str:
+        def key(r: Mapping[str, Any]) -> str:
             tail = f"/{r['framing']}" if both and r["framing"] != "turns" else ""
             return f"{r['subject']}/{r['probe']}/{r['condition']}{tail}"
 
-        return {
-            key(r): float(r["content_match"]) for r in rows if r.get("content_match") is not None
-        }
+        return judged_values(rows, key, "content_match")
 
     def headline(self, outcome: Outcome) -> dict[str, float]:
         """Content match per condition and every paired gain, over all probes."""

@@ -97,10 +97,14 @@ from dialogbench.stats.roc import (
     bootstrap_auroc,
     operating_point,
 )
-from dialogbench.tracks.common import stratified_limit
+from dialogbench.tracks.common import ask_each, outcome_of, stratified_limit
 from dialogbench.tracks.realcompanion import detectors as det
 from dialogbench.tracks.realcompanion import recall as rc
-from dialogbench.tracks.realcompanion.detection_prompts import MEMORY_PROMPT_SHA256, PROMPT_SHA256
+from dialogbench.tracks.realcompanion.detection_prompts import (
+    MEMORY_PROMPT_SHA256,
+    PROMPT_SHA256,
+    MemoryNeed,
+)
 from dialogbench.tracks.realcompanion.memory import READING_HELP, MemoryLabels, labels_of
 
 TRACK = "detection"
@@ -431,15 +435,7 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
         failures |= {
             f"{name}: probes whose memory system failed": n for name, n in memory_failed.items()
         }
-        failures = {k: v for k, v in failures.items() if v}
-        outcome = Outcome(
-            summary=result.summary,
-            files=files,
-            warnings=list(result.warnings),
-            result=result,
-            failures=failures,
-        )
-        return outcome
+        return outcome_of(result, files, failures)
 
     def show(self, outcome: Outcome, config: DetectionConfig) -> list[Table | str]:
         result: DetectionResult = outcome.result
@@ -495,9 +491,10 @@ async def _ask_model(
 ) -> None:
     """Send every pending prompt of a model detector as one batch; fill in the verdicts."""
     pending = [(i, s) for i, s in enumerate(scored) if s is not None and "prompt" in s.detail]
-    replies = await det.ask(
+    replies = await ask_each(
         model,
         [s.detail["prompt"] for _, s in pending],
+        MemoryNeed,
         config.generate_config(),
         max_fixes=config.max_fixes,
         tag=f"detection:{name}",

@@ -88,7 +88,7 @@ from dialogbench.runner.track import Models, Rows
 from dialogbench.scoring.locomo import ADVERSARIAL, CATEGORY_NAMES, is_abstention, locomo_score
 from dialogbench.scoring.locomo import set_f1 as set_f1_score
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
-from dialogbench.tracks.common import stratified_limit
+from dialogbench.tracks.common import judged_values, outcome_of, stratified_limit
 from dialogbench.tracks.realcompanion import questions_prompts as qp
 from dialogbench.tracks.realcompanion import recall as rc
 
@@ -135,8 +135,7 @@ class QuestionsConfig(shared.Sampled, shared.Judged):
     memory: tuple[str, ...] = rc.memory_option()
     memory_k: int | None = rc.memory_k_option(None, "default: no cap")
     memory_tokens: int | None = rc.memory_tokens_option(
-        "tokens of memories per recall, the same for every memory system (default: "
-        "--context-tokens less the prompt's fixed parts)"
+        "default: --context-tokens less the prompt's fixed parts"
     )
     limit: int | None = shared.limit("questions, drawn in turn from each category")
     seed: int = shared.seed("the limit draw, the answers and the bootstrap")
@@ -144,10 +143,8 @@ class QuestionsConfig(shared.Sampled, shared.Judged):
     official: bool | None = official_option()
     temperature: float = shared.temperature(0.0, "sampling temperature of the answers")
     max_tokens: int = shared.tokens(64, "answer budget (tokens)", max=None)
-    judge_max_tokens: int = shared.tokens(
-        512, "the judge's budget per verdict (tokens)", stage="score", max=None
-    )
-    max_fixes: int = shared.fixes(2, "corrective retries of an unusable verdict", stage="score")
+    judge_max_tokens: int = shared.judge_tokens(512)
+    max_fixes: int = shared.judge_fixes()
 
 
 @dataclass(frozen=True)
@@ -454,14 +451,7 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
             "answers the judge left unscored": unscored,
             "questions whose memory system failed": memory_failed,
         }
-        outcome = Outcome(
-            summary=result.summary,
-            files=files,
-            warnings=list(result.warnings),
-            result=result,
-            failures={k: v for k, v in failures.items() if v},
-        )
-        return outcome
+        return outcome_of(result, files, failures)
 
     def show(self, outcome: Outcome, config: QuestionsConfig) -> list[Table | str]:
         result: QuestionsResult = outcome.result
@@ -486,11 +476,9 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
 
     def judgments(self, rows: Rows) -> dict[str, float]:
         """`system/subject/question` -> the judge's score on [0, 1]."""
-        return {
-            f"{r['system']}/{r['subject']}/{r['question']}": float(r["judge"])
-            for r in rows
-            if r.get("judge") is not None
-        }
+        return judged_values(
+            rows, lambda r: f"{r['system']}/{r['subject']}/{r['question']}", "judge"
+        )
 
     def headline(self, outcome: Outcome) -> dict[str, float]:
         """The judge score per system: over all, answerable and unanswerable questions."""
@@ -512,15 +500,14 @@ def _ms(value: float | None) -> str:
 
 def _row(system: str, a: Asked, shown: str, *, fell_back: bool) -> dict[str, Any]:
     """The fields every answer row starts with: the question and what was shown."""
-    q = a.question
     return {
         "system": system,
         "subject": a.subject_id,
-        "question": q.id,
-        "category": q.category,
-        "answerable": q.answerable,
-        "text": q.text,
-        "gold": q.answer,
+        "question": a.question.id,
+        "category": a.question.category,
+        "answerable": a.question.answerable,
+        "text": a.question.text,
+        "gold": a.question.answer,
         "shown": shown,
         "fell_back": fell_back,
         "full_tokens_est": a.full_tokens,

@@ -71,8 +71,11 @@ def memory_k_option(default: int | None, said: str) -> Any:
     return option(default, help=help, min=1)
 
 
-def memory_tokens_option(help: str) -> Any:
-    """`memory_tokens`: tokens of memories per recall, from 1 (default None)."""
+def memory_tokens_option(said: str, *, approximate: bool = False) -> Any:
+    """`memory_tokens`: tokens of memories per recall, from 1 (default None), `said` naming
+    what None means; `approximate` where the count is the approximate one."""
+    count = " (approximate count)" if approximate else ""
+    help = f"tokens of memories per recall{count}, the same for every memory system ({said})"
     return option(None, help=help, min=1)
 
 
