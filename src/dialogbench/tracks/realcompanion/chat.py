@@ -293,13 +293,13 @@ class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
     name = TRACK
     summary = "Replies under five context conditions, judged together against the reference reply."
     config_type = ChatConfig
+    version = 2
+    """2: rows carry the item's labels (both readings, dependent, locus) and a framing each."""
     roles = (
         model_role("the model under test (writes the replies)"),
         judge_role("the judge of the replies"),
     )
     judged = True
-    version = 2
-    """2: rows carry the item's labels (both readings, dependent, locus) and a framing each."""
     stages = (rc.RECALL,)
 
     def plan(self, data: Dataset, config: ChatConfig) -> Plan[ChatProbe]:

@@ -355,11 +355,11 @@ def summarise(
     return DemandResult(
         readings=readings,
         window=window,
+        window_size=config.window,
         subjects=per_subject,
         censused=censused,
         contributing_none=none,
         items=items,
-        window_size=config.window,
         warnings=warnings,
     )
 

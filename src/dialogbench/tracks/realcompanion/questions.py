@@ -432,6 +432,12 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
             out.append({**row, **score_row(row, ctx.official)})
         return out
 
+    def judgments(self, rows: Rows) -> dict[str, float]:
+        """`system/subject/question` -> the judge's score on [0, 1]."""
+        return judged_values(
+            rows, lambda r: f"{r['system']}/{r['subject']}/{r['question']}", "judge"
+        )
+
     def aggregate(self, plan: Plan[Unit], rows: Rows, config: QuestionsConfig) -> Outcome:
         ctx: Context = plan.context
         parts: dict[str, Rows] = {s: [] for s in [*config.systems, *ctx.memory]}
@@ -473,12 +479,6 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
                 f"{_ms(c['context_tokens_per_query'])} context tokens per question"
             )
         return shown
-
-    def judgments(self, rows: Rows) -> dict[str, float]:
-        """`system/subject/question` -> the judge's score on [0, 1]."""
-        return judged_values(
-            rows, lambda r: f"{r['system']}/{r['subject']}/{r['question']}", "judge"
-        )
 
     def headline(self, outcome: Outcome) -> dict[str, float]:
         """The judge score per system: over all, answerable and unanswerable questions."""
