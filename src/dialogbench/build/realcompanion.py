@@ -155,13 +155,20 @@ class Failed(Exception):
 
 
 async def _ask(
-    model: Model, stage: str, messages: list[ChatMessage], schema: type[T], c: BuildConfig
+    row: dict[str, Any],
+    model: Model,
+    stage: str,
+    messages: list[ChatMessage],
+    schema: type[T],
+    c: BuildConfig,
 ) -> T:
+    """Stage `stage`'s reply, recorded in `row["stages"]`; `Failed` when it is unusable."""
     got = await model.generate_structured(
         messages, schema, c.generate_config(), max_fixes=c.max_fixes, tag=f"build:{stage}"
     )
     if got.value is None:
         raise Failed(stage, got)
+    row["stages"][stage] = got.value.model_dump()
     return got.value
 
 
@@ -242,10 +249,8 @@ async def _stages(
     trace: list[TraceStage] = []
 
     # A: resolve
-    a = await _ask(
-        model, "resolve", bp.resolve_messages(person, probe, recent, earlier), bp.ResolveReply, c
-    )
-    row["stages"]["resolve"] = a.model_dump()
+    messages = bp.resolve_messages(person, probe, recent, earlier)
+    a = await _ask(row, model, "resolve", messages, bp.ResolveReply, c)
     proposed_ids = list(dict.fromkeys(i for i in a.referent_ids if pos.get(i, p) < p))
     dropped = [i for i in dict.fromkeys(a.referent_ids) if i not in proposed_ids]
     proposed = sorted((msgs[pos[i]] for i in proposed_ids), key=lambda m: m.position)
@@ -260,14 +265,8 @@ async def _stages(
 
     # B: verify (only removes)
     if proposed:
-        b = await _ask(
-            judge,
-            "verify",
-            bp.verify_messages(person, probe, a.reading, a.kind, proposed),
-            bp.VerifyReply,
-            c,
-        )
-        row["stages"]["verify"] = b.model_dump()
+        messages = bp.verify_messages(person, probe, a.reading, a.kind, proposed)
+        b = await _ask(row, judge, "verify", messages, bp.VerifyReply, c)
         kept = set(b.kept_ids)
         verified = [m for m in proposed if m.id in kept]
         added = sorted(kept - {m.id for m in proposed})
@@ -281,14 +280,8 @@ async def _stages(
 
     # C: classify (the model names what a reply needs; the rules decide)
     if verified:
-        cr = await _ask(
-            model,
-            "classify",
-            bp.classify_messages(person, probe, a.reading, a.kind, verified),
-            bp.ClassifyReply,
-            c,
-        )
-        row["stages"]["classify"] = cr.model_dump()
+        messages = bp.classify_messages(person, probe, a.reading, a.kind, verified)
+        cr = await _ask(row, model, "classify", messages, bp.ClassifyReply, c)
         needed_ids, reasoning_c = set(cr.needed_ids), cr.reasoning + "\n"
     else:
         needed_ids, reasoning_c = set(), "Nothing verified (no call).\n"
@@ -317,19 +310,13 @@ async def _stages(
     )
 
     # D: reply, from the recorded context alone
-    r = await _ask(model, "reply", bp.reply_messages(person, probe, verified), bp.ReplyReply, c)
-    row["stages"]["reply"] = r.model_dump()
+    messages = bp.reply_messages(person, probe, verified)
+    r = await _ask(row, model, "reply", messages, bp.ReplyReply, c)
     trace.append(TraceStage(stage="reply", output=r.reasoning, reads=["verify", "classify"]))
 
     # E: validate (marks, never drops)
-    e = await _ask(
-        judge,
-        "validate",
-        bp.validate_messages(person, probe, verified, r.reply),
-        bp.ValidateReply,
-        c,
-    )
-    row["stages"]["validate"] = e.model_dump()
+    messages = bp.validate_messages(person, probe, verified, r.reply)
+    e = await _ask(row, judge, "validate", messages, bp.ValidateReply, c)
     verdict = "supported" if e.supported else "NOT supported: marked supported=false"
     trace.append(
         TraceStage(

@@ -251,6 +251,11 @@ def block(heading: str, messages: Sequence[Message]) -> str:
     return "\n".join([heading, *lines])
 
 
+def probe_block(person: str, probe: Message) -> str:
+    """The probe under `NEW_HEADING`: every probe stage's prompt shows it."""
+    return block(NEW_HEADING.format(person=person), [probe])
+
+
 def _call(task: str, *parts: str) -> list[ChatMessage]:
     return [
         {"role": "system", "content": SYSTEM},
@@ -265,35 +270,45 @@ def resolve_messages(
         RESOLVE_TASK.format(person=person, kind_help=KIND_HELP),
         block(EARLIER_HEADING, earlier),
         block(RECENT_HEADING.format(n=RECENT_WINDOW), recent),
-        block(NEW_HEADING.format(person=person), [probe]),
+        probe_block(person, probe),
+    )
+
+
+def _on_reading(
+    task: str,
+    heading: str,
+    person: str,
+    probe: Message,
+    reading: str,
+    kind: str,
+    shown: Sequence[Message],
+) -> list[ChatMessage]:
+    """Stages B and C: `task` with stage A's reading and kind, `shown` under `heading`,
+    then the probe."""
+    return _call(
+        task.format(person=person, reading=reading, kind=kind),
+        block(heading, shown),
+        probe_block(person, probe),
     )
 
 
 def verify_messages(
     person: str, probe: Message, reading: str, kind: str, proposed: Sequence[Message]
 ) -> list[ChatMessage]:
-    return _call(
-        VERIFY_TASK.format(person=person, reading=reading, kind=kind),
-        block(PROPOSED_HEADING, proposed),
-        block(NEW_HEADING.format(person=person), [probe]),
-    )
+    return _on_reading(VERIFY_TASK, PROPOSED_HEADING, person, probe, reading, kind, proposed)
 
 
 def classify_messages(
     person: str, probe: Message, reading: str, kind: str, verified: Sequence[Message]
 ) -> list[ChatMessage]:
-    return _call(
-        CLASSIFY_TASK.format(person=person, reading=reading, kind=kind),
-        block(VERIFIED_HEADING, verified),
-        block(NEW_HEADING.format(person=person), [probe]),
-    )
+    return _on_reading(CLASSIFY_TASK, VERIFIED_HEADING, person, probe, reading, kind, verified)
 
 
 def reply_messages(person: str, probe: Message, recorded: Sequence[Message]) -> list[ChatMessage]:
     return _call(
         REPLY_TASK.format(person=person),
         block(RECORDED_HEADING, recorded),
-        block(NEW_HEADING.format(person=person), [probe]),
+        probe_block(person, probe),
     )
 
 
@@ -303,7 +318,7 @@ def validate_messages(
     return _call(
         VALIDATE_TASK.format(person=person),
         block(RECORDED_HEADING, recorded),
-        block(NEW_HEADING.format(person=person), [probe]),
+        probe_block(person, probe),
         f"{REPLY_HEADING}\n{reply}",
     )
 

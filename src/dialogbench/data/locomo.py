@@ -64,14 +64,8 @@ def load_locomo(path: Path, name: str | None = None, raw: Any = None) -> Dataset
     untimed = sum(m.timestamp is None for s in subjects for m in s.messages)
     if (warning := dates.warning(untimed)) is not None:
         warnings.append(warning)
-    return new_dataset(
-        path,
-        name=name,
-        subjects=subjects,
-        sha256=sha256_file(path),
-        warnings=warnings,
-        licence="CC BY-NC 4.0",
-    )
+    digest = sha256_file(path)
+    return new_dataset(path, name, subjects, digest, warnings=warnings, licence="CC BY-NC 4.0")
 
 
 def _require(path: Path, obj: dict[str, Any], key: str, record: str) -> Any:

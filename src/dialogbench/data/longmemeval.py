@@ -80,14 +80,7 @@ def load_longmemeval(path: Path, name: str | None = None, raw: Any = None) -> Da
             )
         first[subject.id] = index
         subjects.append(subject)
-    return new_dataset(
-        path,
-        name=name,
-        subjects=subjects,
-        sha256=sha256_file(path),
-        warnings=warnings,
-        licence="MIT",
-    )
+    return new_dataset(path, name, subjects, sha256_file(path), warnings=warnings, licence="MIT")
 
 
 def _resolve(path: Path) -> Path:

@@ -245,18 +245,18 @@ def check_subject(
         where, records = files.get(kind, (path or f"<{subject.id}:{kind}>", None))
         return where, (records[i] if records else f"{kind}[{i}]")
 
+    def error(kind: str, i: int, field: str, problem: str, fix: str) -> DataError:
+        """`problem` with record `i` of `kind`, on `field`, named where it was read."""
+        where, record = locate(kind, i)
+        return DataError(where, problem, record=record, field=field, fix=fix)
+
     def unique(kind: str, what: str, field: str, ids: list[str]) -> None:
         first: dict[str, int] = {}
         for i, key in enumerate(ids):
             if key in first:
-                where, record = locate(kind, i)
-                raise DataError(
-                    where,
-                    f"duplicate {what} '{key}' (first on {locate(kind, first[key])[1]})",
-                    record=record,
-                    field=field,
-                    fix=f"give every {what} a unique value",
-                )
+                earlier = locate(kind, first[key])[1]
+                problem = f"duplicate {what} '{key}' (first on {earlier})"
+                raise error(kind, i, field, problem, f"give every {what} a unique value")
             first[key] = i
 
     unique("conversation", "message id", "id", [m.id for m in subject.messages])
@@ -266,14 +266,8 @@ def check_subject(
     sessions = {m.id: m.session for m in subject.messages}
 
     def missing(kind: str, i: int, field: str, ref: str) -> DataError:
-        where, record = locate(kind, i)
-        return DataError(
-            where,
-            f"message id '{ref}' is not in {CONVERSATION}",
-            record=record,
-            field=field,
-            fix="cite ids that exist in the subject's conversation",
-        )
+        problem = f"message id '{ref}' is not in {CONVERSATION}"
+        return error(kind, i, field, problem, "cite ids that exist in the subject's conversation")
 
     def cited(
         kind: str,
@@ -289,14 +283,8 @@ def check_subject(
             if ref not in pos:
                 raise missing(kind, i, field, ref)
             if before is not None and pos[ref] >= before:
-                where, record = locate(kind, i)
-                raise DataError(
-                    where,
-                    f"'{ref}' (position {pos[ref]}) is not before {point}",
-                    record=record,
-                    field=field,
-                    fix=fix,
-                )
+                problem = f"'{ref}' (position {pos[ref]}) is not before {point}"
+                raise error(kind, i, field, problem, fix)
 
     for i, item in enumerate(subject.chat_items):
         if item.probe_id not in pos:

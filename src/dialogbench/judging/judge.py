@@ -24,35 +24,40 @@ from pydantic import BaseModel
 from dialogbench.judging.prompts import FRAMINGS, blind_messages, single_messages
 from dialogbench.judging.rubric import Rubric, blind_labels, blind_schema, verdict_schema
 from dialogbench.models.model import Model
-from dialogbench.models.types import GenerateConfig
+from dialogbench.models.structured import Structured
+from dialogbench.models.types import ChatMessage, GenerateConfig
 
 DEFAULT_JUDGE_CONFIG = GenerateConfig(temperature=0.0, seed=0, max_tokens=1024)
 
 
-class Verdict(BaseModel):
-    """One judge's scores for one candidate, or the raw reply and why it went unscored."""
+class _Asked(BaseModel):
+    """Who judged under which rubric, and how the call went: the reply as it came, why it
+    went unscored (None: scored), how many requests it took, which asking of it this was."""
 
     judge: str
     rubric: str
-    scores: dict[str, int] | None = None
-    flags: dict[str, bool] | None = None
-    reason: str = ""
     raw: str = ""
     error: str | None = None
     attempts: int = 0
     retry: int = 0
     """Earlier askings of this verdict that came back unusable (`Structured.retry`)."""
 
+
+class Verdict(_Asked):
+    """One judge's scores for one candidate, or the raw reply and why it went unscored."""
+
+    scores: dict[str, int] | None = None
+    flags: dict[str, bool] | None = None
+    reason: str = ""
+
     @property
     def scored(self) -> bool:
         return self.scores is not None
 
 
-class BlindVerdict(BaseModel):
+class BlindVerdict(_Asked):
     """One judge's scores for several blinded candidates, keyed by their original names."""
 
-    judge: str
-    rubric: str
     labels: dict[str, str]
     """Blinded label -> original name, in the order the candidates were shown."""
     seed: int | None = None
@@ -60,11 +65,6 @@ class BlindVerdict(BaseModel):
     scores: dict[str, dict[str, int]] | None = None
     flags: dict[str, dict[str, bool]] | None = None
     reasons: dict[str, str] = {}
-    raw: str = ""
-    error: str | None = None
-    attempts: int = 0
-    retry: int = 0
-    """Earlier askings of this verdict that came back unusable (`Structured.retry`)."""
 
     @property
     def scored(self) -> bool:
@@ -129,6 +129,31 @@ class Judge:
         flags = {f.name: bool(data[f.name]) for f in self.rubric.flags}
         return scores, flags, str(data["reason"])
 
+    async def _ask(
+        self, messages: list[ChatMessage], schema: type[BaseModel], tag: str
+    ) -> Structured[BaseModel]:
+        """One judge call: a reply of `schema`, corrected up to `max_fixes` times."""
+        return await self.model.generate_structured(
+            messages,
+            schema,
+            self.config,
+            max_fixes=self.max_fixes,
+            tag=tag,
+            correction=self._correction,
+        )
+
+    def _asked(self, got: Structured[BaseModel]) -> dict[str, Any]:
+        """A verdict's fields about the call (`_Asked`'s): who judged, under which rubric,
+        and how the call went."""
+        return {
+            "judge": self.name,
+            "rubric": self.rubric.name,
+            "raw": got.raw,
+            "error": got.error,
+            "attempts": got.attempts,
+            "retry": got.retry,
+        }
+
     async def score(
         self,
         candidate: str,
@@ -140,27 +165,12 @@ class Judge:
         """Score one candidate."""
         self._require(reference, context)
         messages = single_messages(self.rubric, candidate, reference, context)
-        got = await self.model.generate_structured(
-            messages,
-            self._single,
-            self.config,
-            max_fixes=self.max_fixes,
-            tag=tag,
-            correction=self._correction,
-        )
+        got = await self._ask(messages, self._single, tag)
         found: dict[str, Any] = {}
         if got.value is not None:
             scores, flags, reason = self._pick(got.value.model_dump())
             found = {"scores": scores, "flags": flags or None, "reason": reason}
-        return Verdict(
-            judge=self.name,
-            rubric=self.rubric.name,
-            raw=got.raw,
-            error=got.error,
-            attempts=got.attempts,
-            retry=got.retry,
-            **found,
-        )
+        return Verdict(**self._asked(got), **found)
 
     async def score_blind(
         self,
@@ -194,14 +204,7 @@ class Judge:
         messages = blind_messages(self.rubric, shown, reference, context)
         schema = self._blind.get(len(labels)) or blind_schema(self.rubric, labels)
         self._blind[len(labels)] = schema
-        got = await self.model.generate_structured(
-            messages,
-            schema,
-            self.config,
-            max_fixes=self.max_fixes,
-            tag=tag,
-            correction=self._correction,
-        )
+        got = await self._ask(messages, schema, tag)
         found: dict[str, Any] = {}
         if got.value is not None:
             picked = {
@@ -213,14 +216,4 @@ class Judge:
                 "flags": {name: picked[name][1] for name in order} if self.rubric.flags else None,
                 "reasons": {name: picked[name][2] for name in order},
             }
-        return BlindVerdict(
-            judge=self.name,
-            rubric=self.rubric.name,
-            labels=mapping,
-            seed=seed,
-            raw=got.raw,
-            error=got.error,
-            attempts=got.attempts,
-            retry=got.retry,
-            **found,
-        )
+        return BlindVerdict(**self._asked(got), labels=mapping, seed=seed, **found)

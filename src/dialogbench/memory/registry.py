@@ -27,7 +27,7 @@ from dialogbench.retrieval.base import BatchRetriever, Retriever, as_batch
 from dialogbench.retrieval.baselines import RandomRetriever, RecencyRetriever, RecencyUserRetriever
 from dialogbench.retrieval.bm25 import BM25Retriever
 from dialogbench.retrieval.dense import DenseRetriever, HybridRetriever
-from dialogbench.retrieval.registry import import_spec
+from dialogbench.retrieval.registry import load_spec
 
 ENTRY_POINT_GROUP = plugins.MEMORY
 
@@ -92,11 +92,7 @@ def resolve_memory(spec: str, *, seed: int = 0, allow_credentials: bool = False)
     except plugins.PluginError as e:
         raise MemorySpecError(str(e)) from None
     if ":" in spec:
-        try:
-            obj = import_spec(spec)
-        except (ImportError, AttributeError) as e:
-            raise MemorySpecError(f"cannot load memory system {spec!r}: {e}") from None
-        return as_memory(obj, spec)
+        return as_memory(load_spec(spec, "memory system", MemorySpecError), spec)
     raise MemorySpecError(
         f"unknown memory system {spec!r}; use one of "
         f"{', '.join([*BUILTIN_MEMORY, *OPTIONAL_MEMORY])}, an "

@@ -25,6 +25,7 @@ import sqlite3
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,16 @@ class CacheError(ValueError):
     def __init__(self, path: str | Path, problem: str, *, fix: str) -> None:
         self.path, self.problem, self.fix = str(path), problem, fix
         super().__init__(f"{self.path}: {problem} (fix: {fix})")
+
+
+LOOKUP_CHUNK = 500
+"""Keys per `IN (...)` lookup, well below SQLite's limit on bound variables."""
+
+
+def _chunks(keys: list[str]) -> Iterator[list[str]]:
+    """`keys` in slices of `LOOKUP_CHUNK`."""
+    for lo in range(0, len(keys), LOOKUP_CHUNK):
+        yield keys[lo : lo + LOOKUP_CHUNK]
 
 
 def _damaged(e: sqlite3.DatabaseError) -> bool:
@@ -239,25 +250,29 @@ class ResponseCache:
         )
         self._pending_hits.clear()
 
+    def _select_in(self, select: str, keys: list[str]) -> list[Any] | sqlite3.DatabaseError:
+        """The rows of `select` (a `SELECT ... FROM table`) whose key is one of `keys`, or
+        the error when SQLite reports the file damaged (any other error is raised)."""
+        marks = ",".join("?" * len(keys))
+        try:
+            return self._db.execute(f"{select} WHERE key IN ({marks})", keys).fetchall()
+        except sqlite3.DatabaseError as e:
+            if not _damaged(e):
+                raise
+            return e
+
     def get_many(self, keys: list[CallKey]) -> dict[str, ModelOutput]:
         """Cached outputs by digest for those of `keys` that are cached (few statements)."""
         found: dict[str, str] = {}
         damaged: set[str] = set()
         with self._lock:
             digests = list({k.digest for k in keys})
-            for lo in range(0, len(digests), 500):
-                chunk = digests[lo : lo + 500]
-                marks = ",".join("?" * len(chunk))
-                try:
-                    found.update(
-                        self._db.execute(
-                            f"SELECT key, output FROM responses WHERE key IN ({marks})", chunk
-                        ).fetchall()
-                    )
-                except sqlite3.DatabaseError as e:
-                    if not _damaged(e):
-                        raise
+            for chunk in _chunks(digests):
+                rows = self._select_in("SELECT key, output FROM responses", chunk)
+                if isinstance(rows, sqlite3.DatabaseError):
                     self._salvage(chunk, found, damaged)
+                else:
+                    found.update(rows)
             out: dict[str, ModelOutput] = {}
             bad: set[str] = set()
             for digest, text in found.items():
@@ -296,6 +311,12 @@ class ResponseCache:
             if row is not None:
                 found[digest] = row[0]
 
+    def _unwritten(self, what: str) -> None:
+        """A write that a damaged file lost: counted in `unstored`, reported once, with the
+        fix."""
+        self.unstored += 1
+        self._report("write", f"{what}. {FIX[0].upper()}{FIX[1:]}")
+
     def put(self, key: CallKey, output: ModelOutput) -> None:
         """Store a reply (over an unreadable entry too); on a damaged file, report it once
         and go on without storing."""
@@ -319,11 +340,9 @@ class ResponseCache:
             except sqlite3.DatabaseError as e:
                 if not _damaged(e):
                     raise
-                self.unstored += 1
-                self._report(
-                    "write",
+                self._unwritten(
                     f"a reply could not be stored: SQLite reports damage ({e}); the run goes "
-                    f"on without caching those replies. {FIX[0].upper()}{FIX[1:]}",
+                    "on without caching those replies"
                 )
 
     def retries(self, firsts: list[CallKey]) -> dict[str, int]:
@@ -333,19 +352,12 @@ class ResponseCache:
         out: dict[str, int] = {}
         digests = list({k.digest for k in firsts})
         with self._lock:
-            for lo in range(0, len(digests), 500):
-                chunk = digests[lo : lo + 500]
-                marks = ",".join("?" * len(chunk))
-                try:
-                    out.update(
-                        self._db.execute(
-                            f"SELECT key, retries FROM unusable WHERE key IN ({marks})", chunk
-                        ).fetchall()
-                    )
-                except sqlite3.DatabaseError as e:
-                    if not _damaged(e):
-                        raise
-                    self._unreadable(f"SQLite reports damage ({e})")
+            for chunk in _chunks(digests):
+                got = self._select_in("SELECT key, retries FROM unusable", chunk)
+                if isinstance(got, sqlite3.DatabaseError):
+                    self._unreadable(f"SQLite reports damage ({got})")
+                else:
+                    out.update(got)
         return out
 
     def mark_unusable(
@@ -375,11 +387,8 @@ class ResponseCache:
             except sqlite3.DatabaseError as e:
                 if not _damaged(e):
                     raise
-                self.unstored += 1
-                self._report(
-                    "write",
-                    f"an unusable reply could not be forgotten: SQLite reports damage ({e}). "
-                    f"{FIX[0].upper()}{FIX[1:]}",
+                self._unwritten(
+                    f"an unusable reply could not be forgotten: SQLite reports damage ({e})"
                 )
                 return retry + 1
             self.evicted += len(chain)

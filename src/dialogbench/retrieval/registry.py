@@ -55,16 +55,21 @@ def resolve(name: str, *, seed: int = 0, offset: int = 50) -> BatchRetriever:
     if ep is not None:
         return _instantiate(plugins.build(plugins.load(ep), ep), name)
     if ":" in name:
-        try:
-            obj = import_spec(name)
-        except (ImportError, AttributeError) as e:
-            raise ValueError(f"cannot load retriever {name!r}: {e}") from None
-        return _instantiate(obj, name)
+        return _instantiate(load_spec(name, "retriever"), name)
     known = ", ".join(BUILTINS)
     raise ValueError(
         f"unknown retriever {name!r}; use one of {known}, an entry point in "
         f"'{ENTRY_POINT_GROUP}', or a class path like 'mypkg.memory:MyRetriever'"
     )
+
+
+def load_spec(spec: str, what: str, error: type[ValueError] = ValueError) -> object:
+    """`import_spec(spec)`; an `error` that names `what` ("retriever") when it cannot be
+    imported."""
+    try:
+        return import_spec(spec)
+    except (ImportError, AttributeError) as e:
+        raise error(f"cannot load {what} {spec!r}: {e}") from None
 
 
 def import_spec(spec: str) -> object:

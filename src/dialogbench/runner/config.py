@@ -73,6 +73,16 @@ def fixes(default: int, help: str, *, stage: Stage = "solve", max: int = 10) -> 
     return option(default, help=help, min=0, max=max, stage=stage)
 
 
+def judge_tokens(default: int) -> Any:
+    """`judge_max_tokens`: the judge's budget per verdict (score stage, from 1, no cap)."""
+    return tokens(default, "the judge's budget per verdict (tokens)", stage="score", max=None)
+
+
+def judge_fixes(default: int = 2) -> Any:
+    """`max_fixes` of a track that corrects only the judge's verdicts (score stage)."""
+    return fixes(default, "corrective retries of an unusable verdict", stage="score")
+
+
 class Checked:
     """A config checked as it is made (`options.check`): a bad value fails at once, in
     Python as on the command line."""
@@ -112,6 +122,8 @@ __all__ = [
     "Judged",
     "Sampled",
     "fixes",
+    "judge_fixes",
+    "judge_tokens",
     "limit",
     "n_boot",
     "seed",

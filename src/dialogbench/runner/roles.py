@@ -52,6 +52,17 @@ class Role:
     """Another role that plays this one when it is not given (`judge` -> `model`)."""
 
 
+def model_role(help: str = "the model under test", *, required: bool = True) -> Role:
+    """The `model` role: the system under test, asked at solve (`--model`)."""
+    return Role("model", "solve", help, required=required)
+
+
+def judge_role(help: str, *, fallback: str | None = "model") -> Role:
+    """The `judge` role: it scores the saved outputs (`--judge-model`); unset, the model
+    under test plays it (`fallback=None`: it must be given)."""
+    return Role("judge", "score", help, fallback=fallback)
+
+
 @dataclass(frozen=True)
 class RoleSpec:
     """How to reach a role's model; never a key, only the name of the variable holding it."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
@@ -46,11 +46,15 @@ Corpus = Literal["realcompanion", "demo"]
 @dataclass(frozen=True)
 class Stage:
     """A stage a track runs before solve: its name (`parts/<name>.jsonl`), the role its
-    calls are charged to in usage.json, and what it does (for docs and progress)."""
+    calls are charged to in usage.json, what it does (for docs and progress) and, for a
+    stage whose units need nothing but themselves, the function that does one."""
 
     name: str
     role: str
     help: str
+    run: Callable[[Any], Awaitable[Rows]] | None = None
+    """Does one unit of the stage (`TrackBase.run_stage` calls it); None: the track's own
+    `run_stage` does."""
 
 
 Need = tuple[str, str]
@@ -168,7 +172,11 @@ class TrackBase(Generic[C, U]):
     async def run_stage(
         self, stage: str, unit: Any, models: Models, config: C, plan: Plan[U]
     ) -> Rows:
-        """Do one unit of an earlier stage (a track with `stages` overrides this)."""
+        """Do one unit of an earlier stage: the stage's own `run` (a track whose stage has
+        none overrides this)."""
+        for declared in self.stages:
+            if declared.name == stage and declared.run is not None:
+                return await declared.run(unit)
         raise NotImplementedError(f"track {self.name!r} declares no stage {stage!r}")
 
     async def score(self, unit: U, rows: Rows, models: Models, config: C, plan: Plan[U]) -> Rows:

@@ -9,14 +9,19 @@ from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import BaseModel
 
 from dialogbench.data.model import Message
+from dialogbench.models.model import Call, Model
+from dialogbench.models.structured import Structured
+from dialogbench.models.types import ChatMessage, GenerateConfig
 from dialogbench.runner.record import DatasetInfo, digest
 from dialogbench.runner.track import Outcome
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
+S = TypeVar("S", bound=BaseModel)
 
 
 def stratified_limit(
@@ -94,6 +99,30 @@ def dataset_info(data: Any, subjects: int) -> DatasetInfo:
     return DatasetInfo(
         name=data.name, source=str(data.source), sha256=data.sha256, subjects=subjects
     )
+
+
+async def ask_each(
+    model: Model,
+    prompts: Sequence[list[ChatMessage]],
+    schema: type[S],
+    config: GenerateConfig,
+    *,
+    max_fixes: int,
+    tag: str,
+    sample: int = 0,
+) -> list[Structured[S]]:
+    """Every prompt's reply of `schema`: one batch (one cache look-up), then the corrections
+    of the unusable replies as the next batch, up to `max_fixes` times."""
+    calls = [Call(list(p), config, sample) for p in prompts]
+    return await model.generate_structured_many(calls, schema, max_fixes=max_fixes, tag=tag)
+
+
+def judged_values(
+    rows: Sequence[Mapping[str, Any]], key: Callable[[Mapping[str, Any]], str], field: str
+) -> dict[str, float]:
+    """A track's `judgments`: `key(row)` -> the row's judged number `field`, for the rows
+    that have one (an unscored row has None)."""
+    return {key(r): float(r[field]) for r in rows if r.get(field) is not None}
 
 
 def outcome_of(

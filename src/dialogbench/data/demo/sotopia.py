@@ -118,13 +118,8 @@ def load_sotopia(folder: Path, subset: str = "all") -> DemoSet:
         record = f"line {lineno} (combo_id {combo['combo_id']})"
         env = environments.get(combo["env_id"])
         if env is None:
-            raise DataError(
-                paths["combos"],
-                f"no environment {combo['env_id']!r}",
-                record=record,
-                field="env_id",
-                fix=f"the id must be in {FILES['environments']}",
-            )
+            named = f"environment {combo['env_id']!r}"
+            raise _unknown(paths["combos"], record, "env_id", named, "environments")
         ids = combo["agent_ids"]
         if not (isinstance(ids, list) and len(ids) == 2):
             raise DataError(
@@ -136,12 +131,8 @@ def load_sotopia(folder: Path, subset: str = "all") -> DemoSet:
             )
         for agent_id in ids:
             if agent_id not in agents:
-                raise DataError(
-                    paths["combos"],
-                    f"no agent {agent_id!r}",
-                    record=record,
-                    field="agent_ids",
-                    fix=f"the id must be in {FILES['agents']}",
+                raise _unknown(
+                    paths["combos"], record, "agent_ids", f"agent {agent_id!r}", "agents"
                 )
         if subset == "hard" and combo["env_id"] not in HARD_ENVIRONMENTS:
             continue
@@ -170,6 +161,13 @@ def load_sotopia(folder: Path, subset: str = "all") -> DemoSet:
         source=f"SOTOPIA profiles ({folder})",
         warnings=warnings,
         licence=LICENCE,
+    )
+
+
+def _unknown(path: Path, record: str, field: str, named: str, file: str) -> DataError:
+    """A combo naming an id (`named`: "agent 'a1'") that `FILES[file]` does not hold."""
+    return DataError(
+        path, f"no {named}", record=record, field=field, fix=f"the id must be in {FILES[file]}"
     )
 
 

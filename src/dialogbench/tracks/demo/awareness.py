@@ -79,7 +79,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -97,9 +97,10 @@ from dialogbench.lang import Lang
 from dialogbench.models.structured import Structured, extract_json
 from dialogbench.models.types import ChatMessage
 from dialogbench.report.table import summary_table
-from dialogbench.runner import Outcome, Plan, Role, TrackBase, option, register
+from dialogbench.runner import Outcome, Plan, TrackBase, option, register
 from dialogbench.runner import config as shared
-from dialogbench.runner.track import Corpus, Models, Rows
+from dialogbench.runner.roles import judge_role, model_role
+from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import (
     Estimate,
     bootstrap_means,
@@ -108,7 +109,7 @@ from dialogbench.stats.bootstrap import (
     resample_counts,
 )
 from dialogbench.stats.classification import macro_f1
-from dialogbench.tracks.common import dataset_info, stratified_limit
+from dialogbench.tracks.common import dataset_info, judged_values, stratified_limit
 from dialogbench.tracks.demo import awareness_prompts as ap
 from dialogbench.tracks.demo.aggregate import AwarenessTable, awareness_table, item_score
 
@@ -390,18 +391,18 @@ def unit_key(item: AwarenessItem) -> str:
 class AwarenessTrack(TrackBase[AwarenessConfig, AwarenessItem]):
     """One unit per item: the model answers it (solve), the judge scores the answer (score)."""
 
-    name: ClassVar[str] = TRACK
-    summary: ClassVar[str] = (
+    name = TRACK
+    summary = (
         "DEMO element awareness: infer goals, personas, scenes and utterance labels from "
         "whole dialogues; judged against the gold, and scored objectively on its labels."
     )
     config_type = AwarenessConfig
-    roles: ClassVar[tuple[Role, ...]] = (
-        Role("model", "solve", "the model under test"),
-        Role("judge", "score", "the judge of the answers", fallback="model"),
+    roles = (
+        model_role("the model under test"),
+        judge_role("the judge of the answers"),
     )
-    corpus: ClassVar[Corpus] = "demo"
-    judged: ClassVar[bool] = True
+    corpus = "demo"
+    judged = True
 
     def plan(self, data: DemoSet, config: AwarenessConfig) -> Plan[AwarenessItem]:
         items = select_items(data, config)
@@ -560,11 +561,9 @@ class AwarenessTrack(TrackBase[AwarenessConfig, AwarenessItem]):
 
     def judgments(self, rows: Rows) -> dict[str, float]:
         """Item (part:id) -> its judged score (the mean of accuracy and hallucination)."""
-        return {
-            f"{part_name(r['task'], r['lang'])}:{r['id']}": float(r["score"])
-            for r in rows
-            if r["score"] is not None
-        }
+        return judged_values(
+            rows, lambda r: f"{part_name(r['task'], r['lang'])}:{r['id']}", "score"
+        )
 
     def headline(self, outcome: Outcome) -> dict[str, float]:
         """Per language: each task's mean score and the awareness average."""

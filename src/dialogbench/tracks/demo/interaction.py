@@ -52,7 +52,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 from rich.table import Table
@@ -69,7 +69,8 @@ from dialogbench.report.table import summary_table
 from dialogbench.runner import Outcome, Plan, Role, TrackBase, option, register
 from dialogbench.runner import config as shared
 from dialogbench.runner.record import digest
-from dialogbench.runner.track import Corpus, Models, Rows
+from dialogbench.runner.roles import judge_role, model_role
+from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 from dialogbench.tracks.common import dataset_info, outcome_of, stratified_limit
 from dialogbench.tracks.demo import interaction_prompts as ip
@@ -318,14 +319,14 @@ class InteractionTrack(TrackBase[InteractionConfig, Run]):
     """One unit per run (an episode, or an episode x side): played by the agents (solve),
     then judged (score), so a new judge re-judges saved transcripts without replaying them."""
 
-    name: ClassVar[str] = TRACK
-    summary: ClassVar[str] = (
+    name = TRACK
+    summary = (
         "DEMO dialogue agent interaction: two agents play out each episode, each knowing only "
         "its own goal; a judge scores goal, believability, skillfulness and realism (0-10)."
     )
     config_type = InteractionConfig
-    roles: ClassVar[tuple[Role, ...]] = (
-        Role("model", "solve", "the model under test"),
+    roles = (
+        model_role("the model under test"),
         Role(
             "partner",
             "solve",
@@ -333,10 +334,10 @@ class InteractionTrack(TrackBase[InteractionConfig, Run]):
             "test plays both)",
             required=False,
         ),
-        Role("judge", "score", "the judge of the episodes", fallback="model"),
+        judge_role("the judge of the episodes"),
     )
-    corpus: ClassVar[Corpus] = "demo"
-    judged: ClassVar[bool] = True
+    corpus = "demo"
+    judged = True
 
     def configure(self, config: InteractionConfig, roles: frozenset[str]) -> InteractionConfig:
         """Self-play without a partner, the first side with one (unless `sides` says)."""

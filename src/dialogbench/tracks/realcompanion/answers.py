@@ -33,7 +33,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from rich.table import Table
@@ -46,13 +46,14 @@ from dialogbench.judging.calibration import CalibrationProbe, PassRule, calibrat
 from dialogbench.judging.judge import Judge
 from dialogbench.judging.qa_rubrics import QA_RUBRICS
 from dialogbench.report.table import summary_table
-from dialogbench.runner import OptionError, Outcome, Plan, Role, TrackBase, option, register
+from dialogbench.runner import OptionError, Outcome, Plan, TrackBase, option, register
 from dialogbench.runner import config as shared
 from dialogbench.runner.record import digest
+from dialogbench.runner.roles import judge_role
 from dialogbench.runner.track import Models, Rows
 from dialogbench.scoring.locomo import f1_score
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
-from dialogbench.tracks.common import stratified_limit
+from dialogbench.tracks.common import judged_values, stratified_limit
 from dialogbench.tracks.realcompanion import questions_prompts as qp
 from dialogbench.tracks.realcompanion.answers_file import (
     FORMATS,
@@ -107,10 +108,8 @@ class AnswersConfig(shared.Judged):
     seed: int = shared.seed("the limit, the probes and the bootstrap")
     n_boot: int = shared.n_boot()
     official: bool | None = official_option()
-    judge_max_tokens: int = shared.tokens(
-        512, "the judge's budget per verdict (tokens)", stage="score", max=None
-    )
-    max_fixes: int = shared.fixes(2, "corrective retries of an unusable verdict", stage="score")
+    judge_max_tokens: int = shared.judge_tokens(512)
+    max_fixes: int = shared.judge_fixes()
 
     def questions_config(self) -> QuestionsConfig:
         """The question track's settings its scoring reads (official, bootstrap, judge)."""
@@ -208,14 +207,14 @@ def probes_for(
 class AnswersTrack(TrackBase[AnswersConfig, Unit]):
     """Re-judge a file of answers: one unit per matched answer, one per rubric's probes."""
 
-    name: ClassVar[str] = TRACK
-    summary: ClassVar[str] = (
+    name = TRACK
+    summary = (
         "Re-judge answers produced elsewhere (a file): lenient and strict judge, LoCoMo's F1, "
         "the judge's false-accept rate."
     )
     config_type = AnswersConfig
-    roles: ClassVar[tuple[Role, ...]] = (Role("judge", "score", "the judge of the answers"),)
-    judged: ClassVar[bool] = True
+    roles = (judge_role("the judge of the answers", fallback=None),)
+    judged = True
 
     def configure(self, config: AnswersConfig, roles: frozenset[str]) -> AnswersConfig:
         """The file's absolute path and sha256 pinned, so a re-judge reads the same file."""
@@ -406,11 +405,10 @@ class AnswersTrack(TrackBase[AnswersConfig, Unit]):
 
     def judgments(self, rows: Rows) -> dict[str, float]:
         """`rubric/subject/question` -> the judge's score on [0, 1]."""
-        return {
-            f"{r['rubric']}/{r['subject']}/{r['question']}": float(r["judge"])
-            for r in rows
-            if r.get("rubric") and r.get("judge") is not None
-        }
+        answers = [r for r in rows if r.get("rubric")]
+        return judged_values(
+            answers, lambda r: f"{r['rubric']}/{r['subject']}/{r['question']}", "judge"
+        )
 
     def headline(self, outcome: Outcome) -> dict[str, float]:
         """The judge score per rubric (all, answerable) and the official F1."""

@@ -81,9 +81,9 @@ RUN_DIR/warnings.json   data repairs, probes left out, unscored verdicts
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -92,15 +92,16 @@ from rich.table import Table
 from dialogbench.data.model import ChatItem, Dataset, Message, Subject
 from dialogbench.judging import is_unscored, verdict_fields
 from dialogbench.judging.judge import BlindVerdict, Judge
-from dialogbench.memory import Budget, Query
+from dialogbench.memory import Budget, Query, query_of
 from dialogbench.models.model import Call, Model
-from dialogbench.models.types import GenerateConfig, ModelError
+from dialogbench.models.types import ModelError
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import build_probes
 from dialogbench.retrieval.bm25 import BM25Retriever
-from dialogbench.runner import Outcome, Plan, Role, TrackBase, option, register
+from dialogbench.runner import Outcome, Plan, TrackBase, option, register
 from dialogbench.runner import config as shared
-from dialogbench.runner.track import Models, Rows, Stage
+from dialogbench.runner.roles import judge_role, model_role
+from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import (
     Estimate,
     bootstrap_means,
@@ -108,7 +109,7 @@ from dialogbench.stats.bootstrap import (
     percentile_estimate,
     resample_counts,
 )
-from dialogbench.tracks.common import stratified_limit
+from dialogbench.tracks.common import judged_values, stratified_limit
 from dialogbench.tracks.realcompanion import chat_prompts as cp
 from dialogbench.tracks.realcompanion import recall as rc
 from dialogbench.tracks.realcompanion.memory import (
@@ -144,25 +145,16 @@ class ChatConfig(shared.Sampled, shared.Judged):
         help="label the supplied messages as earlier turns or as retrieved memories "
         "(both: reply under each, and compare memory use)",
     )
-    memory: tuple[str, ...] = option((), help=rc.MEMORY_HELP, nonempty=False)
-    memory_k: int | None = option(
-        TOP_K, help=rc.MEMORY_K_HELP + " (default: 10, like C3 and C4)", min=1
-    )
-    memory_tokens: int | None = option(
-        None,
-        help="tokens of memories per recall (approximate count), the same for every memory "
-        "system (default: no cap)",
-        min=1,
-    )
+    memory: tuple[str, ...] = rc.memory_option()
+    memory_k: int | None = rc.memory_k_option(TOP_K, "default: 10, like C3 and C4")
+    memory_tokens: int | None = rc.memory_tokens_option("default: no cap", approximate=True)
     limit: int | None = shared.limit("probes, drawn in turn from each stratum x need")
     seed: int = shared.seed("the limit draw, the replies and the bootstrap")
     n_boot: int = shared.n_boot()
     temperature: float = shared.temperature(0.0, "sampling temperature of the replies")
     max_tokens: int = shared.tokens(256, "reply budget (tokens)", max=None)
-    judge_max_tokens: int = shared.tokens(
-        1024, "the judge's budget per verdict (tokens)", stage="score", max=None
-    )
-    max_fixes: int = shared.fixes(2, "corrective retries of an unusable verdict", stage="score")
+    judge_max_tokens: int = shared.judge_tokens(1024)
+    max_fixes: int = shared.judge_fixes()
     reading: Literal["recorded", "strict"] = option(
         "recorded", help=READING_HELP, stage="aggregate"
     )
@@ -171,9 +163,6 @@ class ChatConfig(shared.Sampled, shared.Judged):
     def framings(self) -> tuple[cp.Framing, ...]:
         """The framings run, the first one giving every figure but memory use."""
         return FRAMING_ORDER if self.framing == "both" else (self.framing,)
-
-    def reply_config(self) -> GenerateConfig:
-        return self.generate_config()
 
 
 @dataclass(frozen=True)
@@ -185,6 +174,8 @@ class ChatProbe:
     probe: Message
     contexts: dict[str, tuple[Message, ...]]
     labels: MemoryLabels
+    query: Query
+    """What a memory system is asked at this probe (with --memory)."""
     opener: bool = False
     """The probe is the person's first message of its session (`memory.session_openers`)."""
     memory: dict[str, rc.Shown | str] = field(default_factory=dict)
@@ -208,6 +199,13 @@ class ChatProbe:
         return self.item.tier == "none" or not self.item.reference_ids
 
 
+SUMMARY_KEYS = (
+    *("content_match", "gains", "gain_split", "no_need_share", "misfire", "memory_use"),
+    *("framing_difference", "reading", "unscored", "probes"),
+)
+"""The fields of `ChatResult` in summary.json, in its order (not usage or warnings)."""
+
+
 @dataclass
 class ChatResult:
     """The track's figures as written to summary.json."""
@@ -226,18 +224,8 @@ class ChatResult:
     warnings: list[str] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
-        return {
-            "content_match": self.content_match,
-            "gains": self.gains,
-            "gain_split": self.gain_split,
-            "no_need_share": self.no_need_share,
-            "misfire": self.misfire,
-            "memory_use": self.memory_use,
-            "framing_difference": self.framing_difference,
-            "reading": self.reading,
-            "unscored": self.unscored,
-            "probes": self.probes,
-        }
+        """summary.json: the fields in `SUMMARY_KEYS`, in that order."""
+        return {key: getattr(self, key) for key in SUMMARY_KEYS}
 
 
 # -- contexts -------------------------------------------------------------------------------
@@ -268,8 +256,9 @@ def build_chat_probes(subject: Subject) -> tuple[list[ChatProbe], list[str]]:
             "C4": tuple(msgs[max(0, p.cutoff - WINDOW) : p.cutoff]),
         }
         labels = memory_labels(item, p.cutoff, refs)
+        query = query_of(p, asked_at=msgs[p.cutoff].timestamp)
         opener = p.cutoff in openers
-        out.append(ChatProbe(subject.id, item, msgs[p.cutoff], contexts, labels, opener))
+        out.append(ChatProbe(subject.id, item, msgs[p.cutoff], contexts, labels, query, opener))
     return out, warnings
 
 
@@ -289,28 +278,7 @@ def plan_recalls(
     budget: Budget,
 ) -> rc.Recalls:
     """The recall stage: one replay per subject and system, of that subject's probes."""
-    by_subject: dict[str, list[ChatProbe]] = {}
-    for p in probes:
-        by_subject.setdefault(p.subject_id, []).append(p)
-    queries = {
-        sid: (
-            subjects[sid],
-            [
-                Query(
-                    id=p.item.probe_id,
-                    subject_id=sid,
-                    text=p.probe.text,
-                    kind="chat",
-                    cutoff=p.probe.position,
-                    speakers=(p.probe.speaker,),
-                    asked_at=p.probe.timestamp,
-                )
-                for p in mine
-            ],
-        )
-        for sid, mine in by_subject.items()
-    }
-    return rc.Recalls.plan(systems, queries, budget)
+    return rc.Recalls.plan(systems, [p.query for p in probes], subjects, budget)
 
 
 def with_memory(
@@ -339,19 +307,17 @@ class Context:
 class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
     """One unit per probe: its five replies (solve), then one blinded judge call (score)."""
 
-    name: ClassVar[str] = TRACK
-    summary: ClassVar[str] = (
-        "Replies under five context conditions, judged together against the reference reply."
-    )
+    name = TRACK
+    summary = "Replies under five context conditions, judged together against the reference reply."
     config_type = ChatConfig
-    roles: ClassVar[tuple[Role, ...]] = (
-        Role("model", "solve", "the model under test (writes the replies)"),
-        Role("judge", "score", "the judge of the replies", fallback="model"),
-    )
-    judged: ClassVar[bool] = True
-    version: ClassVar[int] = 2
+    version = 2
     """2: rows carry the item's labels (both readings, dependent, locus) and a framing each."""
-    stages: ClassVar[tuple[Stage, ...]] = (rc.RECALL,)
+    roles = (
+        model_role("the model under test (writes the replies)"),
+        judge_role("the judge of the replies"),
+    )
+    judged = True
+    stages = (rc.RECALL,)
 
     def plan(self, data: Dataset, config: ChatConfig) -> Plan[ChatProbe]:
         probes: list[ChatProbe] = []
@@ -385,11 +351,6 @@ class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
                 "memory prompt_sha256": cp.MEMORY_PROMPT_SHA256,
             }
         return plan
-
-    async def run_stage(
-        self, stage: str, unit: Any, models: Models, config: ChatConfig, plan: Plan[ChatProbe]
-    ) -> Rows:
-        return await rc.run_recall(unit)
 
     async def solve(
         self, unit: ChatProbe, models: Models, config: ChatConfig, plan: Plan[ChatProbe]
@@ -456,13 +417,11 @@ class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
         framings keys its memories rows `subject/probe/condition/memories`."""
         both = len({r.get("framing", "turns") for r in rows}) > 1
 
-        def key(r: dict[str, Any]) -> str:
+        def key(r: Mapping[str, Any]) -> str:
             tail = f"/{r['framing']}" if both and r["framing"] != "turns" else ""
             return f"{r['subject']}/{r['probe']}/{r['condition']}{tail}"
 
-        return {
-            key(r): float(r["content_match"]) for r in rows if r.get("content_match") is not None
-        }
+        return judged_values(rows, key, "content_match")
 
     def headline(self, outcome: Outcome) -> dict[str, float]:
         """Content match per condition and every paired gain, over all probes."""
@@ -487,16 +446,15 @@ def _ids(messages: Sequence[Message]) -> list[str]:
 async def _reply(p: ChatProbe, model: Model, config: ChatConfig) -> Rows:
     """One reply per condition (and framing) of one probe, each the same call as ever (same
     cache key)."""
+    gen = config.generate_config()
     runs = [(f, c) for f in config.framings for c in CONDITIONS]
-    calls = [
-        Call(cp.reply_messages(p.contexts[c], p.probe, f), config.reply_config()) for f, c in runs
-    ]
+    calls = [Call(cp.reply_messages(p.contexts[c], p.probe, f), gen) for f, c in runs]
     recalled = {c: v for c, v in p.memory.items() if not isinstance(v, str)}
     for f in config.framings:
         for c, view in recalled.items():
             runs.append((f, c))
             prompt = cp.memory_reply_messages(view.messages, view.notes, p.probe)
-            calls.append(Call(prompt, config.reply_config()))
+            calls.append(Call(prompt, gen))
     outs = await model.generate_many(calls, tag=REPLY_TAG)
     rows = []
     for (f, c), got in zip(runs, outs, strict=True):

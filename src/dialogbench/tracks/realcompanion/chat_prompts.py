@@ -33,8 +33,6 @@ from dialogbench.tracks.common import prompt_digest, render_message
 
 Framing = Literal["turns", "memories"]
 
-MESSAGE_CHARS = 800
-
 REPLY_SYSTEM = (
     "You are a warm, attentive companion in a chat you have been having with one person "
     "for weeks or months. Reply to their new message the way you would in the chat itself: "
@@ -48,6 +46,9 @@ FRAMINGS: dict[str, str] = {
 """The label words of each framing; nothing else in the prompt depends on the framing."""
 
 CONTEXT_HEADING = "{label}, oldest first:"
+
+MESSAGE_CHARS = 800
+"""Each message of the block is cut to this many characters (`render`)."""
 
 NEW_MESSAGE_HEADING = "The person's new message:"
 

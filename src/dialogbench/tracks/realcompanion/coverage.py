@@ -20,7 +20,7 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -170,10 +170,8 @@ class CoverageTrack(TrackBase[CoverageConfig, Unit]):
     replaces the config's tokenizer (tests pass a deterministic one).
     """
 
-    name: ClassVar[str] = TRACK
-    summary: ClassVar[str] = (
-        "Share of probes whose required messages fit in a recency window of B tokens."
-    )
+    name = TRACK
+    summary = "Share of probes whose required messages fit in a recency window of B tokens."
     config_type = CoverageConfig
 
     def __init__(self, counter: TokenCounter | None = None) -> None:

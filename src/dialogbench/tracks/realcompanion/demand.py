@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -199,10 +199,8 @@ def census_of(subject: Subject) -> Census:
 class DemandTrack(TrackBase[DemandConfig, Subject]):
     """One unit per subject with chat items: its items' labels and distances."""
 
-    name: ClassVar[str] = TRACK
-    summary: ClassVar[str] = (
-        "How often the past is needed and how far back, from the chat labels (no model)."
-    )
+    name = TRACK
+    summary = "How often the past is needed and how far back, from the chat labels (no model)."
     config_type = DemandConfig
 
     def plan(self, data: Dataset, config: DemandConfig) -> Plan[Subject]:
@@ -375,11 +373,11 @@ def summarise(
     return DemandResult(
         readings=readings,
         window=window,
+        window_size=config.window,
         subjects=per_subject,
         censused=censused,
         contributing_none=none,
         items=items,
-        window_size=config.window,
         warnings=warnings,
     )
 

@@ -74,7 +74,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -86,10 +86,9 @@ from dialogbench.memory import Budget, query_of
 from dialogbench.models.model import Model
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import Probe, build_probes
-from dialogbench.runner import Outcome, Plan, TrackBase, option, register
+from dialogbench.runner import Outcome, Plan, TrackBase, model_role, option, register
 from dialogbench.runner import config as shared
-from dialogbench.runner.roles import Role
-from dialogbench.runner.track import Models, Rows, Stage
+from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, nan_estimate, percentile_estimate
 from dialogbench.stats.roc import (
     OperatingPoint,
@@ -98,10 +97,14 @@ from dialogbench.stats.roc import (
     bootstrap_auroc,
     operating_point,
 )
-from dialogbench.tracks.common import stratified_limit
+from dialogbench.tracks.common import ask_each, outcome_of, stratified_limit
 from dialogbench.tracks.realcompanion import detectors as det
 from dialogbench.tracks.realcompanion import recall as rc
-from dialogbench.tracks.realcompanion.detection_prompts import MEMORY_PROMPT_SHA256, PROMPT_SHA256
+from dialogbench.tracks.realcompanion.detection_prompts import (
+    MEMORY_PROMPT_SHA256,
+    PROMPT_SHA256,
+    MemoryNeed,
+)
 from dialogbench.tracks.realcompanion.memory import (
     READING_HELP,
     MemoryLabels,
@@ -156,10 +159,8 @@ class DetectionConfig(shared.Sampled):
         max=1,
         stage="aggregate",
     )
-    memory: tuple[str, ...] = option(
-        (),
-        help=rc.MEMORY_HELP + "; each gives a detector model-memory:NAME reading its recall",
-        nonempty=False,
+    memory: tuple[str, ...] = rc.memory_option(
+        rc.MEMORY_HELP + "; each gives a detector model-memory:NAME reading its recall"
     )
     seed: int = shared.seed("the probe limit, the replies and the bootstrap")
     n_boot: int = shared.n_boot()
@@ -313,17 +314,13 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
     """One unit per detector: it scores every probe (vectorised per subject, or one batch
     of model calls)."""
 
-    name: ClassVar[str] = TRACK
-    summary: ClassVar[str] = (
-        "Tell probes that need earlier messages from those that do not; AUROC per contrast."
-    )
+    name = TRACK
+    summary = "Tell probes that need earlier messages from those that do not; AUROC per contrast."
     config_type = DetectionConfig
-    version: ClassVar[int] = 2
+    version = 2
     """2: rows carry needs_memory / needs_memory_strict; populations no longer follow window."""
-    roles: ClassVar[tuple[Role, ...]] = (
-        Role("model", "solve", "the model the model detectors ask", required=False),
-    )
-    stages: ClassVar[tuple[Stage, ...]] = (rc.RECALL,)
+    roles = (model_role("the model the model detectors ask", required=False),)
+    stages = (rc.RECALL,)
 
     def configure(self, config: DetectionConfig, roles: frozenset[str]) -> DetectionConfig:
         """Default detectors: the text ones, plus the model ones when a model is given."""
@@ -358,11 +355,8 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
         )
         if systems:
             budget = Budget(k=config.window)
-            queries = {
-                sid: (subjects[sid], [query_of(units[i].probe) for i in idx])
-                for sid, idx in by_subject.items()
-            }
-            context.recalls = recalls = rc.Recalls.plan(systems, queries, budget)
+            queries = [query_of(u.probe) for u in units]
+            context.recalls = recalls = rc.Recalls.plan(systems, queries, subjects, budget)
             context.memory = [MEMORY_DETECTOR + s.name for s in systems]
             context.detectors += context.memory
             plan.units |= {name: name for name in context.memory}
@@ -375,11 +369,6 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
                 "memory prompt_sha256": MEMORY_PROMPT_SHA256,
             }
         return plan
-
-    async def run_stage(
-        self, stage: str, unit: Any, models: Models, config: DetectionConfig, plan: Plan[str]
-    ) -> Rows:
-        return await rc.run_recall(unit)
 
     async def solve(
         self, unit: str, models: Models, config: DetectionConfig, plan: Plan[str]
@@ -440,15 +429,7 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
         failures |= {
             f"{name}: probes whose memory system failed": n for name, n in memory_failed.items()
         }
-        failures = {k: v for k, v in failures.items() if v}
-        outcome = Outcome(
-            summary=result.summary,
-            files=files,
-            warnings=list(result.warnings),
-            result=result,
-            failures=failures,
-        )
-        return outcome
+        return outcome_of(result, files, failures)
 
     def show(self, outcome: Outcome, config: DetectionConfig) -> list[Table | str]:
         result: DetectionResult = outcome.result
@@ -504,9 +485,10 @@ async def _ask_model(
 ) -> None:
     """Send every pending prompt of a model detector as one batch; fill in the verdicts."""
     pending = [(i, s) for i, s in enumerate(scored) if s is not None and "prompt" in s.detail]
-    replies = await det.ask(
+    replies = await ask_each(
         model,
         [s.detail["prompt"] for _, s in pending],
+        MemoryNeed,
         config.generate_config(),
         max_fixes=config.max_fixes,
         tag=f"detection:{name}",

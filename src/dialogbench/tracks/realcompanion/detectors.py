@@ -30,9 +30,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from dialogbench.data.model import Subject
-from dialogbench.models.model import Call, Model
 from dialogbench.models.structured import Structured
-from dialogbench.models.types import ChatMessage, GenerateConfig
+from dialogbench.models.types import ChatMessage
 from dialogbench.retrieval.base import FloatArray, IntArray, Probe
 from dialogbench.retrieval.bm25 import STOPWORDS, BM25Index, BM25Params, rank_sparse, tokenize
 from dialogbench.tracks.realcompanion.detection_prompts import (
@@ -289,17 +288,3 @@ def from_reply(got: Structured[MemoryNeed]) -> Scored:
         decision=v.needs_memory,
         detail={"likelihood": v.likelihood, "attempts": got.attempts},
     )
-
-
-async def ask(
-    model: Model,
-    prompts: Sequence[list[ChatMessage]],
-    config: GenerateConfig,
-    *,
-    max_fixes: int,
-    tag: str,
-) -> list[Structured[MemoryNeed]]:
-    """Every prompt's `MemoryNeed`: one batch (one cache look-up), then corrections of the
-    unusable replies as the next batch, up to `max_fixes` times."""
-    calls = [Call(list(p), config) for p in prompts]
-    return await model.generate_structured_many(calls, MemoryNeed, max_fixes=max_fixes, tag=tag)

@@ -50,7 +50,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -60,9 +60,8 @@ from scipy import sparse
 from dialogbench.data.model import Dataset
 from dialogbench.models.model import Model
 from dialogbench.report.table import summary_table
-from dialogbench.runner import Outcome, Plan, TrackBase, option, register
+from dialogbench.runner import Outcome, Plan, TrackBase, model_role, option, register
 from dialogbench.runner import config as shared
-from dialogbench.runner.roles import Role
 from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 from dialogbench.tracks.realcompanion.privacy_prompts import (
@@ -300,14 +299,10 @@ def draw_references(
 class PrivacyTrack(TrackBase[PrivacyConfig, Unit]):
     """One unit per system and repeat: every speaker's held-out sample attributed once."""
 
-    name: ClassVar[str] = TRACK
-    summary: ClassVar[str] = (
-        "Attribute held-out writing to its author: content-free style, and a model if given."
-    )
+    name = TRACK
+    summary = "Attribute held-out writing to its author: content-free style, and a model if given."
     config_type = PrivacyConfig
-    roles: ClassVar[tuple[Role, ...]] = (
-        Role("model", "solve", "the model that names the author", required=False),
-    )
+    roles = (model_role("the model that names the author", required=False),)
 
     def configure(self, config: PrivacyConfig, roles: frozenset[str]) -> PrivacyConfig:
         """The model systems run when a model is given (unless turned off)."""

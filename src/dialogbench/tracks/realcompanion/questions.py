@@ -64,7 +64,7 @@ import warnings as warnings_module
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from rich.table import Table
@@ -73,21 +73,22 @@ from dialogbench.data.model import Dataset, Question, Subject
 from dialogbench.judging import is_unscored, verdict_fields
 from dialogbench.judging.judge import Judge, Verdict
 from dialogbench.judging.rubric import Rubric
-from dialogbench.memory import Budget, Query, Recalled
+from dialogbench.memory import Budget, Query, Recalled, query_of
 from dialogbench.memory.costs import TokenCount
 from dialogbench.models.model import Call, Model
 from dialogbench.models.tokenizer import GGUFTokenizer, TokenCounter
-from dialogbench.models.types import GenerateConfig, ModelError
+from dialogbench.models.types import ModelError
 from dialogbench.report.table import summary_table
 from dialogbench.retrieval.base import build_probes
 from dialogbench.retrieval.bm25 import BM25Retriever
-from dialogbench.runner import OptionError, Outcome, Plan, Role, TrackBase, option, register
+from dialogbench.runner import OptionError, Outcome, Plan, TrackBase, option, register
 from dialogbench.runner import config as shared
-from dialogbench.runner.track import Models, Rows, Stage
+from dialogbench.runner.roles import judge_role, model_role
+from dialogbench.runner.track import Models, Rows
 from dialogbench.scoring.locomo import ADVERSARIAL, CATEGORY_NAMES, is_abstention, locomo_score
 from dialogbench.scoring.locomo import set_f1 as set_f1_score
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
-from dialogbench.tracks.common import stratified_limit
+from dialogbench.tracks.common import judged_values, outcome_of, stratified_limit
 from dialogbench.tracks.realcompanion import questions_prompts as qp
 from dialogbench.tracks.realcompanion import recall as rc
 
@@ -131,13 +132,10 @@ class QuestionsConfig(shared.Sampled, shared.Judged):
     tokenizer: str = option(
         "embedded", help="counts tokens for the budget: embedded (SmolLM2-135M) or a GGUF path"
     )
-    memory: tuple[str, ...] = option((), help=rc.MEMORY_HELP, nonempty=False)
-    memory_k: int | None = option(None, help=rc.MEMORY_K_HELP + " (default: no cap)", min=1)
-    memory_tokens: int | None = option(
-        None,
-        help="tokens of memories per recall, the same for every memory system (default: "
-        "--context-tokens less the prompt's fixed parts)",
-        min=1,
+    memory: tuple[str, ...] = rc.memory_option()
+    memory_k: int | None = rc.memory_k_option(None, "default: no cap")
+    memory_tokens: int | None = rc.memory_tokens_option(
+        "default: --context-tokens less the prompt's fixed parts"
     )
     limit: int | None = shared.limit("questions, drawn in turn from each category")
     seed: int = shared.seed("the limit draw, the answers and the bootstrap")
@@ -145,13 +143,8 @@ class QuestionsConfig(shared.Sampled, shared.Judged):
     official: bool | None = official_option()
     temperature: float = shared.temperature(0.0, "sampling temperature of the answers")
     max_tokens: int = shared.tokens(64, "answer budget (tokens)", max=None)
-    judge_max_tokens: int = shared.tokens(
-        512, "the judge's budget per verdict (tokens)", stage="score", max=None
-    )
-    max_fixes: int = shared.fixes(2, "corrective retries of an unusable verdict", stage="score")
-
-    def answer_config(self) -> GenerateConfig:
-        return self.generate_config()
+    judge_max_tokens: int = shared.judge_tokens(512)
+    max_fixes: int = shared.judge_fixes()
 
 
 @dataclass(frozen=True)
@@ -163,6 +156,8 @@ class Asked:
     cutoff: int
     retrieved: tuple[int, ...]
     """BM25's top k positions before the question, in conversation order."""
+    query: Query
+    """What a memory system is asked at this question (with --memory)."""
     full_tokens: int | None = None
     """Estimated prompt tokens with the whole history (None when `full` is not run)."""
     speakers: tuple[str, ...] = ()
@@ -262,7 +257,10 @@ def build_asked(
         full = None
         if cum is not None and counter is not None:
             full = int(cum[p.cutoff]) + fixed_tokens(q, counter, max_tokens)
-        out.append(Asked(subject.id, q, p.cutoff, found, full, p.speakers, p.reference_positions))
+        query = query_of(p, asked_at=q.asked_at)
+        out.append(
+            Asked(subject.id, q, p.cutoff, found, query, full, p.speakers, p.reference_positions)
+        )
     return out
 
 
@@ -324,30 +322,10 @@ def plan_recalls(
     counter: TokenCounter,
 ) -> rc.Recalls:
     """The recall stage: one replay per subject and system, of the subject's questions."""
-    by_subject: dict[str, list[Asked]] = {}
-    for a in asked:
-        by_subject.setdefault(a.subject_id, []).append(a)
-    queries = {
-        sid: (
-            subjects[sid],
-            [
-                Query(
-                    id=a.question.id,
-                    subject_id=sid,
-                    text=a.question.text,
-                    kind="question",
-                    cutoff=a.cutoff,
-                    speakers=a.speakers,
-                    asked_at=a.question.asked_at,
-                )
-                for a in mine
-            ],
-        )
-        for sid, mine in by_subject.items()
-    }
     return rc.Recalls.plan(
         systems,
-        queries,
+        [a.query for a in asked],
+        subjects,
         budget,
         lambda subject: memory_counter(subject, counter),
         tokenizer=counter.name,
@@ -357,17 +335,15 @@ def plan_recalls(
 class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
     """One unit per system x question: its answer (solve), then its verdict and scores."""
 
-    name: ClassVar[str] = TRACK
-    summary: ClassVar[str] = (
-        "Answer each question from the chosen context; judge against gold (and LoCoMo's F1)."
-    )
+    name = TRACK
+    summary = "Answer each question from the chosen context; judge against gold (and LoCoMo's F1)."
     config_type = QuestionsConfig
-    roles: ClassVar[tuple[Role, ...]] = (
-        Role("model", "solve", "the model under test (answers the questions)"),
-        Role("judge", "score", "the judge of the answers", fallback="model"),
+    roles = (
+        model_role("the model under test (answers the questions)"),
+        judge_role("the judge of the answers"),
     )
-    judged: ClassVar[bool] = True
-    stages: ClassVar[tuple[Stage, ...]] = (rc.RECALL,)
+    judged = True
+    stages = (rc.RECALL,)
 
     def __init__(self, tokenizer: TokenCounter | None = None) -> None:
         self.tokenizer = tokenizer
@@ -434,11 +410,6 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
             recalls.into(plan, needs)
         return plan
 
-    async def run_stage(
-        self, stage: str, unit: Any, models: Models, config: QuestionsConfig, plan: Plan[Unit]
-    ) -> Rows:
-        return await rc.run_recall(unit)
-
     async def solve(
         self, unit: Unit, models: Models, config: QuestionsConfig, plan: Plan[Unit]
     ) -> Rows:
@@ -461,6 +432,12 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
             out.append({**row, **score_row(row, ctx.official)})
         return out
 
+    def judgments(self, rows: Rows) -> dict[str, float]:
+        """`system/subject/question` -> the judge's score on [0, 1]."""
+        return judged_values(
+            rows, lambda r: f"{r['system']}/{r['subject']}/{r['question']}", "judge"
+        )
+
     def aggregate(self, plan: Plan[Unit], rows: Rows, config: QuestionsConfig) -> Outcome:
         ctx: Context = plan.context
         parts: dict[str, Rows] = {s: [] for s in [*config.systems, *ctx.memory]}
@@ -480,14 +457,7 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
             "answers the judge left unscored": unscored,
             "questions whose memory system failed": memory_failed,
         }
-        outcome = Outcome(
-            summary=result.summary,
-            files=files,
-            warnings=list(result.warnings),
-            result=result,
-            failures={k: v for k, v in failures.items() if v},
-        )
-        return outcome
+        return outcome_of(result, files, failures)
 
     def show(self, outcome: Outcome, config: QuestionsConfig) -> list[Table | str]:
         result: QuestionsResult = outcome.result
@@ -510,14 +480,6 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
             )
         return shown
 
-    def judgments(self, rows: Rows) -> dict[str, float]:
-        """`system/subject/question` -> the judge's score on [0, 1]."""
-        return {
-            f"{r['system']}/{r['subject']}/{r['question']}": float(r["judge"])
-            for r in rows
-            if r.get("judge") is not None
-        }
-
     def headline(self, outcome: Outcome) -> dict[str, float]:
         """The judge score per system: over all, answerable and unanswerable questions."""
         result: QuestionsResult = outcome.result
@@ -538,15 +500,14 @@ def _ms(value: float | None) -> str:
 
 def _row(system: str, a: Asked, shown: str, *, fell_back: bool) -> dict[str, Any]:
     """The fields every answer row starts with: the question and what was shown."""
-    q = a.question
     return {
         "system": system,
         "subject": a.subject_id,
-        "question": q.id,
-        "category": q.category,
-        "answerable": q.answerable,
-        "text": q.text,
-        "gold": q.answer,
+        "question": a.question.id,
+        "category": a.question.category,
+        "answerable": a.question.answerable,
+        "text": a.question.text,
+        "gold": a.question.answer,
         "shown": shown,
         "fell_back": fell_back,
         "full_tokens_est": a.full_tokens,
@@ -560,7 +521,7 @@ async def _answer(
     mode, positions = shown(a, system, config.context_tokens)
     q, msgs = a.question, subject.messages
     lines = [qp.render(msgs[i]) for i in positions]
-    call = Call(qp.answer_messages(lines, mode, q.text, q.asked_at), config.answer_config())
+    call = Call(qp.answer_messages(lines, mode, q.text, q.asked_at), config.generate_config())
     row = _row(system, a, mode, fell_back=system == "full" and mode != "full")
     row["context_ids"] = [msgs[i].id for i in positions]
     (got,) = await model.generate_many([call], tag=ANSWER_TAG)
@@ -593,7 +554,7 @@ async def _answer_memory(
     row |= {"context_ids": [m.id for m in view.messages], **view.fields}
     lines = [qp.render(m) for m in view.messages]
     messages = qp.memory_answer_messages(lines, view.notes, q.text, q.asked_at)
-    (out,) = await model.generate_many([Call(messages, config.answer_config())], tag=ANSWER_TAG)
+    (out,) = await model.generate_many([Call(messages, config.generate_config())], tag=ANSWER_TAG)
     failed = isinstance(out, ModelError)
     row["answer"] = None if isinstance(out, ModelError) else out.text.strip()
     row["answer_error"] = str(out) if failed else None

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,7 +50,7 @@ from dialogbench.memory.registry import memory_name
 from dialogbench.models.embedding import EmbedderUnavailable
 from dialogbench.models.types import ErrorKind, ModelError, Usage
 from dialogbench.models.usage import charge
-from dialogbench.runner import OptionError
+from dialogbench.runner import OptionError, option
 from dialogbench.runner.record import digest
 from dialogbench.runner.track import Need, Plan, Rows, Stage
 
@@ -58,7 +58,25 @@ MEMORY_HELP = (
     "memory systems, each one more system: bm25, recency, full-context, dense, hybrid, "
     "module:Class, an entry point or http://... (docs/memory.md)"
 )
-MEMORY_K_HELP = "at most this many memories per recall, the same for every memory system"
+
+
+def memory_option(help: str = MEMORY_HELP) -> Any:
+    """`memory`: the memory systems replayed into (none by default: no recall stage)."""
+    return option((), help=help, nonempty=False)
+
+
+def memory_k_option(default: int | None, said: str) -> Any:
+    """`memory_k`: the most memories per recall, from 1, `said` naming the default."""
+    help = f"at most this many memories per recall, the same for every memory system ({said})"
+    return option(default, help=help, min=1)
+
+
+def memory_tokens_option(said: str, *, approximate: bool = False) -> Any:
+    """`memory_tokens`: tokens of memories per recall, from 1 (default None), `said` naming
+    what None means; `approximate` where the count is the approximate one."""
+    count = " (approximate count)" if approximate else ""
+    help = f"tokens of memories per recall{count}, the same for every memory system ({said})"
+    return option(None, help=help, min=1)
 
 
 @dataclass(frozen=True)
@@ -84,14 +102,6 @@ def resolve_systems(specs: Sequence[str], seed: int) -> list[System]:
             raise OptionError("memory", f"two memory systems are named {name!r}: {','.join(specs)}")
         out.append(System(name, spec, system))
     return out
-
-
-RECALL = Stage(
-    "recall",
-    "memory",
-    "replay each subject into each memory system once, recalling at each of its probes",
-)
-"""The stage every track with `--memory` runs before solve."""
 
 
 @dataclass(frozen=True)
@@ -133,16 +143,21 @@ class Recalls:
     def plan(
         cls,
         systems: Sequence[System],
-        queries: Mapping[str, tuple[Subject, Sequence[Query]]],
+        queries: Iterable[Query],
+        subjects: Mapping[str, Subject],
         budget: Budget,
         count: Callable[[Subject], TokenCount] | None = None,
         tokenizer: str | None = None,
     ) -> Recalls:
-        """One recall unit per system and subject of `queries` (subject id -> the subject and
-        its queries); `count` gives a subject's token counter, named `tokenizer`."""
+        """One recall unit per system and subject asked, of that subject's `queries` in the
+        order given; `count` gives a subject's token counter, named `tokenizer`."""
+        by_subject: dict[str, list[Query]] = {}
+        for q in queries:
+            by_subject.setdefault(q.subject_id, []).append(q)
         out = cls(list(systems), budget, tokenizer=tokenizer)
         for system in systems:
-            for sid, (subject, asked) in queries.items():
+            for sid, asked in by_subject.items():
+                subject = subjects[sid]
                 key = recall_key(system.name, sid, asked)
                 counter = count(subject) if count is not None else None
                 out.units[key] = RecallUnit(system, subject, tuple(asked), budget, counter)
@@ -255,6 +270,16 @@ async def run_recall(unit: RecallUnit) -> Rows:
             charge(RECALL.role, system.name, _tokens(spent), False, None, r.ingest_s)
         charge(RECALL.role, system.name, _tokens(r.cost), False, None, r.latency_s)
     return [replay_row(system, got)]
+
+
+RECALL = Stage(
+    "recall",
+    "memory",
+    "replay each subject into each memory system once, recalling at each of its probes",
+    run=run_recall,
+)
+"""The stage every track with `--memory` runs before solve (a track declaring it needs no
+`run_stage` of its own)."""
 
 
 def _tokens(cost: SystemCost | None) -> Usage:

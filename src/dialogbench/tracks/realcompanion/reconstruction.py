@@ -69,7 +69,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -78,18 +78,16 @@ from rich.table import Table
 from dialogbench.data.model import Dataset, PersonaEntry, ProfileClaim, Role, Subject
 from dialogbench.data.release import PERSONA, PROFILE
 from dialogbench.models.embedding import load_embedder
-from dialogbench.models.model import Call, Model
-from dialogbench.models.structured import CORRECTION, Structured
+from dialogbench.models.structured import CORRECTION
 from dialogbench.models.tokenizer import IntArray, TokenCounter
 from dialogbench.models.types import ChatMessage, GenerateConfig, ModelError
 from dialogbench.report.table import summary_table
-from dialogbench.runner import Outcome, Plan, TrackBase, option, register
+from dialogbench.runner import Outcome, Plan, TrackBase, model_role, option, register
 from dialogbench.runner import config as shared
 from dialogbench.runner.record import RunFolder
-from dialogbench.runner.roles import Role as ModelRole
 from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
-from dialogbench.tracks.common import outcome_of
+from dialogbench.tracks.common import ask_each, outcome_of
 from dialogbench.tracks.realcompanion import reconstruction_match as rm
 from dialogbench.tracks.realcompanion.reconstruction_prompts import (
     PROMPT_SHA256,
@@ -475,17 +473,15 @@ class ReconstructionTrack(TrackBase[ReconstructionConfig, Unit]):
     """One unit per (run, subject): solve writes the profile and persona (all chunks as one
     batch), score matches them against the released ones (no judge)."""
 
-    name: ClassVar[str] = TRACK
-    summary: ClassVar[str] = (
+    name = TRACK
+    summary = (
         "The model writes each subject's profile and persona; field-level P/R/F1 against gold."
     )
     config_type = ReconstructionConfig
-    roles: ClassVar[tuple[ModelRole, ...]] = (
-        ModelRole("model", "solve", "the model that writes the profiles and personas"),
-    )
-    version: ClassVar[int] = 2
+    roles = (model_role("the model that writes the profiles and personas"),)
+    version = 2
     """2: chunk replies merged with one-to-one dedupe (a reply's own records all kept)."""
-    judged: ClassVar[bool] = True
+    judged = True
     """Scoring is the deterministic matching (no judge role), kept apart from solving so a
     new `threshold` re-matches saved outputs without calling the model."""
 
@@ -530,7 +526,15 @@ class ReconstructionTrack(TrackBase[ReconstructionConfig, Unit]):
             reconstruction_messages(person_of(s), h.lines[a:b], c + 1, len(h.spans))
             for c, (a, b) in enumerate(h.spans)
         ]
-        mine = await ask(models["model"], prompts, config, sample=r, tag=f"{TRACK}:run-{r}")
+        mine = await ask_each(
+            models["model"],
+            prompts,
+            config.reply_model(),
+            config.reply_config(),
+            max_fixes=config.max_fixes,
+            tag=f"{TRACK}:run-{r}",
+            sample=r,
+        )
         written = None
         if all(got.value is not None for got in mine):
             merged = merge([got.value for got in mine if got.value is not None])
@@ -626,23 +630,6 @@ def release_files(folder: str, subject: Subject, row: dict[str, Any]) -> dict[st
             {"entries": entries}, indent=2, ensure_ascii=False
         )
     return files
-
-
-async def ask(
-    model: Model,
-    prompts: Sequence[list[ChatMessage]],
-    config: ReconstructionConfig,
-    *,
-    sample: int,
-    tag: str,
-) -> list[Structured[Reconstruction]]:
-    """Every prompt's `Reconstruction`: one batch, then the corrections of the unusable
-    replies as the next batch, up to `max_fixes` times."""
-    gen = config.reply_config()
-    calls = [Call(list(p), gen, sample) for p in prompts]
-    return await model.generate_structured_many(
-        calls, config.reply_model(), max_fixes=config.max_fixes, tag=tag
-    )
 
 
 # -- figures ---------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -58,7 +58,7 @@ from dialogbench.retrieval.base import BatchRetriever, Probe, scoreable_probes
 from dialogbench.retrieval.registry import DEFAULT_RETRIEVERS, resolve
 from dialogbench.runner import Outcome, Plan, TrackBase, option, register
 from dialogbench.runner import config as shared
-from dialogbench.runner.track import Models, Rows, Stage
+from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 from dialogbench.stats.metrics import metric_table, random_hit_expectation
 from dialogbench.tracks.common import masked_estimates
@@ -117,11 +117,9 @@ class RetrievalConfig:
     reading: Literal["recorded", "strict"] = option(
         "recorded", help=READING_HELP, stage="aggregate"
     )
-    memory: tuple[str, ...] = option(
-        (),
-        help="memory systems replayed as well (no future leakage): bm25, recency, dense, "
-        "hybrid, full-context, module:Class, an entry point or http://... (docs/memory.md)",
-        nonempty=False,
+    memory: tuple[str, ...] = rc.memory_option(
+        "memory systems replayed as well (no future leakage): bm25, recency, dense, "
+        "hybrid, full-context, module:Class, an entry point or http://... (docs/memory.md)"
     )
     memory_tokens: int | None = option(
         None, help="token budget of each memory recall (beside k = the largest --k)", min=1
@@ -182,10 +180,10 @@ def probe_labels(dataset: Dataset, probes: Sequence[Probe]) -> list[MemoryLabels
 class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
     """One unit per retriever: it ranks the history before every probe."""
 
-    name: ClassVar[str] = TRACK
-    summary: ClassVar[str] = "Rank earlier messages for every probe; score hit@k, MRR, recall@k."
+    name = TRACK
+    summary = "Rank earlier messages for every probe; score hit@k, MRR, recall@k."
     config_type = RetrievalConfig
-    stages: ClassVar[tuple[Stage, ...]] = (rc.RECALL,)
+    stages = (rc.RECALL,)
 
     def plan(self, data: Dataset, config: RetrievalConfig) -> Plan[Unit]:
         units: dict[str, Unit] = {
@@ -212,20 +210,12 @@ class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
         plan = Plan(units, warnings=list(data.warnings), context=context)
         if systems:
             depth = min(config.depth, max(p.cutoff for p in probes))
-            queries = {
-                sid: (subjects[sid], [query_of(p) for p in group])
-                for sid, group in by_subject.items()
-            }
+            queries = [query_of(p) for p in probes]
             budget = Budget(k=depth, tokens=config.memory_tokens)
-            context.recalls = rc.Recalls.plan(systems, queries, budget)
+            context.recalls = rc.Recalls.plan(systems, queries, subjects, budget)
             needs = {f"memory:{s.name}": context.recalls.needs_all(s.name) for s in systems}
             context.recalls.into(plan, needs)
         return plan
-
-    async def run_stage(
-        self, stage: str, unit: Any, models: Models, config: RetrievalConfig, plan: Plan[Unit]
-    ) -> Rows:
-        return await rc.run_recall(unit)
 
     async def solve(
         self, unit: Unit, models: Models, config: RetrievalConfig, plan: Plan[Unit]
