@@ -39,8 +39,8 @@ class Scripted:
         default_factory=lambda: {"reasoning": "r", "entries": [], "hypotheses": []}
     )
     questions: list[dict[str, Any]] = field(default_factory=list)
-    """Questions every part proposes (those whose evidence the part shows, and those with
-    none)."""
+    """Questions every part proposes (those citing a message the part shows, and those
+    citing none)."""
     unsupported_questions: set[str] = field(default_factory=set)
     """Questions the check finds unsupported."""
     identifiers: list[dict[str, str]] = field(default_factory=list)
@@ -97,7 +97,7 @@ class Scripted:
             qs = [
                 q
                 for q in self.questions
-                if not q.get("evidence_ids") or set(q["evidence_ids"]) <= ids
+                if not q.get("evidence_ids") or set(q["evidence_ids"]) & ids
             ]
             out = {"reasoning": "scripted questions", "questions": qs}
         elif stage == "QuestionCheckReply":

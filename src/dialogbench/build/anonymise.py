@@ -6,7 +6,9 @@
                 numbers, handles)
     surrogates  per subject, seeded by the build's seed and the subject id: each original
                 gets one surrogate of its kind, in order of first appearance, from a pool
-                shuffled by that seed, never a word already in the subject's text
+                shuffled by that seed, never a word already in the subject's text; each
+                word of a person's full name is an original too ("Leah Park" -> "Nora
+                Varga", "Leah" -> "Nora", "Park" -> "Varga")
     replace     every text field of the subject (messages' text and speaker, the speakers,
                 profile, persona, questions, chat items' reference replies and traces) and
                 the subject id when it is a found name; a name matches whole words, in any
@@ -38,6 +40,8 @@ CONTACT_PATTERNS: dict[str, re.Pattern[str]] = {
 """Contact details found without the model, in this order (an email is not a handle)."""
 PHONE_DIGITS = 7
 """A phone number has at least this many digits (so a date or a price is not one)."""
+DATE = re.compile(r"\d{1,4}([-/.])\d{1,2}\1\d{1,4}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?")
+"""A date (or a date and time) the phone pattern would otherwise take."""
 KINDS = ("person", "place", "email", "url", "phone", "handle")
 
 PERSON_POOL = (
@@ -46,6 +50,10 @@ PERSON_POOL = (
     "Lorcan", "Esme", "Teodor", "Saskia", "Aurelio", "Hedda", "Caspian", "Minna", "Zoltan",
     "Brielle", "Anselm", "Ottilie", "Leander", "Rosalind", "Evander", "Ilse", "Tobiah",
     "Mireille", "Cyprian", "Solveig",
+)  # fmt: skip
+SURNAME_POOL = (
+    "Varga", "Lindqvist", "Okafor", "Brennan", "Castell", "Moreau", "Halloran", "Sato",
+    "Ferreira", "Novak", "Achterberg", "Dunmore", "Ilves", "Quaranta", "Rowntree", "Tamsin",
 )  # fmt: skip
 PLACE_POOL = (
     "Eastbrook", "Holloway Vale", "Marrowick", "Fennmouth", "Larkspur", "Stonebridge",
@@ -65,7 +73,9 @@ def contacts(text: str) -> list[tuple[str, str]]:
     for kind, pattern in CONTACT_PATTERNS.items():
         for m in pattern.finditer(rest):
             got = m.group(0).rstrip(".,;:!?")
-            if kind == "phone" and sum(c.isdigit() for c in got) < PHONE_DIGITS:
+            if kind == "phone" and (
+                sum(c.isdigit() for c in got) < PHONE_DIGITS or DATE.fullmatch(got)
+            ):
                 continue
             found.append((kind, got))
         rest = pattern.sub(" ", rest)
@@ -155,17 +165,40 @@ def make_surrogates(subject: Subject, found: Iterable[tuple[str, str]], seed: in
     words |= {o.lower() for o in order}
     rng = random.Random(f"{seed}:anonymise:{subject.id}")
     pools: dict[str, list[str]] = {}
-    for kind, pool in (("person", PERSON_POOL), ("place", PLACE_POOL)):
+    for kind, pool in (("person", PERSON_POOL), ("surname", SURNAME_POOL), ("place", PLACE_POOL)):
         shuffled = list(pool)
         rng.shuffle(shuffled)
         pools[kind] = [p for p in shuffled if not set(re.findall(r"\w+", p.lower())) & words]
     counts: Counter[str] = Counter()
     mapping: dict[str, tuple[str, str]] = {}
+    lower: dict[str, str] = {}  # a part of a name, lower-case -> its surrogate
+
+    def part(word: str, pool: str) -> str:
+        if word.lower() not in lower:
+            counts[pool] += 1
+            lower[word.lower()] = _surrogate(pool, counts[pool], pools)
+            mapping.setdefault(word, ("person", lower[word.lower()]))
+        return lower[word.lower()]
+
     for original, kind in order.items():
-        counts[kind] += 1
-        n = counts[kind]
-        mapping[original] = (kind, _surrogate(kind, n, pools))
+        tokens = original.split()
+        if kind == "person" and len(tokens) > 1:  # each part stands alone too, consistently
+            got = [
+                part(w, "person" if i == 0 else "surname") if _namelike(w) else w
+                for i, w in enumerate(tokens)
+            ]
+            mapping[original] = (kind, " ".join(got))
+        elif kind == "person":
+            mapping[original] = (kind, part(original, "person"))
+        else:
+            counts[kind] += 1
+            mapping[original] = (kind, _surrogate(kind, counts[kind], pools))
     return Surrogates(mapping)
+
+
+def _namelike(word: str) -> bool:
+    """A word of a full name that is a name on its own (not "de", "van", "al")."""
+    return len(word) >= 3 and word[0].isupper()
 
 
 def _surrogate(kind: str, n: int, pools: Mapping[str, list[str]]) -> str:

@@ -1173,6 +1173,9 @@ def write_built(result: BuildResult, out: Path, finished: Finished) -> None:
         "failures": finished.failures,
     }
     write_json(out / REPORT, report)
+    private = out / WORK_DIR / "parts" / "identify.jsonl"
+    if private.exists():  # the identifiers found, originals: the run record's only such file
+        private.chmod(0o600)
     result.report = report
     result.path = out
 
