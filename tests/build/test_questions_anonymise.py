@@ -383,6 +383,7 @@ def test_build_counts_the_references_stage_a_was_not_shown(
     assert finished.exit_code == 0, finished.failures
     shown = result.report["shown"]
     assert shown["source_references"] == 3
+    assert shown["source_references_beyond_recent"] == 2  # m62, m3
     assert shown["source_references_outside_shown"] == 1  # m3
     assert shown["verified_outside_shown"] == 1  # m3 again
     assert any("not shown 1 of the 3 references" in s for s in result.report["sentences"])

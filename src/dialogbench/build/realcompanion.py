@@ -1,5 +1,6 @@
 """The RealCompanion ground-truth builder: probes sampled in three strata, five staged model
-calls per probe, and the profile and persona passes, written as a release folder.
+calls per probe, the profile, persona and question passes, and the anonymisation, written as
+a release folder.
 
     dialogbench build realcompanion --from DATASET --out FOLDER --model SPEC [--judge-model SPEC]
 
@@ -22,7 +23,19 @@ Per probe (one unit, `subject/probe_id`), each stage reads only what earlier one
 Per subject, two more units: the profile (claims with confidence, validity window and
 evidence ids, proposed part by part, then a final pass in which the judge checks each claim
 whose evidence names real messages, keeping the supported ones: "P matched, K kept") and the
-persona (entries and named working hypotheses with their grounds; ungrounded ones dropped).
+persona (entries and named working hypotheses with their grounds; ungrounded ones dropped),
+and, unless `questions="keep"`, the question set (questions in the 16 categories of
+`realcompanion_prompts.QUESTION_CATEGORIES`, each with its answer, evidence ids that exist
+and lie at or before the message it is asked after, or marked unanswerable; then the judge's
+check of each, which only removes).
+
+With `anonymise` (the default), a runner stage runs first: `identify`, one unit per subject,
+whose calls (a chunk of messages each) return the person names and places found; every
+unit of the subject needs it and reads the subject with surrogates in place of each
+identifier (and of the contact details regexes find), so no later call sees an original,
+and the release is written with the same surrogates (`build/anonymise.py`). The identify
+rows, which hold the originals, stay in `FOLDER/.build/parts/identify.jsonl` (mode 0600);
+no other file holds the mapping.
 
 The builder is a `Track` run by `run_track` (not registered as a `run` command): the run
 record lives in `FOLDER/.build/` (manifest, parts, items.jsonl, usage, warnings), so a killed
@@ -257,6 +270,9 @@ async def build_probe(
     refs = source_references(ctx, subject.id, probe.id)
     row["source_references"] = len(refs)
     row["source_references_outside_shown"] = sum(i not in shown for i in refs)
+    row["source_references_beyond_recent"] = sum(
+        p - pos[i] > RECENT_WINDOW for i in refs if i in pos
+    )
     try:
         row.update(await _stages(ctx, pick, models, c, subject, person, pos, row))
         verified = row["item"]["reference_ids"]
@@ -1032,6 +1048,7 @@ def summarise(ctx: Context, rows: Rows, config: BuildConfig) -> dict[str, Any]:
     categories = Counter(q["category"] for r in quest for q in r.get("questions", []))
     src_refs = sum(r.get("source_references", 0) for r in ok)
     src_out = sum(r.get("source_references_outside_shown", 0) for r in ok)
+    src_far = sum(r.get("source_references_beyond_recent", 0) for r in ok)
     ver_out = sum(r.get("verified_outside_shown", 0) for r in ok)
     sentences = [
         f"Stage A proposed a distant referent (more than {RECENT_WINDOW} messages back) for "
@@ -1041,8 +1058,9 @@ def summarise(ctx: Context, rows: Rows, config: BuildConfig) -> dict[str, Any]:
         f"The tier differs from the surface signal on {differs} of {len(items)} items.",
         f"Stage E marked {unsupported} of {len(items)} reference replies unsupported.",
         f"Stage A was not shown {src_out} of the {src_refs} references the source's own "
-        f"ground truth gives for the built probes (so it could not propose them); "
-        f"{ver_out} verified referents lie outside what it was shown.",
+        f"ground truth gives for the built probes ({src_far} of them more than "
+        f"{RECENT_WINDOW} messages back), so it could not propose them; {ver_out} verified "
+        "referents lie outside what it was shown.",
     ]
     if config.questions == "derive":
         sentences.append(
@@ -1079,6 +1097,7 @@ def summarise(ctx: Context, rows: Rows, config: BuildConfig) -> dict[str, Any]:
         },
         "shown": {
             "source_references": src_refs,
+            "source_references_beyond_recent": src_far,
             "source_references_outside_shown": src_out,
             "verified_outside_shown": ver_out,
             "recent_window": RECENT_WINDOW,
