@@ -749,6 +749,21 @@ async def identify(subject: Subject, models: Models, c: BuildConfig) -> dict[str
     }
 
 
+def identify_identity(c: BuildConfig) -> dict[str, Any]:
+    """What decides the identify stage's rows beyond the dataset: its prompts and the call
+    settings. (The runner's stage identity does not cover the model, which is a solve
+    role: a changed model redoes every probe but keeps the identifiers found; delete
+    `.build/parts/identify.jsonl` to find them afresh.)"""
+    return {
+        "prompt_sha256": bp.PROMPT_SHA256,
+        "identify_chunk": c.identify_chunk,
+        "seed": c.seed,
+        "temperature": c.temperature,
+        "max_tokens": c.max_tokens,
+        "max_fixes": c.max_fixes,
+    }
+
+
 def surrogates_of(subject: Subject, rows: Rows, c: BuildConfig) -> Surrogates:
     """A subject's surrogates from its identify row (made afresh each time: deterministic)."""
     found = [(x["kind"], x["text"]) for r in rows for x in r.get("identifiers", [])]
@@ -849,9 +864,7 @@ class BuildTrack(TrackBase[BuildConfig, Unit]):
             context=ctx,
             stages=stages,
             needs=needs,
-            stage_resolved={"identify": {"prompt_sha256": bp.PROMPT_SHA256}}
-            if config.anonymise
-            else {},
+            stage_resolved={"identify": identify_identity(config)} if config.anonymise else {},
         )
 
     async def run_stage(
