@@ -135,7 +135,8 @@ def _holders(folder: Path, text: str) -> list[str]:
 @pytest.mark.parametrize("mode", ["derive", "keep"])
 def test_no_original_identifier_survives_in_the_output_folder(tmp_path: Path, mode: str) -> None:
     """Every file (plain and JSON-escaped, any case) but the run record's private identify
-    file is free of every original; the source's own records are replaced when kept."""
+    file is free of every original; the source's own records are replaced when kept; no
+    call after the identify stage is shown an original."""
     data = Dataset(name="private-logs", subjects=[named()], sha256="0" * 64, source="logs")
     config = BuildConfig(proportional=6, enriched=2, abstention=2, profile_window=30)
     if mode == "keep":
@@ -150,6 +151,13 @@ def test_no_original_identifier_survives_in_the_output_folder(tmp_path: Path, mo
         n = srv.request_count
         _, again = build_realcompanion(data, out, config, spec)
         assert srv.request_count == n and again.exit_code == 0  # a rerun sends nothing
+        later = [
+            json.dumps(b["messages"]).lower()
+            for b in srv.requests
+            if b["response_format"]["json_schema"]["name"] != "IdentifyReply"
+        ]
+    assert later and not [o for o in ORIGINALS for text in later if o.lower() in text]
+    assert not [o for o in ORIGINALS for text in later if json.dumps(o.lower())[1:-1] in text]
     private = ".build/parts/identify.jsonl"
     for original in ORIGINALS:
         assert set(_holders(out, original)) <= {private}, original
