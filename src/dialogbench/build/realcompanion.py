@@ -35,7 +35,7 @@ unit of the subject needs it and reads the subject with surrogates in place of e
 identifier (and of the contact details regexes find), so no later call sees an original,
 and the release is written with the same surrogates (`build/anonymise.py`). The identify
 rows, which hold the originals, stay in `FOLDER/.build/parts/identify.jsonl` (mode 0600);
-no other file holds the mapping.
+no other file holds the mapping (the run record does name subjects by their source ids).
 
 The builder is a `Track` run by `run_track` (not registered as a `run` command): the run
 record lives in `FOLDER/.build/` (manifest, parts, items.jsonl, usage, warnings), so a killed
@@ -817,11 +817,16 @@ class BuildTrack(TrackBase[BuildConfig, Unit]):
         Stage("identify", "model", "each subject's person names and places (anonymisation)"),
     )
     roles: ClassVar[tuple[Role, ...]] = (
-        Role("model", "solve", "the model that resolves, classifies and writes (stages A, C, D)"),
+        Role(
+            "model",
+            "solve",
+            "the model that identifies names, resolves, classifies, writes (stages A, C, D), "
+            "proposes claims, persona entries and questions",
+        ),
         Role(
             "judge",
             "solve",
-            "the checker of stages B and E and of profile claims",
+            "the checker of stages B and E, of profile claims and of questions",
             fallback="model",
         ),
     )
