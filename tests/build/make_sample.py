@@ -770,6 +770,8 @@ def build_sample(out: Path) -> dict[str, Any]:
         profile_window=1000,
         profile_parts=1,
         claims_per_part=16,
+        questions="keep",  # the sample's questions are authored (data/sample/README.md)
+        anonymise=False,  # its people are invented
     )
     with ChatServer(reply=model) as srv:
         given = RoleSpec("openai-compatible/sample-script", base_url=srv.base_url)

@@ -38,6 +38,13 @@ class Scripted:
     persona: dict[str, Any] = field(
         default_factory=lambda: {"reasoning": "r", "entries": [], "hypotheses": []}
     )
+    questions: list[dict[str, Any]] = field(default_factory=list)
+    """Questions every part proposes (those citing a message the part shows, and those
+    citing none)."""
+    unsupported_questions: set[str] = field(default_factory=set)
+    """Questions the check finds unsupported."""
+    identifiers: list[dict[str, str]] = field(default_factory=list)
+    """Identifiers ({kind, text}) the identify pass finds where a chunk holds them."""
     default: Script = field(default_factory=Script)
     """The script of a probe not in `scripts`; referents `["@previous"]` name the message
     shown just before the probe, `["@first"]` the first message shown."""
@@ -85,6 +92,20 @@ class Scripted:
             out = {"reasoning": "scripted match", "supported": not bad}
         elif stage == "PersonaReply":
             out = self.persona
+        elif stage == "QuestionsReply":
+            ids = set(shown)
+            qs = [
+                q
+                for q in self.questions
+                if not q.get("evidence_ids") or set(q["evidence_ids"]) & ids
+            ]
+            out = {"reasoning": "scripted questions", "questions": qs}
+        elif stage == "QuestionCheckReply":
+            bad = any(q in user for q in self.unsupported_questions)
+            out = {"reasoning": "scripted question check", "supported": not bad}
+        elif stage == "IdentifyReply":
+            found = [x for x in self.identifiers if x["text"] in user]
+            out = {"reasoning": "scripted identify", "identifiers": found}
         else:  # pragma: no cover
             raise AssertionError(stage)
         return json.dumps(out)

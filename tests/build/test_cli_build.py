@@ -31,7 +31,7 @@ def test_build_then_validate_then_show(tmp_path: Path) -> None:
         args = ["build", "realcompanion", "--from", "sample", "--out", str(out)]
         args += ["--model", "openai-compatible/scripted", "--base-url", srv.base_url]
         args += ["--proportional", "6", "--enriched", "3", "--abstention", "2", "--seed", "4"]
-        args += ["--subjects", "maya", "--no-profile"]
+        args += ["--subjects", "maya", "--no-profile", "--no-anonymise"]
         result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "Stage A proposed a distant referent" in result.output

@@ -33,7 +33,10 @@ from tests_support_unusable import run_twice
 
 from .scripted import Script, Scripted
 
-SMALL = BuildConfig(proportional=8, enriched=4, abstention=3, profile_window=60)
+SMALL = BuildConfig(
+    proportional=8, enriched=4, abstention=3, profile_window=60, questions="keep", anonymise=False
+)
+"""The source's questions kept and no anonymisation (the tests of those passes say so)."""
 
 
 @pytest.fixture(autouse=True)
@@ -288,9 +291,10 @@ def test_failed_calls_are_counted_and_only_they_are_redone(tmp_path: Path) -> No
         spec = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
         _, first = build_realcompanion(data, out, config, spec)
         assert first.exit_code == 3
-        failed = {r["probe"] for r in first.rows if r["status"] != "ok" and r.get("call_failed")}
+        probes = [r for r in first.rows if r["kind"] == "probe"]
+        failed = {r["probe"] for r in probes if r["status"] != "ok" and r.get("call_failed")}
         assert failed
-        assert all(r["failed_stage"] == "classify" for r in first.rows if r["probe"] in failed)
+        assert all(r["failed_stage"] == "classify" for r in probes if r["probe"] in failed)
         assert first.failures["failed model calls"] == len(failed)
         report = json.loads((out / "build.json").read_text())
         assert report["stages"]["failed"]["classify"] == len(failed)
@@ -401,7 +405,7 @@ def test_a_killed_build_resumes_where_it_stopped(tmp_path: Path) -> None:
 
     args = ["build", "realcompanion", "--from", "sample", "--out", str(out), "--no-profile"]
     args += ["--proportional", "8", "--enriched", "4", "--abstention", "3"]
-    args += ["--max-connections", "1"]
+    args += ["--max-connections", "1", "--questions", "keep", "--no-anonymise"]
     saved = out / ".build" / "parts" / "solved.jsonl"
     with ChatServer(reply=scripted, rules=rules) as srv:
         base = ["--model", "openai-compatible/scripted", "--base-url", srv.base_url]
@@ -420,7 +424,14 @@ def test_a_killed_build_resumes_where_it_stopped(tmp_path: Path) -> None:
         assert 0 < len(first) < 15
         stall["after"] = 10**9
         scripted.calls.clear()
-        config = BuildConfig(proportional=8, enriched=4, abstention=3, profile=False)
+        config = BuildConfig(
+            proportional=8,
+            enriched=4,
+            abstention=3,
+            profile=False,
+            questions="keep",
+            anonymise=False,
+        )
         spec = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
         result, finished = build_realcompanion(load_dataset("sample"), out, config, spec)
     assert finished.exit_code == 0

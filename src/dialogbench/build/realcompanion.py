@@ -1,5 +1,6 @@
 """The RealCompanion ground-truth builder: probes sampled in three strata, five staged model
-calls per probe, and the profile and persona passes, written as a release folder.
+calls per probe, the profile, persona and question passes, and the anonymisation, written as
+a release folder.
 
     dialogbench build realcompanion --from DATASET --out FOLDER --model SPEC [--judge-model SPEC]
 
@@ -22,7 +23,19 @@ Per probe (one unit, `subject/probe_id`), each stage reads only what earlier one
 Per subject, two more units: the profile (claims with confidence, validity window and
 evidence ids, proposed part by part, then a final pass in which the judge checks each claim
 whose evidence names real messages, keeping the supported ones: "P matched, K kept") and the
-persona (entries and named working hypotheses with their grounds; ungrounded ones dropped).
+persona (entries and named working hypotheses with their grounds; ungrounded ones dropped),
+and, unless `questions="keep"`, the question set (questions in the 16 categories of
+`realcompanion_prompts.QUESTION_CATEGORIES`, each with its answer, evidence ids that exist
+and lie at or before the message it is asked after, or marked unanswerable; then the judge's
+check of each, which only removes).
+
+With `anonymise` (the default), a runner stage runs first: `identify`, one unit per subject,
+whose calls (a chunk of messages each) return the person names and places found; every
+unit of the subject needs it and reads the subject with surrogates in place of each
+identifier (and of the contact details regexes find), so no later call sees an original,
+and the release is written with the same surrogates (`build/anonymise.py`). The identify
+rows, which hold the originals, stay in `FOLDER/.build/parts/identify.jsonl` (mode 0600);
+no other file holds the mapping (the run record does name subjects by their source ids).
 
 The builder is a `Track` run by `run_track` (not registered as a `run` command): the run
 record lives in `FOLDER/.build/` (manifest, parts, items.jsonl, usage, warnings), so a killed
@@ -51,6 +64,8 @@ from pydantic import BaseModel
 
 from dialogbench import __version__
 from dialogbench.build import realcompanion_prompts as bp
+from dialogbench.build.anonymise import KINDS as IDENTIFIER_KINDS
+from dialogbench.build.anonymise import Surrogates, chunks, make_surrogates
 from dialogbench.build.rules import BY_ID, RULE_IDS, Case, classify, explain
 from dialogbench.build.sampling import STRATA, Pick, Sizes, sample_strata
 from dialogbench.data.errors import DataError
@@ -62,6 +77,7 @@ from dialogbench.data.model import (
     Message,
     PersonaEntry,
     ProfileClaim,
+    Question,
     Subject,
     TraceStage,
 )
@@ -74,7 +90,7 @@ from dialogbench.runner import Finished, Outcome, Plan, Progress, Role, TrackBas
 from dialogbench.runner import config as shared
 from dialogbench.runner.record import RunLock, write_json
 from dialogbench.runner.roles import Given
-from dialogbench.runner.track import Models, Rows
+from dialogbench.runner.track import Models, Need, Rows, Stage
 
 T = TypeVar("T", bound=BaseModel)
 STAGES = ("resolve", "verify", "classify", "reply", "validate")
@@ -110,6 +126,20 @@ class BuildConfig(shared.Sampled):
         4, help="at most this many parts per subject (evenly spread when there are more)", min=1
     )
     claims_per_part: int = option(8, help="at most this many claims asked per part", min=1)
+    questions: Literal["derive", "keep"] = option(
+        "derive",
+        help="derive the question set through the model (checked against its evidence), "
+        "or keep the source's",
+    )
+    questions_per_part: int = option(8, help="at most this many questions asked per part", min=1)
+    anonymise: bool = option(
+        True,
+        help="replace names, places and contact details by consistent surrogates in the "
+        "whole release (the model finds names and places, regexes the contact details)",
+    )
+    identify_chunk: int = option(
+        60, help="messages per call of the anonymisation's identify pass", min=1
+    )
     temperature: float = shared.temperature(0.0, "sampling temperature of every call")
     max_tokens: int = shared.tokens(512, "reply budget of each call (tokens)", min=16, max=None)
     max_fixes: int = shared.fixes(2, "corrective retries of an unusable reply")
@@ -127,10 +157,10 @@ class ProbeUnit:
 
 @dataclass(frozen=True)
 class SubjectUnit:
-    """The profile or persona pass of one subject."""
+    """The profile, persona or question pass of one subject."""
 
     subject_id: str
-    part: Literal["profile", "persona"]
+    part: Literal["profile", "persona", "questions"]
 
 
 Unit = ProbeUnit | SubjectUnit
@@ -144,6 +174,8 @@ class Context:
     indexes: dict[str, BM25Index]
     data: Dataset
     picks: list[Pick]
+    anonymised: dict[str, Subject] = field(default_factory=dict)
+    """Subject id -> the subject with its surrogates (when anonymising), made once."""
 
 
 class Failed(Exception):
@@ -202,9 +234,27 @@ def _ids(messages: Sequence[Message]) -> str:
     return ", ".join(m.id for m in messages) or "nothing"
 
 
-async def build_probe(ctx: Context, pick: Pick, models: Models, c: BuildConfig) -> dict[str, Any]:
-    """Stages A to E for one probe: the row with its chat item, or where it failed."""
-    subject = ctx.subjects[pick.subject_id]
+def shown_ids(ctx: Context, subject: Subject, p: int, c: BuildConfig) -> set[str]:
+    """The ids of every message stage A is shown for the probe at `p`: the recent thread
+    and `shown_history`. A referent is proposable only among these."""
+    recent = subject.messages[max(0, p - RECENT_WINDOW) : p]
+    return {m.id for m in [*shown_history(ctx, subject, p, c), *recent]}
+
+
+def source_references(ctx: Context, subject_id: str, probe_id: str) -> list[str]:
+    """The source's own ground truth for a probe: its chat item's reference ids, if any."""
+    for item in ctx.subjects[subject_id].chat_items:
+        if item.probe_id == probe_id:
+            return list(item.reference_ids)
+    return []
+
+
+async def build_probe(
+    ctx: Context, pick: Pick, models: Models, c: BuildConfig, subject: Subject | None = None
+) -> dict[str, Any]:
+    """Stages A to E for one probe: the row with its chat item, or where it failed.
+    `subject` stands in for the source's (its anonymised form)."""
+    subject = subject or ctx.subjects[pick.subject_id]
     msgs, p = subject.messages, pick.position
     probe = msgs[p]
     person = probe.speaker
@@ -223,8 +273,17 @@ async def build_probe(ctx: Context, pick: Pick, models: Models, c: BuildConfig) 
         "error": None,
         "stages": {},
     }
+    shown = shown_ids(ctx, subject, p, c)
+    refs = source_references(ctx, subject.id, probe.id)
+    row["source_references"] = len(refs)
+    row["source_references_outside_shown"] = sum(i not in shown for i in refs)
+    row["source_references_beyond_recent"] = sum(
+        p - pos[i] > RECENT_WINDOW for i in refs if i in pos
+    )
     try:
         row.update(await _stages(ctx, pick, models, c, subject, person, pos, row))
+        verified = row["item"]["reference_ids"]
+        row["verified_outside_shown"] = sum(i not in shown for i in verified)
     except Failed as e:
         row.update(failed_stage=e.stage, error=str(e), call_failed=e.got.call_failed)
         row["raw"] = e.got.raw
@@ -523,6 +582,214 @@ async def build_persona(subject: Subject, models: Models, c: BuildConfig) -> dic
     }
 
 
+# -- the question set ---------------------------------------------------------------------
+
+
+async def build_questions(subject: Subject, models: Models, c: BuildConfig) -> dict[str, Any]:
+    """Questions part by part, then one check per question. In code first: a question is
+    dropped when an evidence id is no message, lies after the point it is asked, or an
+    answerable one cites none (an unanswerable one keeps no evidence); the judge's check
+    then drops those its evidence does not support. Checks only remove."""
+    person, parts = person_of(subject), parts_of(subject, c)
+    calls = [
+        Call(
+            bp.questions_messages(person, w, i + 1, len(parts), c.questions_per_part),
+            c.generate_config(),
+        )
+        for i, w in enumerate(parts)
+    ]
+    got = await models["model"].generate_structured_many(
+        calls, bp.QuestionsReply, max_fixes=c.max_fixes, tag="build:questions"
+    )
+    errors = [f"part {i + 1}: {g.error}" for i, g in enumerate(got) if g.value is None]
+    pos = subject.position_of()
+    msgs = subject.messages
+    proposed, dropped = 0, Counter[str]()
+    candidates: list[tuple[bp.QuestionProposal, list[str], str, str, list[Message]]] = []
+    seen: set[str] = set()
+    for part, g in zip(parts, got, strict=True):
+        for q in g.value.questions if g.value else []:
+            proposed += 1
+            key = " ".join(q.question.lower().split())
+            after = q.asked_after_id if q.asked_after_id in pos else part[-1].id
+            ev = list(dict.fromkeys(q.evidence_ids)) if q.answerable else []
+            why = None
+            if key in seen:
+                why = "duplicate"
+            elif any(i not in pos for i in ev):
+                why = "evidence not a message"
+            elif any(pos[i] > pos[str(after)] for i in ev):
+                why = "evidence after the point it is asked"
+            elif q.answerable and not ev:
+                why = "answerable without evidence"
+            if why is not None:
+                dropped[why] += 1
+                continue
+            seen.add(key)
+            ev.sort(key=pos.__getitem__)
+            propose = (
+                f"{g.value.reasoning if g.value else ''}\nDecision: {q.category}, "
+                f"{'answerable' if q.answerable else 'unanswerable'}, "
+                f"evidence {', '.join(ev) or 'none'}, "
+                f"asked after {after}"
+            )
+            shown = (
+                [msgs[pos[i]] for i in ev]
+                if ev
+                else [m for m in part if pos[m.id] <= pos[str(after)]]
+            )
+            candidates.append((q, ev, str(after), propose, shown))
+    checks = await models["judge"].generate_structured_many(
+        [
+            Call(bp.question_check_messages(person, q, shown), c.generate_config())
+            for q, _, _, _, shown in candidates
+        ],
+        bp.QuestionCheckReply,
+        max_fixes=c.max_fixes,
+        tag="build:questions-check",
+    )
+    errors += [
+        f"question check {i + 1}: {g.error}" for i, g in enumerate(checks) if g.value is None
+    ]
+    questions: list[dict[str, Any]] = []
+    traces: list[dict[str, Any]] = []
+    for (q, ev, after, propose, _), check in zip(candidates, checks, strict=True):
+        if check.value is None:
+            continue
+        if not check.value.supported:
+            dropped["not supported by its evidence"] += 1
+            continue
+        qid = f"q{len(questions) + 1:03d}"
+        questions.append(
+            Question(
+                id=qid,
+                category=q.category,
+                text=q.question.strip(),
+                answer=q.answer.strip(),
+                evidence_ids=ev,
+                answerable=q.answerable,
+                after_id=after,
+            ).model_dump(mode="json", exclude_none=True)
+        )
+        traces.append(
+            {
+                "question": qid,
+                "trace": [
+                    TraceStage(stage="propose", output=propose).model_dump(mode="json"),
+                    TraceStage(
+                        stage="check",
+                        output=f"{check.value.reasoning}\nDecision: supported",
+                        reads=["propose"],
+                    ).model_dump(mode="json"),
+                ],
+            }
+        )
+    return {
+        "kind": "questions",
+        "subject": subject.id,
+        "status": "failed" if errors else "ok",
+        "errors": errors,
+        "call_failed": any(g.call_failed for g in got) or any(g.call_failed for g in checks),
+        "parts": len(parts),
+        "proposed": proposed,
+        "checked": len(candidates),
+        "dropped": dict(sorted(dropped.items())),
+        "kept": len(questions),
+        "unanswerable": sum(not q["answerable"] for q in questions),
+        "questions": questions,
+        "traces": traces,
+    }
+
+
+# -- anonymisation: the identify stage ----------------------------------------------------
+
+
+async def identify(subject: Subject, models: Models, c: BuildConfig) -> dict[str, Any]:
+    """The identify stage of one subject: the model's person names and places, chunk by
+    chunk (contact details and speakers are added in code, `anonymise.make_surrogates`).
+    Its row holds originals: it stays in the run record (`parts/identify.jsonl`)."""
+    parts = chunks(subject, c.identify_chunk)
+    got = await models["model"].generate_structured_many(
+        [Call(bp.identify_messages(w), c.generate_config()) for w in parts],
+        bp.IdentifyReply,
+        max_fixes=c.max_fixes,
+        tag="build:identify",
+    )
+    errors = [f"chunk {i + 1}: {g.error}" for i, g in enumerate(got) if g.value is None]
+    found = [{"kind": x.kind, "text": x.text} for g in got if g.value for x in g.value.identifiers]
+    trace = [
+        TraceStage(
+            stage="identify",
+            output=f"{g.value.reasoning}\nDecision: {len(g.value.identifiers)} identifiers",
+        ).model_dump(mode="json")
+        for g in got
+        if g.value
+    ]
+    return {
+        "kind": "identify",
+        "subject": subject.id,
+        "status": "failed" if errors else "ok",
+        "errors": errors,
+        "chunks": len(parts),
+        "identifiers": found,
+        "trace": trace,
+    }
+
+
+def identify_identity(c: BuildConfig) -> dict[str, Any]:
+    """What decides the identify stage's rows beyond the dataset: its prompts and the call
+    settings. (The runner's stage identity does not cover the model, which is a solve
+    role: a changed model redoes every probe but keeps the identifiers found; delete
+    `.build/parts/identify.jsonl` to find them afresh.)"""
+    return {
+        "prompt_sha256": bp.PROMPT_SHA256,
+        "identify_chunk": c.identify_chunk,
+        "seed": c.seed,
+        "temperature": c.temperature,
+        "max_tokens": c.max_tokens,
+        "max_fixes": c.max_fixes,
+    }
+
+
+def surrogates_of(subject: Subject, rows: Rows, c: BuildConfig) -> Surrogates:
+    """A subject's surrogates from its identify row (made afresh each time: deterministic)."""
+    found = [(x["kind"], x["text"]) for r in rows for x in r.get("identifiers", [])]
+    return make_surrogates(subject, found, c.seed)
+
+
+def _identified(plan: Plan[Any], sid: str) -> Rows | None:
+    rows = plan.done.get("identify", {}).get(sid)
+    return rows if rows and rows[0]["status"] == "ok" else None
+
+
+def _not_identified(unit: Unit, ctx: Context) -> dict[str, Any]:
+    """The row of a unit whose subject's identify stage has no usable reply: it fails
+    without a call (and is redone with it)."""
+    error = "the anonymisation's identify stage had no usable reply for this subject"
+    if isinstance(unit, ProbeUnit):
+        pick = unit.pick
+        probe = ctx.subjects[pick.subject_id].messages[pick.position]
+        return {
+            "kind": "probe",
+            "subject": pick.subject_id,
+            "probe": probe.id,
+            "position": pick.position,
+            "stratum": pick.stratum,
+            "status": "failed",
+            "failed_stage": "identify",
+            "error": error,
+            "call_failed": False,
+        }
+    zeros = {k: 0 for k in ("proposed", "matched", "kept", "hypotheses", "checked", "unanswerable")}
+    return {
+        "kind": unit.part,
+        "subject": unit.subject_id,
+        "status": "failed",
+        "errors": [error],
+        **zeros,
+    }
+
+
 # -- the track ------------------------------------------------------------------------------
 
 
@@ -533,12 +800,20 @@ class BuildTrack(TrackBase[BuildConfig, Unit]):
     name: ClassVar[str] = "build-realcompanion"
     summary: ClassVar[str] = "Derive chat ground truth, profile and persona in traced stages."
     config_type = BuildConfig
+    stages: ClassVar[tuple[Stage, ...]] = (
+        Stage("identify", "model", "each subject's person names and places (anonymisation)"),
+    )
     roles: ClassVar[tuple[Role, ...]] = (
-        Role("model", "solve", "the model that resolves, classifies and writes (stages A, C, D)"),
+        Role(
+            "model",
+            "solve",
+            "the model that identifies names, resolves, classifies, writes (stages A, C, D), "
+            "proposes claims, persona entries and questions",
+        ),
         Role(
             "judge",
             "solve",
-            "the checker of stages B and E and of profile claims",
+            "the checker of stages B and E, of profile claims and of questions",
             fallback="model",
         ),
     )
@@ -560,6 +835,15 @@ class BuildTrack(TrackBase[BuildConfig, Unit]):
             for s in chosen:
                 units[f"{s.id}/:profile"] = SubjectUnit(s.id, "profile")
                 units[f"{s.id}/:persona"] = SubjectUnit(s.id, "persona")
+        if config.questions == "derive":
+            for s in chosen:
+                units[f"{s.id}/:questions"] = SubjectUnit(s.id, "questions")
+        stages: dict[str, dict[str, Any]] = {}
+        needs: dict[Need, list[Need]] = {}
+        if config.anonymise:
+            stages["identify"] = {s.id: s.id for s in chosen}
+            for key in units:
+                needs[("solve", key)] = [("identify", key.split("/")[0])]
         if not units:
             raise ValueError(
                 f"nothing to build from {data.name!r}: the strata drew no probe (sizes "
@@ -570,29 +854,64 @@ class BuildTrack(TrackBase[BuildConfig, Unit]):
             warnings=list(data.warnings) + warnings,
             resolved={"prompt_sha256": bp.PROMPT_SHA256, "rules": list(RULE_IDS)},
             context=ctx,
+            stages=stages,
+            needs=needs,
+            stage_resolved={"identify": identify_identity(config)} if config.anonymise else {},
         )
+
+    async def run_stage(
+        self, stage: str, unit: Any, models: Models, config: BuildConfig, plan: Plan[Unit]
+    ) -> Rows:
+        ctx: Context = plan.context
+        return [await identify(ctx.subjects[str(unit)], models, config)]
+
+    def subject_for(self, plan: Plan[Unit], sid: str, config: BuildConfig) -> Subject | None:
+        """The subject the stages read: the source's, or its anonymised form (None when its
+        identify stage has no usable reply)."""
+        ctx: Context = plan.context
+        if not config.anonymise:
+            return ctx.subjects[sid]
+        if sid not in ctx.anonymised:
+            rows = _identified(plan, sid)
+            if rows is None:
+                return None
+            surrogates = surrogates_of(ctx.subjects[sid], rows, config)
+            ctx.anonymised[sid] = surrogates.subject(ctx.subjects[sid], rename=False)
+        return ctx.anonymised[sid]
 
     async def solve(
         self, unit: Unit, models: Models, config: BuildConfig, plan: Plan[Unit]
     ) -> Rows:
         ctx: Context = plan.context
+        sid = unit.pick.subject_id if isinstance(unit, ProbeUnit) else unit.subject_id
+        subject = self.subject_for(plan, sid, config)
+        if subject is None:
+            return [_not_identified(unit, ctx)]
         if isinstance(unit, ProbeUnit):
-            return [await build_probe(ctx, unit.pick, models, config)]
-        subject = ctx.subjects[unit.subject_id]
+            return [await build_probe(ctx, unit.pick, models, config, subject)]
         if unit.part == "profile":
             return [await build_profile(subject, models, config)]
+        if unit.part == "questions":
+            return [await build_questions(subject, models, config)]
         return [await build_persona(subject, models, config)]
 
     def aggregate(self, plan: Plan[Unit], rows: Rows, config: BuildConfig) -> Outcome:
         ctx: Context = plan.context
-        built = assemble(ctx, rows, config)
+        built, anonymised = assemble(ctx, rows, config, plan.done.get("identify", {}))
         report = summarise(ctx, rows, config)
+        if config.anonymise:
+            report["anonymisation"] = anonymised
+            report["sentences"].append(
+                f"Anonymisation: {sum(anonymised['identifiers'].values())} identifiers "
+                f"replaced by surrogates ({sum(anonymised['replaced'].values())} occurrences "
+                "in the source's records)."
+            )
         failures = {
             "probes not built (a stage reply was unusable)": sum(
                 r["kind"] == "probe" and r["status"] != "ok" and not r.get("call_failed")
                 for r in rows
             ),
-            "profile or persona passes with an unusable reply": sum(
+            "profile, persona or question passes with an unusable reply": sum(
                 r["kind"] != "probe" and r["status"] != "ok" and not r.get("call_failed")
                 for r in rows
             ),
@@ -617,38 +936,77 @@ class BuildResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def assemble(ctx: Context, rows: Rows, config: BuildConfig) -> Dataset:
-    """The built dataset: each chosen subject's conversation and questions, its built chat
-    items (in conversation order) and its derived profile and persona."""
+def assemble(
+    ctx: Context, rows: Rows, config: BuildConfig, identified: dict[str, Rows] | None = None
+) -> tuple[Dataset, dict[str, Any]]:
+    """The built dataset: each chosen subject's conversation, its built chat items (in
+    conversation order), its derived (or kept) profile, persona and questions; anonymised
+    when `config.anonymise` (a subject whose identify stage failed is left out). Also the
+    anonymisation's counts by kind (no original)."""
     by_subject: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for r in rows:
         by_subject.setdefault(r["subject"], {}).setdefault(r["kind"], []).append(r)
     subjects = []
+    kinds: Counter[str] = Counter()
+    replaced: Counter[str] = Counter()
+    left_out = 0
     for sid, s in ctx.subjects.items():
         mine = by_subject.get(sid, {})
+        surrogates: Surrogates | None = None
+        if config.anonymise:
+            got = (identified or {}).get(sid)
+            if not got or got[0]["status"] != "ok":
+                left_out += 1
+                continue
+            surrogates = surrogates_of(s, got, config)
         items = [
             ChatItem.model_validate(r["item"])
             for r in sorted(mine.get("probe", []), key=lambda r: r["position"])
             if r["status"] == "ok"
         ]
-        profile, persona = s.profile, s.persona
+        profile, persona, questions = s.profile, s.persona, s.questions
         if config.profile:
             profile = [
                 ProfileClaim.model_validate(c) for r in mine.get("profile", []) for c in r["claims"]
             ]
             found = [x for r in mine.get("persona", []) for x in r["entries"]]
             persona = [PersonaEntry.model_validate(x) for x in found]
-        subjects.append(
-            s.model_copy(update={"chat_items": items, "profile": profile, "persona": persona})
+        if config.questions == "derive":
+            questions = [
+                Question.model_validate(q)
+                for r in mine.get("questions", [])
+                for q in r["questions"]
+            ]
+        built = s.model_copy(
+            update={
+                "chat_items": items,
+                "profile": profile,
+                "persona": persona,
+                "questions": questions,
+            }
         )
+        if surrogates is not None:  # what was derived read the anonymised text already
+            built = surrogates.subject(built)
+            kinds.update(surrogates.kinds())
+            replaced.update(surrogates.replaced)
+        subjects.append(built)
     data = ctx.data
-    return Dataset(
+    dataset = Dataset(
         name=f"{data.name}-built",
         subjects=subjects,
         sha256=data.sha256,
         source=str(data.source),
         licence=data.licence,
     )
+    report = {
+        "subjects": len(subjects),
+        "subjects_left_out": left_out,
+        "identifiers": {k: kinds[k] for k in IDENTIFIER_KINDS},
+        "replaced": {k: replaced[k] for k in IDENTIFIER_KINDS},
+        "mapping": "not written: recomputed from the identify stage's rows, which stay in "
+        f"the private run record ({WORK_DIR}/parts/identify.jsonl)",
+    }
+    return dataset, report
 
 
 def summarise(ctx: Context, rows: Rows, config: BuildConfig) -> dict[str, Any]:
@@ -685,6 +1043,18 @@ def summarise(ctx: Context, rows: Rows, config: BuildConfig) -> dict[str, Any]:
     p_prop, p_match, p_kept = (sum(r[k] for r in prof) for k in ("proposed", "matched", "kept"))
     s_prop, s_kept, s_hyp = (sum(r[k] for r in pers) for k in ("proposed", "kept", "hypotheses"))
     unsupported = sum(i["supported"] is False for i in items)
+    quest = [r for r in rows if r["kind"] == "questions"]
+    q_prop, q_check, q_kept, q_unans = (
+        sum(r[k] for r in quest) for k in ("proposed", "checked", "kept", "unanswerable")
+    )
+    q_dropped: Counter[str] = Counter()
+    for r in quest:
+        q_dropped.update(r.get("dropped", {}))
+    categories = Counter(q["category"] for r in quest for q in r.get("questions", []))
+    src_refs = sum(r.get("source_references", 0) for r in ok)
+    src_out = sum(r.get("source_references_outside_shown", 0) for r in ok)
+    src_far = sum(r.get("source_references_beyond_recent", 0) for r in ok)
+    ver_out = sum(r.get("verified_outside_shown", 0) for r in ok)
     sentences = [
         f"Stage A proposed a distant referent (more than {RECENT_WINDOW} messages back) for "
         f"{prop_far} messages and Stage B verified {ver_far}.",
@@ -692,7 +1062,16 @@ def summarise(ctx: Context, rows: Rows, config: BuildConfig) -> dict[str, Any]:
         f"{verified}.",
         f"The tier differs from the surface signal on {differs} of {len(items)} items.",
         f"Stage E marked {unsupported} of {len(items)} reference replies unsupported.",
+        f"Stage A was not shown {src_out} of the {src_refs} references the source's own "
+        f"ground truth gives for the built probes ({src_far} of them more than "
+        f"{RECENT_WINDOW} messages back), so it could not propose them; {ver_out} verified "
+        "referents lie outside what it was shown.",
     ]
+    if config.questions == "derive":
+        sentences.append(
+            f"Questions: {q_prop} proposed, {q_check} with evidence that exists before the "
+            f"point they are asked, {q_kept} kept after the check ({q_unans} unanswerable)."
+        )
     if config.profile:
         sentences += [
             f"Profile: {p_prop} claims proposed; a final pass matched {p_match} to referents "
@@ -719,7 +1098,16 @@ def summarise(ctx: Context, rows: Rows, config: BuildConfig) -> dict[str, Any]:
             },
             "classify": {"dependent": sum(bool(i["dependent"]) for i in items)},
             "validate": {"supported": len(items) - unsupported, "unsupported": unsupported},
-            "failed": {s: failed_at.get(s, 0) for s in STAGES},
+            "failed": {s: failed_at.get(s, 0) for s in ("identify", *STAGES)},
+        },
+        "shown": {
+            "source_references": src_refs,
+            "source_references_beyond_recent": src_far,
+            "source_references_outside_shown": src_out,
+            "verified_outside_shown": ver_out,
+            "recent_window": RECENT_WINDOW,
+            "candidates": config.candidates,
+            "show_all": config.show_all,
         },
         "rules": {rid: sum(i["rule"] == rid for i in items) for rid in RULE_IDS},
         "tiers": dict(Counter(i["tier"] for i in items)),
@@ -736,6 +1124,16 @@ def summarise(ctx: Context, rows: Rows, config: BuildConfig) -> dict[str, Any]:
             "kept": s_kept,
             "hypotheses": s_hyp,
             "failed_subjects": sum(r["status"] != "ok" for r in pers),
+        },
+        "questions": {
+            "mode": config.questions,
+            "proposed": q_prop,
+            "checked": q_check,
+            "kept": q_kept,
+            "unanswerable": q_unans,
+            "dropped": dict(sorted(q_dropped.items())),
+            "categories": dict(sorted(categories.items())),
+            "failed_subjects": sum(r["status"] != "ok" for r in quest),
         },
     }
 
@@ -799,6 +1197,9 @@ def write_built(result: BuildResult, out: Path, finished: Finished) -> None:
         "failures": finished.failures,
     }
     write_json(out / REPORT, report)
+    private = out / WORK_DIR / "parts" / "identify.jsonl"
+    if private.exists():  # the identifiers found, originals: the run record's only such file
+        private.chmod(0o600)
     result.report = report
     result.path = out
 

@@ -13,6 +13,11 @@ written before the decision, in the same call) and its decision fields.
                 evidence_ids); then one check per claim against the messages it cites
     persona     a part of the conversation -> entries and named working hypotheses, with
                 grounds
+    questions   a part of the conversation -> questions (category, text, answer, evidence
+                ids, answerable, asked after); then one check per question against the
+                messages it cites (an unanswerable one: against the part it was asked about)
+    identify    a chunk of messages -> the person names and places in it, with their kind
+                (contact details are found by regexes, `build/anonymise.py`)
 
 Messages are shown one a line as `[id] date speaker: text`. `PROMPT_SHA256` digests every
 constant here, so a change of wording starts a build afresh (saved calls stay cached).
@@ -21,7 +26,7 @@ constant here, so a change of wording starts a build afresh (saved calls stay ca
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, Field
 
@@ -41,6 +46,8 @@ TEXT_CHARS = 400
 ID_CHARS = 64
 """Longest message id a reply may name (the ids shown are short; the schema says so, so a
 grammar-constrained model cannot run on inside an id until its token budget is spent)."""
+IDENTIFY_CHARS = 20_000
+"""Longest message text the identify pass shows (it must see a whole message)."""
 MAX_IDS = 10
 """Most message ids one reply may name (referents, kept, needed, evidence, grounds)."""
 
@@ -133,6 +140,68 @@ PERSONA_TASK = (
     "- hypotheses (at most 3): working guesses that are not shown outright, each with a "
     "short name (e.g. 'avoids conflict at work'), a statement and its grounds.\n"
     "Give reasoning first: one sentence."
+)
+
+QUESTION_CATEGORIES: dict[str, str] = {
+    "single-hop": "one fact stated in one message",
+    "multi-hop": "facts from several messages, combined",
+    "temporal": "a date, or a time between events",
+    "open-domain": "the record plus general knowledge",
+    "adversarial": "a false premise or something never said (unanswerable when never said)",
+    "knowledge-update": "the latest value of a fact that changed or was corrected",
+    "preference": "what someone likes, wants or dislikes",
+    "relationship": "who a person is to the subject",
+    "event-order": "which of two events came first",
+    "counting": "how many",
+    "plan": "an intention and what became of it",
+    "emotion": "how the subject felt or reacted",
+    "health": "conditions, treatment, changes to it",
+    "work": "job, role, career",
+    "pets": "the subject's animals",
+    "inference": "a likely conclusion the record supports but does not state",
+}
+"""The question categories (the sample's README defines them: LoCoMo's five, then ours)."""
+CATEGORY_HELP = "; ".join(f"{k} ({v})" for k, v in QUESTION_CATEGORIES.items())
+
+QUESTIONS_TASK = (
+    "Below is {scope} between {person} and a companion. Write questions (at most {most}) "
+    "that someone who had read the conversation could answer about {person}, the way a "
+    "test of a companion's memory would ask them.\n"
+    "- category: one of {categories}.\n"
+    "- question: one question.\n"
+    "- answer: the short answer the messages give.\n"
+    "- evidence_ids: the [id]s of the messages that give the answer.\n"
+    "- answerable: true; or false for a question about something the conversation never "
+    "says (then answer says so and evidence_ids is empty).\n"
+    "- asked_after_id: the [id] of the message after which the question is asked (at or "
+    "after its last evidence), or null for after the last message shown.\n"
+    "Give reasoning first: one sentence on what the part is about."
+)
+
+QUESTION_CHECK_TASK = (
+    "A question about {person} gives the answer below and cites the messages below as its "
+    "evidence. Do they give that answer?\n"
+    "Question ({category}): {question}\nAnswer: {answer}\n"
+    "- reasoning: one sentence.\n"
+    "- supported: true when the messages give the answer, false otherwise."
+)
+
+UNANSWERABLE_CHECK_TASK = (
+    "A question about {person} is marked unanswerable: the conversation below is said never "
+    "to give its answer. Is that so?\n"
+    "Question ({category}): {question}\n"
+    "- reasoning: one sentence.\n"
+    "- supported: true when the messages do not answer it, false when they do."
+)
+
+IDENTIFY_TASK = (
+    "Below are messages of a conversation that will be released anonymised. List every "
+    "identifier in them that could point to a real person or place:\n"
+    "- kind: person (a name or nickname of a person or pet), or place (a town, street, "
+    "workplace, school or other named location).\n"
+    "- text: exactly as written in the messages.\n"
+    "Leave out email addresses, phone numbers, links and handles (they are found "
+    "separately). Give reasoning first: one sentence."
 )
 
 WHOLE_SCOPE = "the whole conversation"
@@ -239,6 +308,69 @@ class PersonaReply(BaseModel):
     reasoning: Reasoning
     entries: list[PersonaProposal] = Field(default_factory=list)
     hypotheses: list[HypothesisProposal] = Field(default_factory=list)
+
+
+Category = Literal[
+    "single-hop",
+    "multi-hop",
+    "temporal",
+    "open-domain",
+    "adversarial",
+    "knowledge-update",
+    "preference",
+    "relationship",
+    "event-order",
+    "counting",
+    "plan",
+    "emotion",
+    "health",
+    "work",
+    "pets",
+    "inference",
+]
+assert get_args(Category) == tuple(QUESTION_CATEGORIES)
+
+
+class QuestionProposal(BaseModel):
+    """One proposed question."""
+
+    category: Category = Field(description=" | ".join(QUESTION_CATEGORIES))
+    question: Short
+    answer: Short
+    evidence_ids: Ids
+    answerable: bool = True
+    asked_after_id: RefId | None = None
+
+
+class QuestionsReply(BaseModel):
+    """The question pass's reply for one part of the conversation."""
+
+    reasoning: Reasoning
+    questions: list[QuestionProposal] = Field(default_factory=list)
+
+
+class QuestionCheckReply(BaseModel):
+    """The check of one proposed question."""
+
+    reasoning: Reasoning
+    supported: bool
+
+
+IDENTIFIER_KINDS = ("person", "place")
+
+
+class Identifier(BaseModel):
+    """One identifier found in a chunk of messages."""
+
+    kind: Literal["person", "place"]
+    text: Annotated[str, Field(min_length=1, max_length=ID_CHARS)]
+
+
+class IdentifyReply(BaseModel):
+    """The identify pass's reply for one chunk of messages."""
+
+    reasoning: Reasoning
+    identifiers: list[Identifier] = Field(default_factory=list, max_length=40)
 
 
 def render(message: Message) -> str:
@@ -348,6 +480,32 @@ def persona_messages(
     return _call(task, "\n".join(render(m) for m in messages))
 
 
+def questions_messages(
+    person: str, messages: Sequence[Message], part: int, parts: int, most: int
+) -> list[ChatMessage]:
+    task = QUESTIONS_TASK.format(
+        scope=_scope(part, parts), person=person, most=most, categories=CATEGORY_HELP
+    )
+    return _call(task, "\n".join(render(m) for m in messages))
+
+
+def question_check_messages(
+    person: str, q: QuestionProposal, cited: Sequence[Message]
+) -> list[ChatMessage]:
+    if q.answerable:
+        task = QUESTION_CHECK_TASK.format(
+            person=person, category=q.category, question=q.question, answer=q.answer
+        )
+        return _call(task, block(CITED_HEADING, cited))
+    task = UNANSWERABLE_CHECK_TASK.format(person=person, category=q.category, question=q.question)
+    return _call(task, "\n".join(render(m) for m in cited))
+
+
+def identify_messages(messages: Sequence[Message]) -> list[ChatMessage]:
+    lines = [render_message(m, IDENTIFY_CHARS, with_id=True) for m in messages]
+    return _call(IDENTIFY_TASK, "\n".join(lines))
+
+
 SCHEMAS: tuple[type[BaseModel], ...] = (
     ResolveReply,
     VerifyReply,
@@ -357,6 +515,9 @@ SCHEMAS: tuple[type[BaseModel], ...] = (
     ProfileReply,
     MatchReply,
     PersonaReply,
+    QuestionsReply,
+    QuestionCheckReply,
+    IdentifyReply,
 )
 
 
