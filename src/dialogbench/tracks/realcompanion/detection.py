@@ -183,15 +183,14 @@ class DetectionConfig(shared.Sampled):
 
 @dataclass(frozen=True)
 class Unit:
-    """One probe in one population."""
+    """One probe in one population: `group` is its population under the recorded reading,
+    `labels` the chat item's memory labels (None for questions and session openers), and
+    `opener` says the probe opens a session (a chat item's probe, or an OPENER unit)."""
 
     probe: Probe
     group: str
-    """The population under the recorded reading."""
     labels: MemoryLabels | None = None
-    """The chat item's memory labels (None for questions and session openers)."""
     opener: bool = False
-    """The probe is a session opener (a chat item's probe, or an OPENER unit)."""
 
     @property
     def positive(self) -> bool:
