@@ -115,3 +115,19 @@ def test_a_kill_mid_recall_then_a_rerun_sends_only_the_unfinished_recalls(
         assert resent and done.isdisjoint(subjects)  # the finished subject is not replayed
         lines = saved.read_text().splitlines()
         assert len({json.loads(x)["rows"][0]["subject"] for x in lines}) == 2
+
+
+def test_the_memory_options_are_the_memory_roles_in_help() -> None:
+    """`--memory`, `--memory-k` and `--memory-tokens` are declared once (recall.py) and
+    shown as the memory role's options, as `--judge-model` is the judge role's."""
+    from typer.testing import CliRunner
+
+    from dialogbench.cli import app
+
+    for track in ("retrieval", "questions", "chat", "detection"):
+        got = CliRunner().invoke(app, ["run", track, "--help"], env={"COLUMNS": "200"})
+        assert got.exit_code == 0, got.output
+        panel = got.output[got.output.index("memory role") :].split("╰")[0]
+        assert "--memory " in panel
+        if track in ("questions", "chat"):
+            assert "--memory-k" in panel and "--memory-tokens" in panel

@@ -225,7 +225,7 @@ def field_params(config_type: type[Any]) -> list[inspect.Parameter]:
     for f in fields(config_type):
         kind = kind_of(config_type, f.name)
         help_text = describe(config_type, f)
-        panel = f"{f.metadata.get('stage', 'solve')} options"
+        panel = f.metadata.get("panel") or f"{f.metadata.get('stage', 'solve')} options"
         if kind.base is bool and not kind.many:
             name = flag(f.name, f)[2:]
             option = typer.Option(

@@ -45,10 +45,11 @@ def option(
     nonempty: bool = True,
     sort: bool = False,
     factory: Callable[[], Any] | None = None,
+    panel: str | None = None,
 ) -> Any:
     """A config field with its one-line help, its stage, the range of its numbers (each
     element of a tuple too), `parse` for a CLI item (e.g. '8k' -> 8192), and `sort` to
-    sort a list given on the CLI."""
+    sort a list given on the CLI; `panel` groups it in `--help` (default: its stage's)."""
     meta = {
         "help": help,
         "stage": stage,
@@ -59,6 +60,7 @@ def option(
         "flag": flag,
         "nonempty": nonempty,
         "sort": sort,
+        "panel": panel,
     }
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=meta)

@@ -60,15 +60,19 @@ MEMORY_HELP = (
 )
 
 
+MEMORY_PANEL = "memory role"
+"""Where `--help` shows the memory role's options (beside the model roles' own panels)."""
+
+
 def memory_option(help: str = MEMORY_HELP) -> Any:
     """`memory`: the memory systems replayed into (none by default: no recall stage)."""
-    return option((), help=help, nonempty=False)
+    return option((), help=help, nonempty=False, panel=MEMORY_PANEL)
 
 
 def memory_k_option(default: int | None, said: str) -> Any:
     """`memory_k`: the most memories per recall, from 1, `said` naming the default."""
     help = f"at most this many memories per recall, the same for every memory system ({said})"
-    return option(default, help=help, min=1)
+    return option(default, help=help, min=1, panel=MEMORY_PANEL)
 
 
 def memory_tokens_option(said: str, *, approximate: bool = False) -> Any:
@@ -76,7 +80,7 @@ def memory_tokens_option(said: str, *, approximate: bool = False) -> Any:
     what None means; `approximate` where the count is the approximate one."""
     count = " (approximate count)" if approximate else ""
     help = f"tokens of memories per recall{count}, the same for every memory system ({said})"
-    return option(None, help=help, min=1)
+    return option(None, help=help, min=1, panel=MEMORY_PANEL)
 
 
 @dataclass(frozen=True)

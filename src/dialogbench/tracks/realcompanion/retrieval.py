@@ -121,9 +121,7 @@ class RetrievalConfig:
         "memory systems replayed as well (no future leakage): bm25, recency, dense, "
         "hybrid, full-context, module:Class, an entry point or http://... (docs/memory.md)"
     )
-    memory_tokens: int | None = option(
-        None, help="token budget of each memory recall (beside k = the largest --k)", min=1
-    )
+    memory_tokens: int | None = rc.memory_tokens_option("default: no cap; k is the largest --k")
 
     @property
     def depth(self) -> int:
