@@ -253,3 +253,27 @@ def test_cli_options(tmp_path: Path) -> None:
     shown = runner.invoke(app, ["run", "coverage", "--help"], env={"COLUMNS": "200"})
     for name in ("--budgets", "--tokenizer", "--seed", "--n-boot", "--cluster", "--dataset"):
         assert name in shown.output
+
+
+def test_the_required_message_of_a_memory_item(tmp_path: Path) -> None:
+    """Issue 24: coverage of the required message counts the reference that makes an item
+    need memory (12 back), not its reference in the recent thread (1 back)."""
+    texts = ["w"] * 20  # one word each: 3 tokens a user message, 4 the others
+    roles: list[Role] = ["user", "assistant"] * 10
+    messages = [
+        Message(id=f"m{i}", position=i, speaker="P" if r == "user" else "AI", role=r, text=t)
+        for i, (t, r) in enumerate(zip(texts, roles, strict=True))
+    ]
+    item = ChatItem(probe_id="m18", reference_ids=["m6", "m17"], needs_memory=True)
+    subject = Subject(id="s", messages=messages, speakers=["P"], chat_items=[item])
+    config = CoverageConfig(budgets=(4, 40, 41, 42), n_boot=100)
+    result = run_track(
+        CoverageTrack(WordCounter()), tiny_dataset(subject), tmp_path, config
+    ).result()
+    # tokens back from m18 to m6: messages m6..m17, 6 user (3) + 6 other (4) = 42
+    required = {k: e.value for k, e in result.summary["required message (needs memory)"].items()}
+    assert required == {"coverage@4": 0, "coverage@40": 0, "coverage@41": 0, "coverage@42": 1}
+    nearest = result.summary["nearest reference"]["coverage@4"]
+    assert nearest.value == 1 and nearest.n == 1  # m17, 4 tokens back: no memory needed
+    row = json.loads((tmp_path / "items.jsonl").read_text().splitlines()[0])
+    assert row["tokens to required"] == 42 == row["tokens to furthest"]

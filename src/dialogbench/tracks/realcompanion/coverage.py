@@ -3,7 +3,12 @@
 A model given the last B tokens before a probe sees its required messages only if they
 fall inside that window. For every probe with references (chat items with reference_ids,
 questions with evidence_ids) and every budget B we ask whether *all* references fit
-("all references") and whether the nearest one does ("nearest reference").
+("all references") and whether the nearest one does ("nearest reference"). Over the chat
+probes that need memory (recorded reading) we ask whether the window holds a *required*
+reference (`memory.py`: one outside the recent thread, which makes the item need memory):
+"required message (needs memory)", the paper's coverage of the required message (0.109 at
+8k, 0.453 at 128k, 1.000 at 1M); a reference in the recent thread is in every window and
+says nothing about memory.
 
 Tokens: each message costs the tokens of its text plus the chat template's fixed
 overhead for its role (see `dialogbench.models.tokenizer`; 5 tokens for a user message
@@ -35,9 +40,11 @@ from dialogbench.runner import config as shared
 from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate
 from dialogbench.tracks.common import masked_estimates
+from dialogbench.tracks.realcompanion.memory import labels_of
 
 TRACK = "coverage"
 SCOPES = ("all references", "nearest reference")
+REQUIRED = "required message (needs memory)"
 MAX_BUDGET = 2**30
 IntArray = npt.NDArray[np.int64]
 
@@ -112,13 +119,18 @@ def message_tokens(subject: Subject, tokenizer: TokenCounter) -> tuple[IntArray,
 
 
 def coverage_table(
-    tokens: IntArray, probes: Sequence[Probe], budgets: Sequence[int]
+    tokens: IntArray,
+    probes: Sequence[Probe],
+    budgets: Sequence[int],
+    required: Sequence[int | None] | None = None,
 ) -> dict[str, IntArray]:
     """Per probe of one subject: tokens back to the nearest/furthest reference, window sizes.
 
     `tokens back` to a message is the sum of its tokens and those of every message after it
     up to the probe, so a message is inside a B-token window when that sum is <= B.
     `window@B` is how many messages a B-token window holds (found with searchsorted).
+    `required`: each probe's nearest required reference (a position; None: the probe needs
+    no memory), whose tokens back are `required` (-1 for None).
     """
     starts = np.concatenate([[0], np.cumsum(tokens)])  # starts[i]: tokens before message i
     cutoff = np.array([p.cutoff for p in probes], dtype=np.int64)
@@ -130,6 +142,9 @@ def coverage_table(
         "furthest": end - starts[first],
         "nearest": end - starts[last],
     }
+    if required is not None:
+        at = np.array([-1 if r is None else r for r in required], dtype=np.int64)
+        out["required"] = np.where(at >= 0, end - starts[np.maximum(at, 0)], -1)
     for b in budgets:  # first message whose tokens back are <= b
         window_start = np.searchsorted(starts, end - b, side="left")
         out[f"window@{budget_label(b)}"] = cutoff - np.minimum(window_start, cutoff)
@@ -152,6 +167,8 @@ class Unit:
     subject: Subject
     probes: list[Probe]
     tokens: IntArray
+    required: list[int | None] = field(default_factory=list)
+    """Each probe's nearest required reference (None: it needs no memory)."""
 
 
 @dataclass
@@ -204,7 +221,8 @@ class CoverageTrack(TrackBase[CoverageConfig, Unit]):
                 "probes": len(probes),
             }
             if probes:
-                units[f"subject-{index:04d}"] = Unit(subject, probes, per_message)
+                required = _required(subject, probes)
+                units[f"subject-{index:04d}"] = Unit(subject, probes, per_message, required)
         info: dict[str, Any] = {"name": counter.name, "overhead per message": overhead}
         return Plan(
             units,
@@ -216,7 +234,7 @@ class CoverageTrack(TrackBase[CoverageConfig, Unit]):
     async def solve(
         self, unit: Unit, models: Models, config: CoverageConfig, plan: Plan[Unit]
     ) -> Rows:
-        table = coverage_table(unit.tokens, unit.probes, config.budgets)
+        table = coverage_table(unit.tokens, unit.probes, config.budgets, unit.required)
         ids = [m.id for m in unit.subject.messages]
         return [_item_row(p, i, ids, table) for i, p in enumerate(unit.probes)]
 
@@ -250,6 +268,24 @@ class CoverageTrack(TrackBase[CoverageConfig, Unit]):
 COVERAGE = register(CoverageTrack())
 
 
+def _required(subject: Subject, probes: Sequence[Probe]) -> list[int | None]:
+    """Each probe's nearest required reference: a chat probe that needs memory (recorded
+    reading), the latest of its references outside the recent thread; else None."""
+    labels = labels_of(subject)
+    out: list[int | None] = []
+    for p in probes:
+        lab = labels.get(p.id) if p.kind == "chat" else None
+        if lab is None or not lab.recorded or not lab.required:
+            out.append(None)
+        else:
+            out.append(p.cutoff - lab.required[0])
+    return out
+
+
+def _or_none(tokens: int) -> int | None:
+    return None if tokens < 0 else tokens
+
+
 def _gguf_path(spec: str) -> Path | None:
     return None if spec == "embedded" else Path(spec)
 
@@ -266,7 +302,8 @@ def _item_row(p: Probe, i: int, ids: Sequence[str], table: dict[str, IntArray]) 
         "messages to furthest": p.cutoff - min(p.reference_positions),
         "tokens to nearest": int(table["nearest"][i]),
         "tokens to furthest": int(table["furthest"][i]),
-        **{k: int(v[i]) for k, v in table.items() if k not in ("nearest", "furthest")},
+        "tokens to required": _or_none(int(table["required"][i])) if "required" in table else None,
+        **{k: int(v[i]) for k, v in table.items() if k not in ("nearest", "furthest", "required")},
     }
 
 
@@ -283,6 +320,13 @@ def summarise(rows: Sequence[dict[str, Any]], config: CoverageConfig) -> Coverag
 
     estimate = masked_estimates(matrix, columns, clusters, config.n_boot, config.seed)
     summary = estimate(np.ones(len(rows), dtype=bool))
+    back = [r.get("tokens to required") for r in rows]  # None: needs no memory
+    to_required = np.array([-1 if t is None else t for t in back], dtype=np.int64)
+    needs = to_required >= 0
+    if needs.any():
+        fits = (to_required[:, None] <= budgets[None, :]).astype(np.float64)
+        cols = [(REQUIRED, f"coverage@{budget_label(int(b))}") for b in budgets]
+        summary.update(masked_estimates(fits, cols, clusters, config.n_boot, config.seed)(needs))
     breakdown: dict[str, dict[str, dict[str, dict[str, Estimate]]]] = {}
     for facet in ("kind", "stratum", "tier", "category"):
         labels = np.array([str(r.get(facet, "")) for r in rows])
