@@ -371,7 +371,13 @@ def test_builds_from_the_public_corpora(
     data = load_dataset(corpus)
     first = data.subjects[0].id
     config = BuildConfig(
-        proportional=4, enriched=2, abstention=2, subjects=(first,), profile_parts=2
+        proportional=4,
+        enriched=2,
+        abstention=2,
+        subjects=(first,),
+        profile_parts=2,
+        questions="keep",
+        anonymise=False,  # the messages stay the source's, to compare
     )
     out = tmp_path / corpus
     with ChatServer(reply=sample_script()) as srv:
