@@ -334,6 +334,67 @@ def test_paraphrases_are_not_refused(a: str, b: str) -> None:
     assert rm.contradiction(b, a) is None
 
 
+@pytest.mark.parametrize(
+    ("a", "b", "proof"),
+    [
+        ("Is not married", "Is single", "marital status: 'not married' = 'single'"),
+        ("Doesn't eat meat", "Is vegetarian", "diet: 'not eat meat' = 'vegetarian'"),
+        ("Is not happy at work", "Is unhappy at work", "happiness: 'not happy' = 'unhappy'"),
+        ("Is not patient", "Is impatient", "patient/impatient: 'not patient' = 'impatient'"),
+    ],
+)
+def test_a_negated_alternative_equals_its_complement(a: str, b: str, proof: str) -> None:
+    assert rm.equivalence(a, b) == proof
+    assert rm.equivalence(b, a) is not None
+    assert rm.complement("marital status", 0) == 1  # `single` holds `unmarried`
+    assert rm.complement("marital status", 2) is None  # not divorced: several remain
+
+
+def test_equivalence_needs_a_negation_and_no_contradiction() -> None:
+    assert rm.equivalence("Is single", "Is single and happy") is None  # nothing proven
+    assert rm.equivalence("Is not married", "Is divorced") is None  # not divorced is open
+    assert rm.equivalence("Is not married", "Is married") is None  # a contradiction
+    assert rm.contradiction("Is not married", "Is married") is not None
+
+
+@needs_embedder
+def test_a_proven_equivalence_agrees_below_the_statement_threshold() -> None:
+    m = _meaning()
+    a, b = ("relationships", "Is not married"), ("relationships", "Is single")
+    verdict = m.explain(a, b)
+    assert verdict.similarity < rm.MEANING_THRESHOLD  # MiniLM: 0.41
+    assert verdict.agree and verdict.rule == "equivalence", verdict
+    assert verdict.equivalent is not None
+    assert not rm.meaning(embedding_similarity(), checks=False).explain(a, b).agree
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Is a retired teacher", "Used to be a teacher"),
+        ("Is a former nurse", "Used to work as a nurse"),
+        ("Retired from the police last year", "Is a former police officer"),
+    ],
+)
+def test_past_cues_on_both_sides_cancel(a: str, b: str) -> None:
+    assert rm.contradiction(a, b) is None
+    assert rm.contradiction(b, a) is None
+
+
+def test_a_past_cue_on_one_side_still_negates() -> None:
+    assert rm.contradiction("Used to smoke", "Smokes every day") is not None
+    assert rm.contradiction("Is a former nurse", "Is a nurse") is not None
+    assert rm.contradiction("Used to smoke", "Doesn't smoke") is None  # both end it
+
+
+@needs_embedder
+def test_the_rule_without_checks_keeps_its_threshold() -> None:
+    assert rm.meaning(embedding_similarity(), checks=False).threshold == (
+        rm.LEGACY_MEANING_THRESHOLD
+    )
+    assert rm.meaning(embedding_similarity()).threshold == rm.MEANING_THRESHOLD
+
+
 def test_claim_analysis() -> None:
     c = rm.analyse("Doesn't have a dog called Biscuit in Porto since 2019, nor two cats")
     assert c.tokens[:3] == ("does", "not", "have")
@@ -367,9 +428,13 @@ def test_fields_outside_the_table_match_by_field_name_cosine() -> None:
     fields, cos, _ = m.fields(["work history", "husband"], ["occupation", "relationships"])
     assert fields.tolist() == [[True, False], [False, True]]
     assert cos[0, 0] >= rm.FIELD_THRESHOLD and cos[1, 1] >= rm.FIELD_THRESHOLD
-    # a field in the table still uses the table: the same statement under other groups
+    # a field in the table still uses the table: a related statement under another group
+    # does not agree, but the same claim filed under another group does (cross-field)
     same = "Has a greyhound called Biscuit"
-    assert m.match([("pets", same)], [("occupation", same)]) == []
+    assert m.match([("pets", same)], [("occupation", "Walks dogs for a living")]) == []
+    verdict = m.explain(("pets", same), ("occupation", same))
+    assert verdict.agree and verdict.rule == "cross-field", verdict
+    assert m.match([("pets", "Yes")], [("occupation", "Yes")]) == []  # short values: no
     # outside the table, but not close enough to any name of the group
     assert not m.explain(
         ("favourite colour", "Her favourite colour is green"), ("food", "Likes green curry")
@@ -395,7 +460,7 @@ def test_meaning_digest_covers_the_checks() -> None:
     assert rm.LEGACY_MEANING_SHA256 == (
         "90d543aefc1ee4119880d7f995482f993c58802c311b6a5f7d3c8ccb8f5fecd5"
     )
-    assert rm.MEANING_SHA256 == ("b21713dc00208c9858968c6cec7ec35c1d59bbd6e6543342d0da6b35604c96bc")
+    assert rm.MEANING_SHA256 == ("ab8ff58959f4e545a15e094ec4f4b7554779fa7614fa1b941b97202e6e1aabb2")
 
 
 CLAIM_PAIRS = Path(__file__).parents[2] / "benchmarks" / "data" / "claim_pairs.jsonl"

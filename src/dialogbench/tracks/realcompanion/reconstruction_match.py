@@ -80,8 +80,13 @@ FloatArray = npt.NDArray[np.float64]
 KINDS = ("profile", "persona")
 MATCHERS = ("lexical", "meaning")
 LEXICAL_THRESHOLD = 0.25
-MEANING_THRESHOLD = 0.6
-"""Default statement similarity at which two records agree, per matcher."""
+MEANING_THRESHOLD = 0.45
+"""Default statement similarity at which two records agree, per matcher (the meaning
+matcher's chosen on the dev split of the labelled pairs, `benchmarks/reconstruction_matching.py
+--sweep`)."""
+LEGACY_MEANING_THRESHOLD = 0.6
+"""The meaning matcher's default threshold without its checks (`meaning(..., checks=False)`):
+the rule before them."""
 
 FIELD_ALIASES: dict[str, str] = {
     "job": "occupation",
@@ -247,6 +252,17 @@ FIELD_THRESHOLD = 0.62
 field (the best cosine between the two fields' names, a tabled field standing for every
 name of its group)."""
 
+CROSS_FIELD_THRESHOLD = 0.7
+"""Statement cosine at or above which two records agree whatever their fields (the checks
+still apply): "Is allergic to peanuts" under `dietary restrictions` = "Has a peanut allergy"
+under `diet`. Only for two statements longer than short values: a short value means little
+without its field ("Yes", "Emily" under `name`)."""
+
+EQUIVALENCE_THRESHOLD = 0.2
+"""Statement cosine at or above which two records of agreeing fields agree when the checks
+prove them equivalent (`equivalence`: "is not married" = "is single"), below the
+statement threshold."""
+
 WORD_EQUIVALENT = 0.8
 """Word cosine at or above which two differing names or key nouns count as the same value
 (`mum` = `mother`, `dog` = `puppy`); below it they are different values (`dog` vs `cat`,
@@ -266,6 +282,14 @@ NEGATIONS = frozenset(
 
 NEGATION_PHRASES = ("no longer", "used to", "gave up", "given up", "moved away", "moved out")
 """Phrases that negate or end what follows ("no longer lives in Porto", "used to smoke")."""
+
+PAST_CUES = ("used to", "former", "formerly", "previously")
+"""Negation cues that put what follows in the past; `PAST_WORDS` do too without being cues.
+When both claims carry one, these cues cancel out instead of counting as negations:
+"a retired miner" = "used to be a miner" = "a former miner"."""
+
+PAST_WORDS = ("retired",)
+"""Words that say a claim is about the past without negating it ("a retired teacher")."""
 
 NOT_NEGATIONS = ("not only", "can not wait", "no doubt", "no matter")
 """Phrases with a negation word that negate nothing."""
@@ -385,6 +409,7 @@ _TERMS: list[tuple[tuple[str, ...], str, int]] = sorted(
     key=lambda t: -len(t[0]),
 )
 _NEG_PHRASES: list[tuple[str, ...]] = [_phrase_words(p) for p in NEGATION_PHRASES]
+_PAST = frozenset(_phrase_words(p) for p in PAST_CUES)
 _NOT_NEG = [_phrase_words(p) for p in NOT_NEGATIONS]
 
 
@@ -407,6 +432,10 @@ class Claim:
     heads: frozenset[str]
     """The head (last word) of each noun phrase: after a determiner, preposition, copula or
     number, or right after the claim's first word."""
+    past_cues: tuple[int, ...] = ()
+    """The negation cues that are `PAST_CUES` ("used to", "former")."""
+    past: bool = False
+    """Whether the claim is about the past: a `PAST_CUES` cue or one of `PAST_WORDS`."""
 
     @property
     def vocabulary(self) -> frozenset[str]:
@@ -453,15 +482,20 @@ def analyse(statement: str) -> Claim:
                 used.update(span)
                 skip.update(p for p in span if words[p] in NEGATIONS)
     negations: list[int] = []
+    past_cues: list[int] = []
     i = 0
     while i < n:
         phrase = next((p for p in _NEG_PHRASES if at(i, p)), ())
         if phrase and i not in skip:
             negations.append(i)
+            if phrase in _PAST:
+                past_cues.append(i)
             i += len(phrase)
             continue
         if words[i] in NEGATIONS and i not in skip:
             negations.append(i)
+            if (words[i],) in _PAST:
+                past_cues.append(i)
         i += 1
     names = frozenset(
         fold(t.lower())
@@ -498,9 +532,11 @@ def analyse(statement: str) -> Claim:
             run.append(k)
     close(n)
     heads -= NUMBER_WORDS.keys()
+    past = bool(past_cues) or any(w in PAST_WORDS for w in words)
     return Claim(
-        tuple(raw), words, tuple(negations), tuple(terms), names, numbers, frozenset(heads)
-    )
+        tuple(raw), words, tuple(negations), tuple(terms), names, numbers, frozenset(heads),
+        tuple(past_cues), past,
+    )  # fmt: skip
 
 
 def _prefixed(w: str, u: str) -> bool:
@@ -579,6 +615,39 @@ def contradiction(a: str, b: str, cos: Mapping[tuple[str, str], float] | None = 
     their frame) different noun-phrase heads. `cos` gives the cosine of differing words
     (`word_pairs`), by which `mum` = `mother`; without it only equal words and
     abbreviations (`lab` / `labrador`) are the same value."""
+    return compare(a, b, cos)[0]
+
+
+def equivalence(a: str, b: str, cos: Mapping[tuple[str, str], float] | None = None) -> str | None:
+    """How the checks prove two statements say the same, or None: they do not contradict
+    each other (`contradiction`) and one negates an alternative of a contrast class whose
+    complement the other asserts ("is not married" = "is single", "does not eat meat" =
+    "is vegetarian", "is not happy" = "is unhappy"; `complement`)."""
+    return compare(a, b, cos)[1]
+
+
+def complement(cls: str, alt: int) -> int | None:
+    """The alternative of contrast class `cls` that "not <alternative alt>" asserts: the
+    other one of a two-valued class (a `CONTRASTS` class or a word and its prefixed
+    opposite, named `word/prefixed`), or the one holding a prefixed opposite of one of
+    alt's terms (`single` holds `unmarried`, so "not married" = "single"); None when not
+    negating alt leaves several alternatives open."""
+    alts = CONTRASTS.get(cls)
+    if alts is None:
+        return 1 - alt if "/" in cls and alt in (0, 1) else None
+    if len(alts) == 2:
+        return 1 - alt
+    for k, terms in enumerate(alts):
+        if k != alt and any(_prefixed(t, u) for t in alts[alt] for u in terms):
+            return k
+    return None
+
+
+def compare(
+    a: str, b: str, cos: Mapping[tuple[str, str], float] | None = None
+) -> tuple[str | None, str | None]:
+    """(`contradiction`, `equivalence`) of two statements: why they cannot be a match, else
+    (None, how they are proven equivalent, or None)."""
     ca, cb = analyse(a), analyse(b)
     cos = cos or {}
     extra_a: list[tuple[str, str, int]] = []
@@ -594,38 +663,44 @@ def contradiction(a: str, b: str, cos: Mapping[tuple[str, str], float] | None = 
     att_b = _attached(cb, sorted({lo for ms in mb.values() for _, lo, _ in ms}))
     decided_a: set[int] = set()
     decided_b: set[int] = set()
+    same: str | None = None
     for cls in sorted(ma.keys() & mb.keys()):
         sa = {(alt, lo in att_a.values(), lo, hi) for alt, lo, hi in ma[cls]}
         sb = {(alt, lo in att_b.values(), lo, hi) for alt, lo, hi in mb[cls]}
         if len({m[:2] for m in sa}) > 1 or len({m[:2] for m in sb}) > 1:
             continue  # a side names two alternatives, or one twice either way: undecided
         (x, na, la, ha), (y, nb, lb, hb) = min(sa), min(sb)
+        ta = ("not " if na else "") + " ".join(ca.tokens[la : ha + 1])
+        tb = ("not " if nb else "") + " ".join(cb.tokens[lb : hb + 1])
         if (x == y and na != nb) or (x != y and not na and not nb):
-            ta = ("not " if na else "") + " ".join(ca.tokens[la : ha + 1])
-            tb = ("not " if nb else "") + " ".join(cb.tokens[lb : hb + 1])
-            return f"contrast ({cls}): {ta!r} vs {tb!r}"
+            return f"contrast ({cls}): {ta!r} vs {tb!r}", None
+        if x != y and na != nb and complement(cls, x if na else y) == (y if na else x):
+            same = same or f"{cls}: {ta!r} = {tb!r}"
         decided_a.update(c for c, t in att_a.items() if any(t == m[2] for m in sa))
         decided_b.update(c for c, t in att_b.items() if any(t == m[2] for m in sb))
+    if ca.past and cb.past:  # both about the past: "used to", "former" negate nothing here
+        decided_a.update(ca.past_cues)
+        decided_b.update(cb.past_cues)
     neg_a = [c for c in ca.negations if c not in decided_a]
     neg_b = [c for c in cb.negations if c not in decided_b]
     if len(neg_a) % 2 != len(neg_b) % 2:
         which, tokens, cue = (
             ("first", ca.tokens, neg_a[0]) if len(neg_a) % 2 else ("second", cb.tokens, neg_b[0])
         )
-        return f"negation: {tokens[cue]!r} in the {which} claim only"
+        return f"negation: {tokens[cue]!r} in the {which} claim only", None
     if ca.numbers - cb.numbers and cb.numbers - ca.numbers:
         only_a, only_b = _nums(ca.numbers - cb.numbers), _nums(cb.numbers - ca.numbers)
-        return f"numbers differ: {only_a} vs {only_b}"
+        return f"numbers differ: {only_a} vs {only_b}", None
     names_a = _unmatched(ca.names, cb.names, cb.vocabulary, cos)
     names_b = _unmatched(cb.names, ca.names, ca.vocabulary, cos)
     if names_a and names_b:
-        return f"names differ: {', '.join(names_a)} vs {', '.join(names_b)}"
+        return f"names differ: {', '.join(names_a)} vs {', '.join(names_b)}", None
     if _minimal_pair(ca, cb):
         heads_a = _unmatched(ca.heads - ca.names, cb.heads | cb.names, cb.vocabulary, cos)
         heads_b = _unmatched(cb.heads - cb.names, ca.heads | ca.names, ca.vocabulary, cos)
         if heads_a and heads_b:
-            return f"values differ: {', '.join(heads_a)} vs {', '.join(heads_b)}"
-    return None
+            return f"values differ: {', '.join(heads_a)} vs {', '.join(heads_b)}", None
+    return None, same
 
 
 def _nums(values: frozenset[float]) -> str:
@@ -638,7 +713,10 @@ MEANING_SHA256 = _digest(
         "values": VALUE_SYNONYMS,
         "short": SHORT_VALUE_WORDS,
         "field threshold": FIELD_THRESHOLD,
+        "cross-field threshold": CROSS_FIELD_THRESHOLD,
+        "equivalence threshold": EQUIVALENCE_THRESHOLD,
         "word equivalent": WORD_EQUIVALENT,
+        "past": [PAST_CUES, PAST_WORDS],
         "negations": sorted(NEGATIONS),
         "negation phrases": NEGATION_PHRASES,
         "not negations": NOT_NEGATIONS,
@@ -647,8 +725,11 @@ MEANING_SHA256 = _digest(
         "numbers": NUMBER_WORDS,
         "noun phrases": [sorted(DETERMINERS), sorted(PREPOSITIONS), sorted(COPULAS)],
         "function words": sorted(FUNCTION_WORDS),
-        "rule": "field group or field-name cosine, embedding cosine or equal values, "
-        "no contrast, negation, number, name or head difference, optimal 1:1",
+        "rule": "field group or field-name cosine with embedding cosine or equal values, "
+        "or a cross-field embedding cosine of two longer statements, or a proven "
+        "equivalence (negated alternative = "
+        "its complement); no contrast, negation (past cues cancelling), number, name or "
+        "head difference; optimal 1:1",
     }
 )
 """Digest of the meaning matching rule (its embedding model is recorded beside it)."""
@@ -691,6 +772,13 @@ class Verdict:
     workplace)`, or why they differ."""
     refused: str | None
     """Why a pair with agreeing fields and similar statements was refused (`contradiction`)."""
+    equivalent: str | None = None
+    """How the checks proved the statements equivalent (`equivalence`), when that is what
+    let the pair agree below the statement threshold."""
+    rule: str = ""
+    """Which threshold the statement similarity was held to: `statement`, `equivalence`,
+    `cross-field`, or `none (...)` when nothing could let the pair agree (empty for the
+    lexical matcher and without the checks)."""
 
 
 @dataclass(frozen=True)
@@ -706,6 +794,10 @@ class Matcher:
     rule, table fields and statement cosine only)."""
     field_threshold: float = FIELD_THRESHOLD
     """Field-name cosine at or above which a field outside `FIELD_GROUPS` agrees."""
+    cross_field_threshold: float = CROSS_FIELD_THRESHOLD
+    """Statement cosine at or above which records agree whatever their fields (checks on)."""
+    equivalence_threshold: float = EQUIVALENCE_THRESHOLD
+    """Statement cosine enough for records the checks prove equivalent (checks on)."""
 
     def field_key(self, text: str) -> str:
         return norm_field(text) if self.embed_similarity is None else field_group(text)
@@ -752,25 +844,34 @@ class Matcher:
         self, pred: Sequence[Record], gold: Sequence[Record]
     ) -> tuple[FloatArray, npt.NDArray[np.bool_]]:
         """The similarity of every (pred, gold) pair and whether the pair agrees."""
-        sims, agree, _ = self._judge(pred, gold)
+        sims, agree, _, _ = self._judge(pred, gold)
         return sims, agree
 
     def _judge(
         self, pred: Sequence[Record], gold: Sequence[Record]
-    ) -> tuple[FloatArray, npt.NDArray[np.bool_], dict[tuple[int, int], str]]:
+    ) -> tuple[
+        FloatArray, npt.NDArray[np.bool_], dict[tuple[int, int], str], dict[tuple[int, int], str]
+    ]:
+        """Similarities, agreement, why pairs were refused and how pairs were proven
+        equivalent."""
         sims = np.zeros((len(pred), len(gold)))
         fields, _, _ = self.fields([p[0] for p in pred], [g[0] for g in gold])
         if self.embed_similarity is None:
             for i, j in zip(*np.nonzero(fields), strict=True):
                 sims[i, j] = similarity(pred[i][1], gold[j][1])
-            return sims, fields & (sims >= self.threshold), {}
+            return sims, fields & (sims >= self.threshold), {}, {}
         values_p = [short_value(s) for _, s in pred]
         values_g = [short_value(s) for _, s in gold]
-        pairs = [
-            (int(i), int(j))
-            for i, j in zip(*np.nonzero(fields), strict=True)
-            if values_p[i] is None or values_g[j] is None
-        ]
+        both_short = np.array(
+            [[vp is not None and vg is not None for vg in values_g] for vp in values_p],
+            dtype=bool,
+        ).reshape(len(pred), len(gold))
+        neither_short = np.array(
+            [[vp is None and vg is None for vg in values_g] for vp in values_p], dtype=bool
+        ).reshape(len(pred), len(gold))
+        # which pairs are compared at all: agreeing fields, or (checks) two longer statements
+        compared = fields if not self.checks else fields | neither_short
+        pairs = [(int(i), int(j)) for i, j in zip(*np.nonzero(compared & ~both_short), strict=True)]
         if pairs:
             rows = sorted({i for i, _ in pairs})
             cols = sorted({j for _, j in pairs})
@@ -778,20 +879,26 @@ class Matcher:
             at_r, at_c = {i: k for k, i in enumerate(rows)}, {j: k for k, j in enumerate(cols)}
             for i, j in pairs:
                 sims[i, j] = float(got[at_r[i], at_c[j]])
-        for i, j in zip(*np.nonzero(fields), strict=True):
-            if values_p[i] is not None and values_g[j] is not None:
+        identical = np.zeros_like(fields)
+        for i, j in zip(*np.nonzero(compared), strict=True):
+            if both_short[i, j]:
                 sims[i, j] = float(values_p[i] == values_g[j])
             elif _folded(pred[i][1]) == _folded(gold[j][1]):
                 sims[i, j] = 1.0
-        agree = fields & (sims >= self.threshold) & (sims > 0)
+                identical[i, j] = True
         refused: dict[tuple[int, int], str] = {}
+        proven: dict[tuple[int, int], str] = {}
         if not self.checks:
-            return sims, agree, refused
+            return sims, fields & (sims >= self.threshold) & (sims > 0), refused, proven
+        floor = min(self.threshold, self.equivalence_threshold)
+        agree = (fields & (sims >= self.threshold) & (sims > 0)) | (
+            neither_short & (sims >= self.cross_field_threshold)
+        )
+        maybe = fields & ~agree & ~both_short & (sims >= floor) & (sims > 0)
         todo = [
             (int(i), int(j))
-            for i, j in zip(*np.nonzero(agree), strict=True)
-            if _folded(pred[i][1]) != _folded(gold[j][1])
-            and (values_p[i] is None or values_g[j] is None)
+            for i, j in zip(*np.nonzero(agree | maybe), strict=True)
+            if not identical[i, j] and not both_short[i, j]
         ]
         words = sorted(
             {
@@ -807,17 +914,21 @@ class Matcher:
             close = np.argwhere(e >= WORD_EQUIVALENT)
             cos = {(words[a], words[b]): float(e[a, b]) for a, b in close if a != b}
         for i, j in todo:
-            reason = contradiction(pred[i][1], gold[j][1], cos)
+            reason, same = compare(pred[i][1], gold[j][1], cos)
             if reason is not None:
                 agree[i, j] = False
-                refused[(i, j)] = reason
-        return sims, agree, refused
+                if not maybe[i, j]:
+                    refused[(i, j)] = reason
+            elif maybe[i, j] and same is not None:
+                agree[i, j] = True
+                proven[(i, j)] = same
+        return sims, agree, refused, proven
 
     def explain(self, a: Record, b: Record) -> Verdict:
-        """Whether records `a` and `b` agree, their similarity, how their fields compare and
-        why the pair was refused (None when it was not)."""
+        """Whether records `a` and `b` agree, their similarity, how their fields compare,
+        why the pair was refused (None when it was not) and which threshold held."""
         fields, cos, _ = self.fields([a[0]], [b[0]])
-        sims, agree, refused = self._judge([a], [b])
+        sims, agree, refused, proven = self._judge([a], [b])
         ka, kb = self.field_key(a[0]), self.field_key(b[0])
         c = float(cos[0, 0])
         if ka == kb:
@@ -826,7 +937,20 @@ class Matcher:
             how = f"different groups {ka} / {kb}"
         else:
             how = f"field cosine {c:.2f} {'>=' if fields[0, 0] else '<'} {self.field_threshold}"
-        return Verdict(bool(agree[0, 0]), float(sims[0, 0]), how, refused.get((0, 0)))
+        rule = ""
+        if self.embed_similarity is not None and self.checks:
+            if (0, 0) in proven:
+                rule = "equivalence"
+            elif fields[0, 0]:
+                rule = "statement"
+            elif short_value(a[1]) is None and short_value(b[1]) is None:
+                rule = "cross-field"
+            else:
+                rule = "none (fields differ and a short value has no cross-field match)"
+        return Verdict(
+            bool(agree[0, 0]), float(sims[0, 0]), how, refused.get((0, 0)), proven.get((0, 0)),
+            rule,
+        )  # fmt: skip
 
     def match(self, pred: Sequence[Record], gold: Sequence[Record]) -> list[tuple[int, int, float]]:
         """One-to-one optimal matching: (pred index, gold index, similarity) per pair."""
@@ -842,12 +966,17 @@ def lexical(threshold: float = LEXICAL_THRESHOLD) -> Matcher:
 
 
 def meaning(
-    similar: StatementSimilarity, threshold: float = MEANING_THRESHOLD, *, checks: bool = True
+    similar: StatementSimilarity, threshold: float | None = None, *, checks: bool = True
 ) -> Matcher:
     """The meaning matcher: field groups (or field-name cosine >= `FIELD_THRESHOLD` for a
-    field outside them), statement similarity `similar` >= threshold, and no contradiction
-    (`contradiction`). `checks=False`: the earlier rule, fields by the table only and no
-    contradiction checks (kept to measure against)."""
+    field outside them) and statement similarity `similar` >= threshold (default
+    `MEANING_THRESHOLD`), or statement similarity >= `CROSS_FIELD_THRESHOLD` whatever the
+    fields, or agreeing fields and statements the checks prove equivalent at
+    >= `EQUIVALENCE_THRESHOLD`; and no contradiction (`contradiction`). `checks=False`: the
+    earlier rule, fields by the table only, statement similarity >= threshold (default
+    `LEGACY_MEANING_THRESHOLD`) and no contradiction checks (kept to measure against)."""
+    if threshold is None:
+        threshold = MEANING_THRESHOLD if checks else LEGACY_MEANING_THRESHOLD
     return Matcher("meaning", threshold, similar, checks)
 
 
