@@ -255,8 +255,8 @@ name of its group)."""
 CROSS_FIELD_THRESHOLD = 0.7
 """Statement cosine at or above which two records agree whatever their fields (the checks
 still apply): "Is allergic to peanuts" under `dietary restrictions` = "Has a peanut allergy"
-under `diet`. Only for two statements longer than short values: a short value means little
-without its field ("Yes", "Emily" under `name`)."""
+under `diet`. Not for a single word or two short values: a value means little without its
+field ("Yes", "Emily" under `name`)."""
 
 EQUIVALENCE_THRESHOLD = 0.2
 """Statement cosine at or above which two records of agreeing fields agree when the checks
@@ -354,7 +354,13 @@ NUMBER_WORDS: dict[str, int] = {
     )
 } | {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
      "ninety": 90, "hundred": 100, "once": 1, "twice": 2, "dozen": 12}  # fmt: skip
-"""Number words read as numbers (digits are read as they are: `5k` is 5)."""
+"""Number words read as numbers (digits are read as they are: `5k` is 5); a tens word
+followed by a unit word is their sum ("twenty-nine" is 29)."""
+
+_TENS = frozenset(w for w, v in NUMBER_WORDS.items() if v in range(20, 100, 10))
+_UNITS = frozenset(
+    w for w, v in NUMBER_WORDS.items() if v in range(1, 10) and w not in ("once", "twice")
+)
 
 DETERMINERS = _wordset(
     "a an the his her their my our your its this that these those every each some any "
@@ -362,6 +368,8 @@ DETERMINERS = _wordset(
 )
 """Words after which a noun phrase starts (with prepositions, copulas and numbers)."""
 
+POSSESSIVES = _wordset("her his their my our your")
+"""Words on which a claim about someone else opens ("Her son ...", "His wife ...")."""
 ARTICLES = _wordset("a an the his her their my our your its this that these those")
 """Words that open a verb's object: a word just before one is read as a verb ("run a
 marathon"), not as a noun phrase's head."""
@@ -432,6 +440,9 @@ class Claim:
     heads: frozenset[str]
     """The head (last word) of each noun phrase: after a determiner, preposition, copula or
     number, or right after the claim's first word."""
+    subject: frozenset[str] = frozenset()
+    """Who a claim that opens on a possessive is about: the (at most two) words after it
+    that are not function words ("Her son lives in Leeds": son, lives); empty otherwise."""
     past_cues: tuple[int, ...] = ()
     """The negation cues that are `PAST_CUES` ("used to", "former")."""
     past: bool = False
@@ -502,7 +513,17 @@ def analyse(statement: str) -> Claim:
         for k, t in enumerate(original)
         if k > 0 and original[k - 1] not in _BREAK and t[:1].isupper() and t != "I"
     )
-    numbers = frozenset(v for t in raw if (v := _number(t)) is not None)
+    values: list[float] = []
+    k = 0
+    while k < n:
+        v = _number(raw[k])
+        if v is not None and raw[k] in _TENS and k + 1 < n and raw[k + 1] in _UNITS:
+            v += NUMBER_WORDS[raw[k + 1]]  # "twenty-nine", "twenty nine": 29
+            k += 1
+        if v is not None:
+            values.append(v)
+        k += 1
+    numbers = frozenset(values)
     heads: set[str] = set()
     run: list[int] = []
     opened = False
@@ -533,9 +554,12 @@ def analyse(statement: str) -> Claim:
     close(n)
     heads -= NUMBER_WORDS.keys()
     past = bool(past_cues) or any(w in PAST_WORDS for w in words)
+    subject: frozenset[str] = frozenset()
+    if n > 1 and words[0] in POSSESSIVES:
+        subject = frozenset(w for w in words[1:3] if w not in FUNCTION_WORDS and w not in _BREAK)
     return Claim(
         tuple(raw), words, tuple(negations), tuple(terms), names, numbers, frozenset(heads),
-        tuple(past_cues), past,
+        subject, tuple(past_cues), past,
     )  # fmt: skip
 
 
@@ -605,7 +629,9 @@ def _differing(a: Claim, b: Claim) -> tuple[set[str], set[str]]:
 def word_pairs(a: Claim, b: Claim) -> set[tuple[str, str]]:
     """The (word, word) pairs whose cosine the value checks may ask for."""
     da, db = _differing(a, b)
-    return {(x, y) for x in da for y in db if x != y}
+    sa = {w for w in a.subject if w not in b.vocabulary}
+    sb = {w for w in b.subject if w not in a.vocabulary}
+    return {(x, y) for x in da | sa for y in db | sb if x != y}
 
 
 def contradiction(a: str, b: str, cos: Mapping[tuple[str, str], float] | None = None) -> str | None:
@@ -691,6 +717,11 @@ def compare(
     if ca.numbers - cb.numbers and cb.numbers - ca.numbers:
         only_a, only_b = _nums(ca.numbers - cb.numbers), _nums(cb.numbers - ca.numbers)
         return f"numbers differ: {only_a} vs {only_b}", None
+    if ca.subject and cb.subject:
+        subj_a = _unmatched(ca.subject, cb.subject, cb.vocabulary, cos)
+        subj_b = _unmatched(cb.subject, ca.subject, ca.vocabulary, cos)
+        if len(subj_a) == len(ca.subject) and len(subj_b) == len(cb.subject):
+            return f"subjects differ: {', '.join(subj_a)} vs {', '.join(subj_b)}", None
     names_a = _unmatched(ca.names, cb.names, cb.vocabulary, cos)
     names_b = _unmatched(cb.names, ca.names, ca.vocabulary, cos)
     if names_a and names_b:
@@ -724,12 +755,13 @@ MEANING_SHA256 = _digest(
         "contrasts": CONTRASTS,
         "numbers": NUMBER_WORDS,
         "noun phrases": [sorted(DETERMINERS), sorted(PREPOSITIONS), sorted(COPULAS)],
+        "possessives": sorted(POSSESSIVES),
+        "compound numbers": [sorted(_TENS), sorted(_UNITS)],
         "function words": sorted(FUNCTION_WORDS),
         "rule": "field group or field-name cosine with embedding cosine or equal values, "
-        "or a cross-field embedding cosine of two longer statements, or a proven "
-        "equivalence (negated alternative = "
-        "its complement); no contrast, negation (past cues cancelling), number, name or "
-        "head difference; optimal 1:1",
+        "or a cross-field embedding cosine (no single word, not two short values), or a "
+        "proven equivalence (negated alternative = its complement); no contrast, negation "
+        "(past cues cancelling), number, subject, name or head difference; optimal 1:1",
     }
 )
 """Digest of the meaning matching rule (its embedding model is recorded beside it)."""
@@ -866,11 +898,15 @@ class Matcher:
             [[vp is not None and vg is not None for vg in values_g] for vp in values_p],
             dtype=bool,
         ).reshape(len(pred), len(gold))
-        neither_short = np.array(
-            [[vp is None and vg is None for vg in values_g] for vp in values_p], dtype=bool
+        several = (
+            [len(_folded(s).split()) > 1 for _, s in pred],
+            [len(_folded(s).split()) > 1 for _, s in gold],
+        )
+        cross = ~both_short & np.array(
+            [[x and y for y in several[1]] for x in several[0]], dtype=bool
         ).reshape(len(pred), len(gold))
-        # which pairs are compared at all: agreeing fields, or (checks) two longer statements
-        compared = fields if not self.checks else fields | neither_short
+        # which pairs are compared at all: agreeing fields, or (checks) cross-field candidates
+        compared = fields if not self.checks else fields | cross
         pairs = [(int(i), int(j)) for i, j in zip(*np.nonzero(compared & ~both_short), strict=True)]
         if pairs:
             rows = sorted({i for i, _ in pairs})
@@ -892,7 +928,7 @@ class Matcher:
             return sims, fields & (sims >= self.threshold) & (sims > 0), refused, proven
         floor = min(self.threshold, self.equivalence_threshold)
         agree = (fields & (sims >= self.threshold) & (sims > 0)) | (
-            neither_short & (sims >= self.cross_field_threshold)
+            cross & (sims >= self.cross_field_threshold)
         )
         maybe = fields & ~agree & ~both_short & (sims >= floor) & (sims > 0)
         todo = [
@@ -943,10 +979,12 @@ class Matcher:
                 rule = "equivalence"
             elif fields[0, 0]:
                 rule = "statement"
-            elif short_value(a[1]) is None and short_value(b[1]) is None:
+            elif (short_value(a[1]) is None or short_value(b[1]) is None) and all(
+                len(_folded(s).split()) > 1 for s in (a[1], b[1])
+            ):
                 rule = "cross-field"
             else:
-                rule = "none (fields differ and a short value has no cross-field match)"
+                rule = "none (fields differ; short values or a single word: no cross-field)"
         return Verdict(
             bool(agree[0, 0]), float(sims[0, 0]), how, refused.get((0, 0)), proven.get((0, 0)),
             rule,
