@@ -20,24 +20,34 @@ record g agree; both then pair records one-to-one.
        `hobbies` = `interests` = `reading`); a field outside the table agrees with another
        field when the best cosine of their names' embeddings (a tabled field standing for
        every name of its group) is at least `FIELD_THRESHOLD` (`work history` ~
-       `workplace`, `husband` ~ `spouse`); two tabled fields of different groups never do;
-    2. the statements mean the same: the cosine similarity of their sentence embeddings
-       (`similarity_model`, the packaged MiniLM embedder) is at least `threshold` (default
-       `MEANING_THRESHOLD`), or they are equal once normalised. Short values (one or two
-       words on both sides, e.g. `"F"` against `"female"`) are not embedded: they agree when
-       equal after the abbreviations of `VALUE_SYNONYMS` are expanded, so `"F"` matches
-       `"female"` and never `"M"`;
+       `workplace`, `husband` ~ `spouse`); two tabled fields of different groups do not;
+    2. and the statements mean the same: the cosine similarity of their sentence
+       embeddings (`similarity_model`, the packaged MiniLM embedder) is at least
+       `threshold` (default `MEANING_THRESHOLD`), or they are equal once normalised. Short
+       values (one or two words on both sides, e.g. `"F"` against `"female"`) are not
+       embedded: they agree when equal after the abbreviations of `VALUE_SYNONYMS` are
+       expanded, so `"F"` matches `"female"` and never `"M"`;
+       or, whatever the fields, the statements' cosine is at least `CROSS_FIELD_THRESHOLD`
+       (neither a single word, not two short values: "Is allergic to peanuts" under
+       `dietary restrictions` = "Has a peanut allergy" under `diet`);
+       or, fields agreeing, the checks prove the statements equivalent (`equivalence`: a
+       negated alternative of a contrast class = its complement, "is not married" = "is
+       single") and their cosine is at least `EQUIVALENCE_THRESHOLD`;
     3. and they do not contradict each other (`contradiction`, which says why): no two
        different alternatives of a `CONTRASTS` class (likes / dislikes, married / single /
        divorced, older / younger; "not married" agrees with "single"), no word against its
        prefixed opposite (happy / unhappy), no negation in one only (`NEGATIONS`,
-       `NEGATION_PHRASES`: "is not vegetarian", "never drinks", "no longer lives in"), no
-       different numbers (34 / 41), no different names (capitalised words: Porto / Lisbon),
+       `NEGATION_PHRASES`: "is not vegetarian", "never drinks", "no longer lives in"; the
+       past cues "used to", "former" cancel when both claims are about the past, `PAST_CUES`,
+       `PAST_WORDS`: "a retired miner" = "used to be a miner"), no different numbers (34 /
+       41; "twenty-nine" is 29), no different people (claims opening on a possessive: "her
+       son" / "her daughter"), no different names (capitalised words: Porto / Lisbon),
        and, when the two share their frame ("has a dog" / "has a cat"), no different
        noun-phrase heads; differing words count as the same value when one abbreviates the
        other (`lab` / `labrador`) or their embeddings' cosine is at least `WORD_EQUIVALENT`
-       (`mum` / `mother`). `meaning(..., checks=False)` is the rule before step 3 and the
-       field-name cosine (`LEGACY_MEANING_SHA256`), kept to measure against.
+       (`mum` / `mother`). `meaning(..., checks=False)` is the rule before step 3, the
+       field-name cosine, the cross-field and equivalence rules, at
+       `LEGACY_MEANING_THRESHOLD` (`LEGACY_MEANING_SHA256`), kept to measure against.
 
 Pairing is one-to-one and optimal: among the agreeing pairs, the largest number of pairs,
 and among those the largest total similarity (`assign`: scipy's `linear_sum_assignment` on
