@@ -52,7 +52,7 @@ from dialogbench.tracks.realcompanion.reconstruction import embedding_similarity
 
 DATA = Path(__file__).parent / "data" / "claim_pairs.jsonl"
 LABELS = ("match", "contradiction", "no_match")
-HELD_OUT = ("held_out", "held_out_2", "held_out_3")
+HELD_OUT = ("held_out", "held_out_2", "held_out_3", "held_out_4")
 """The splits the goal is judged on (each alone), with all pairs pooled."""
 
 
