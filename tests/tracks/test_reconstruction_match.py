@@ -499,7 +499,13 @@ def test_labelled_claim_pairs_are_well_formed() -> None:
     assert len(rows) >= 100
     assert len({r["id"] for r in rows}) == len(rows)
     assert {r["label"] for r in rows} == {"match", "no_match", "contradiction"}
-    assert {r["split"] for r in rows} == {"dev", "held_out", "held_out_2", "held_out_3", "held_out_4"}
+    assert {r["split"] for r in rows} == {
+        "dev",
+        "held_out",
+        "held_out_2",
+        "held_out_3",
+        "held_out_4",
+    }
     assert {
         "paraphrase", "synonym_field", "out_of_table_field", "negation", "antonym", "entity",
         "number", "noun", "unrelated", "other_language",
