@@ -40,10 +40,11 @@ record g agree; both then pair records one-to-one.
        `NEGATION_PHRASES`: "is not vegetarian", "never drinks", "no longer lives in"; the
        past cues "used to", "former" cancel when both claims are about the past, `PAST_CUES`,
        `PAST_WORDS`: "a retired miner" = "used to be a miner"), no different numbers (34 /
-       41; "twenty-nine" is 29), no different people (claims opening on a possessive: "her
+       41; "twenty-nine" is 29), no plan against a fact (`PLAN_CUES`: "wants to travel to
+       Peru" / "lives in Peru"), no different people (claims opening on a possessive: "her
        son" / "her daughter"), no different names (capitalised words: Porto / Lisbon),
-       and, when the two share their frame ("has a dog" / "has a cat"), no different
-       noun-phrase heads; differing words count as the same value when one abbreviates the
+       and, when the two share their frame ("has a dog" / "has a cat"), no noun-phrase
+       head without a counterpart among the other's content words; differing words count as the same value when one abbreviates the
        other (`lab` / `labrador`) or their embeddings' cosine is at least `WORD_EQUIVALENT`
        (`mum` / `mother`). `meaning(..., checks=False)` is the rule before step 3, the
        field-name cosine, the cross-field and equivalence rules, at
@@ -283,15 +284,19 @@ NEGATIONS = frozenset(
         "not", "no", "never", "none", "nothing", "nobody", "neither", "nor", "without",
         "stopped", "quit", "formerly", "former", "previously", "avoid", "avoids", "avoided",
         "avoiding", "lack", "lacks", "refuse", "refuses",
-        # a few other languages: French, Spanish, Portuguese, German
+        # a few other languages: French, Spanish, Portuguese, German, Italian
         "pas", "jamais", "nunca", "jamás", "não", "nicht", "kein", "keine", "keinen", "nie",
-        "niemals",
+        "niemals", "non",
     }
 )  # fmt: skip
 """Words that negate (or end) what follows them in a claim."""
 
 NEGATION_PHRASES = ("no longer", "used to", "gave up", "given up", "moved away", "moved out")
 """Phrases that negate or end what follows ("no longer lives in Porto", "used to smoke")."""
+
+PLAN_CUES = ("want to", "hope to", "plan to", "would like to", "dream of")
+"""Phrases that make a claim a wish or a plan (plurals folded: "wants to", "hopes to"): a
+plan does not match a fact ("wants to travel to Peru" / "lives in Peru")."""
 
 PAST_CUES = ("used to", "former", "formerly", "previously")
 """Negation cues that put what follows in the past; `PAST_WORDS` do too without being cues.
@@ -333,7 +338,7 @@ CONTRASTS: dict[str, tuple[tuple[str, ...], ...]] = {
     "outlook": (("optimistic", "hopeful"), ("pessimistic",)),
     "calm": (
         ("calm", "relaxed", "easygoing", "laid back"),
-        ("anxious", "nervous", "stressed", "stress", "tense", "worried", "worry"),
+        ("anxious", "nervous", "stressed", "stress", "tense", "worried", "worry", "panic"),
     ),
     "quality": (
         ("good", "healthy", "great", "excellent"),
@@ -343,8 +348,8 @@ CONTRASTS: dict[str, tuple[tuple[str, ...], ...]] = {
     "speed": (("quick", "quickly", "fast", "rapid", "rapidly"), ("slow", "slowly")),
     "time of day": (("morning person", "early riser", "early bird"), ("night owl", "late riser")),
     "frequency": (
-        ("always", "often", "usually", "frequently", "regularly"),
-        ("rarely", "seldom", "hardly", "occasionally"),
+        ("always", "often", "usually", "frequently", "regularly", "a lot"),
+        ("rarely", "seldom", "hardly", "barely", "occasionally"),
     ),
     "diet": (("vegetarian", "vegan"), ("eat meat", "meat eater", "carnivore", "omnivore")),
     "employment": (("employed", "working"), ("unemployed", "jobless", "retired")),
@@ -428,6 +433,7 @@ _TERMS: list[tuple[tuple[str, ...], str, int]] = sorted(
 )
 _NEG_PHRASES: list[tuple[str, ...]] = [_phrase_words(p) for p in NEGATION_PHRASES]
 _PAST = frozenset(_phrase_words(p) for p in PAST_CUES)
+_PLAN = [_phrase_words(p) for p in PLAN_CUES]
 _NOT_NEG = [_phrase_words(p) for p in NOT_NEGATIONS]
 
 
@@ -457,6 +463,8 @@ class Claim:
     """The negation cues that are `PAST_CUES` ("used to", "former")."""
     past: bool = False
     """Whether the claim is about the past: a `PAST_CUES` cue or one of `PAST_WORDS`."""
+    plan: str | None = None
+    """The claim's first `PLAN_CUES` phrase, as written: a wish or a plan, not a fact."""
 
     @property
     def vocabulary(self) -> frozenset[str]:
@@ -564,12 +572,13 @@ def analyse(statement: str) -> Claim:
     close(n)
     heads -= NUMBER_WORDS.keys()
     past = bool(past_cues) or any(w in PAST_WORDS for w in words)
+    plan = next((" ".join(raw[i : i + len(c)]) for i in range(n) for c in _PLAN if at(i, c)), None)
     subject: frozenset[str] = frozenset()
     if n > 1 and words[0] in POSSESSIVES:
         subject = frozenset(w for w in words[1:3] if w not in FUNCTION_WORDS and w not in _BREAK)
     return Claim(
         tuple(raw), words, tuple(negations), tuple(terms), names, numbers, frozenset(heads),
-        subject, tuple(past_cues), past,
+        subject, tuple(past_cues), past, plan,
     )  # fmt: skip
 
 
@@ -636,12 +645,20 @@ def _differing(a: Claim, b: Claim) -> tuple[set[str], set[str]]:
     }
 
 
+def _content(c: Claim) -> frozenset[str]:
+    """The claim's words that are not function words or punctuation."""
+    return frozenset(w for w in c.vocabulary if w not in FUNCTION_WORDS)
+
+
 def word_pairs(a: Claim, b: Claim) -> set[tuple[str, str]]:
-    """The (word, word) pairs whose cosine the value checks may ask for."""
+    """The (word, word) pairs whose cosine the value checks may ask for: each side's
+    differing names, heads and subject words against the other side's differing content
+    words."""
     da, db = _differing(a, b)
-    sa = {w for w in a.subject if w not in b.vocabulary}
-    sb = {w for w in b.subject if w not in a.vocabulary}
-    return {(x, y) for x in da | sa for y in db | sb if x != y}
+    da |= {w for w in a.subject if w not in b.vocabulary}
+    db |= {w for w in b.subject if w not in a.vocabulary}
+    ca, cb = _content(a) - b.vocabulary, _content(b) - a.vocabulary
+    return {(x, y) for x in da for y in cb if x != y} | {(x, y) for x in ca for y in db if x != y}
 
 
 def contradiction(a: str, b: str, cos: Mapping[tuple[str, str], float] | None = None) -> str | None:
@@ -727,6 +744,9 @@ def compare(
     if ca.numbers - cb.numbers and cb.numbers - ca.numbers:
         only_a, only_b = _nums(ca.numbers - cb.numbers), _nums(cb.numbers - ca.numbers)
         return f"numbers differ: {only_a} vs {only_b}", None
+    if (ca.plan is None) != (cb.plan is None):
+        side, plan = ("first", ca.plan) if ca.plan else ("second", cb.plan)
+        return f"plan vs fact: {plan!r} in the {side} claim only", None
     if ca.subject and cb.subject:
         subj_a = _unmatched(ca.subject, cb.subject, cb.vocabulary, cos)
         subj_b = _unmatched(cb.subject, ca.subject, ca.vocabulary, cos)
@@ -737,8 +757,8 @@ def compare(
     if names_a and names_b:
         return f"names differ: {', '.join(names_a)} vs {', '.join(names_b)}", None
     if _minimal_pair(ca, cb):
-        heads_a = _unmatched(ca.heads - ca.names, cb.heads | cb.names, cb.vocabulary, cos)
-        heads_b = _unmatched(cb.heads - cb.names, ca.heads | ca.names, ca.vocabulary, cos)
+        heads_a = _unmatched(ca.heads - ca.names, _content(cb), cb.vocabulary, cos)
+        heads_b = _unmatched(cb.heads - cb.names, _content(ca), ca.vocabulary, cos)
         if heads_a and heads_b:
             return f"values differ: {', '.join(heads_a)} vs {', '.join(heads_b)}", None
     return None, same
@@ -758,6 +778,7 @@ MEANING_SHA256 = _digest(
         "equivalence threshold": EQUIVALENCE_THRESHOLD,
         "word equivalent": WORD_EQUIVALENT,
         "past": [PAST_CUES, PAST_WORDS],
+        "plans": PLAN_CUES,
         "negations": sorted(NEGATIONS),
         "negation phrases": NEGATION_PHRASES,
         "not negations": NOT_NEGATIONS,
@@ -771,7 +792,8 @@ MEANING_SHA256 = _digest(
         "rule": "field group or field-name cosine with embedding cosine or equal values, "
         "or a cross-field embedding cosine (no single word, not two short values), or a "
         "proven equivalence (negated alternative = its complement); no contrast, negation "
-        "(past cues cancelling), number, subject, name or head difference; optimal 1:1",
+        "(past cues cancelling), plan vs fact, number, subject, name or head difference "
+        "(heads against content words); optimal 1:1",
     }
 )
 """Digest of the meaning matching rule (its embedding model is recorded beside it)."""
