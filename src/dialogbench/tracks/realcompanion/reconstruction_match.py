@@ -44,11 +44,12 @@ record g agree; both then pair records one-to-one.
        Peru" / "lives in Peru"), no different people (claims opening on a possessive: "her
        son" / "her daughter"), no different names (capitalised words: Porto / Lisbon),
        and, when the two share their frame ("has a dog" / "has a cat"), no noun-phrase
-       head without a counterpart among the other's content words; differing words count as the same value when one abbreviates the
-       other (`lab` / `labrador`) or their embeddings' cosine is at least `WORD_EQUIVALENT`
-       (`mum` / `mother`). `meaning(..., checks=False)` is the rule before step 3, the
-       field-name cosine, the cross-field and equivalence rules, at
-       `LEGACY_MEANING_THRESHOLD` (`LEGACY_MEANING_SHA256`), kept to measure against.
+       head without a counterpart among the other's content words; differing words count
+       as the same value when one abbreviates the other (`lab` / `labrador`) or their
+       embeddings' cosine is at least `WORD_EQUIVALENT` (`mum` / `mother`).
+       `meaning(..., checks=False)` is the rule before step 3, the field-name cosine, the
+       cross-field and equivalence rules, at `LEGACY_MEANING_THRESHOLD`
+       (`LEGACY_MEANING_SHA256`), kept to measure against.
 
 Pairing is one-to-one and optimal: among the agreeing pairs, the largest number of pairs,
 and among those the largest total similarity (`assign`: scipy's `linear_sum_assignment` on
