@@ -10,20 +10,29 @@ is matched is printed apart (the contradiction false-match rate).
 Three matchers, in the same run, on the same pairs:
 
 - `meaning`: the meaning matcher as it is (field groups or field-name cosine, statement
-  cosine, and the contradiction checks), at `--threshold`;
-- `meaning, no checks`: the same without the checks and field-name cosine
-  (`rm.meaning(..., checks=False)`): the rule before them;
+  cosine, the cross-field statement cosine, proven equivalences and the contradiction
+  checks), at `--threshold` (default `rm.MEANING_THRESHOLD`);
+- `meaning, no checks`: the rule before the checks (`rm.meaning(..., checks=False)`: table
+  fields, statement cosine at `rm.LEGACY_MEANING_THRESHOLD`);
 - `lexical`: the strict matcher at its default threshold.
 
-The pairs come in two splits: `dev` (written first; the checks were written and fixed while
-looking at its failures) and `held_out` (written after the rules were fixed, not used to
-change them). Figures are printed for each and for both together.
+The pairs come in five splits. `dev` (135 pairs, written first): the checks were written
+and fixed, and every threshold chosen, on it alone (`--sweep` prints the dev figures the
+choice was made on). `held_out` (60 pairs, written after the first checks were frozen; its
+failures were read afterwards, so it is no longer unseen). `held_out_2` (76),
+`held_out_3` (64) and `held_out_4` (60): each written and labelled before a round of rules
+and before the matcher was run on it, so each measured that round unseen; the failures of
+`held_out_2` and `held_out_3` were then read to fix bugs for the next round. `held_out_4`
+was never used to change the rules: the one unfitted figure of the rules as they are.
+Figures are printed for each split, for all pairs together (pooled), for the English pairs
+only and for the other-language pairs alone (the embedder, MiniLM, is English-only).
 
-    PYTHONPATH=src .venv/bin/python benchmarks/reconstruction_matching.py [--threshold 0.6]
+    PYTHONPATH=src .venv/bin/python benchmarks/reconstruction_matching.py [--threshold T]
         [--sweep] [--errors] [--data FILE]
 
-Exit status 1 when the meaning matcher misses the goal on all pairs (precision >= 0.95 and
-recall >= 0.90; `--min-precision`, `--min-recall`), 0 when it meets it.
+Exit status 0 when the meaning matcher meets the goal (precision >= 0.95 and recall >= 0.90;
+`--min-precision`, `--min-recall`) on each held-out split alone (`HELD_OUT`: `held_out` to
+`held_out_4`) and on all pairs pooled; 1 when it misses it on any of them.
 """
 
 from __future__ import annotations
@@ -43,6 +52,8 @@ from dialogbench.tracks.realcompanion.reconstruction import embedding_similarity
 
 DATA = Path(__file__).parent / "data" / "claim_pairs.jsonl"
 LABELS = ("match", "contradiction", "no_match")
+HELD_OUT = ("held_out", "held_out_2", "held_out_3", "held_out_4")
+"""The splits the goal is judged on (each alone), with all pairs pooled."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +141,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--threshold", type=float, default=rm.MEANING_THRESHOLD)
+    ap.add_argument(
+        "--legacy-threshold", type=float, default=rm.LEGACY_MEANING_THRESHOLD,
+        help="the no-checks rule's threshold",
+    )  # fmt: skip
     ap.add_argument("--min-precision", type=float, default=0.95)
     ap.add_argument("--min-recall", type=float, default=0.90)
     ap.add_argument("--sweep", action="store_true", help="also print a threshold sweep")
@@ -140,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     similar = embedding_similarity()
     matchers = {
         "meaning": rm.meaning(similar, args.threshold),
-        "meaning, no checks": rm.meaning(similar, args.threshold, checks=False),
+        "meaning, no checks": rm.meaning(similar, args.legacy_threshold, checks=False),
         "lexical": rm.lexical(),
     }
     decide(matchers["meaning"], pairs)  # embed every statement and field once (warm-up)
@@ -158,15 +173,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         + ", ".join(f"{labels[k]} {k}" for k in LABELS)
         + f"; {langs['en']} English, {langs['other']} other languages or mixed"
     )
-    print(f"meaning threshold {args.threshold}, field threshold {rm.FIELD_THRESHOLD}")
+    print(
+        f"meaning threshold {args.threshold}, field threshold {rm.FIELD_THRESHOLD}, "
+        f"cross-field threshold {rm.CROSS_FIELD_THRESHOLD}, equivalence threshold "
+        f"{rm.EQUIVALENCE_THRESHOLD}; no checks: threshold {args.legacy_threshold}"
+    )
     print(
         f"MEANING_SHA256 {rm.MEANING_SHA256[:16]}... "
         f"(no checks: {rm.LEGACY_MEANING_SHA256[:16]}...)"
     )
-    splits = [("all", pairs)] + [
-        (s, [p for p in pairs if p.split == s]) for s in sorted({p.split for p in pairs})
-    ]
+    splits = [(s, [p for p in pairs if p.split == s]) for s in sorted({p.split for p in pairs})]
+    splits.append(("all (pooled)", pairs))
     splits.append(("all, English only", [p for p in pairs if p.lang == "en"]))
+    splits.append(("all, other languages only", [p for p in pairs if p.lang != "en"]))
     for title, subset in splits:
         print(f"\n{title} ({len(subset)} pairs)")
         print(table([(name, figures(subset, got[name])) for name in matchers]))
@@ -193,20 +212,24 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{(time.perf_counter() - t0) * 1e3:.0f} ms")  # fmt: skip
 
     if args.sweep:
-        print("\nthreshold sweep, all pairs (meaning / no checks): precision recall")
-        for t in (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8):
-            row = []
-            for checks in (True, False):
-                f = figures(pairs, decide(rm.meaning(similar, t, checks=checks), pairs))
-                row.append(f"{f.precision:.3f} {f.recall:.3f}")
-            print(f"  {t:.2f}  " + "   ".join(row))
-
-    if args.sweep:
-        print("\nfield threshold sweep, all pairs (meaning at --threshold): precision recall")
-        for ft in (0.5, 0.55, 0.6, 0.62, 0.65, 0.7):
-            m = replace(matchers["meaning"], field_threshold=ft)
-            f = figures(pairs, decide(m, pairs))
-            print(f"  {ft:.2f}  {f.precision:.3f} {f.recall:.3f}")
+        dev = [p for p in pairs if p.split == "dev"]
+        base = matchers["meaning"]
+        sweeps: list[tuple[str, str, Sequence[float]]] = [
+            ("threshold", "statement threshold", (0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65)),
+            ("field_threshold", "field threshold", (0.5, 0.55, 0.6, 0.62, 0.65, 0.7, 0.75)),
+            ("cross_field_threshold", "cross-field threshold", (0.6, 0.65, 0.7, 0.75, 0.8)),
+            ("equivalence_threshold", "equivalence threshold", (0.0, 0.2, 0.4, 0.5)),
+        ]
+        for attr, title, values in sweeps:
+            print(f"\n{title} sweep, dev split only (the others at their defaults): "
+                  "precision recall")  # fmt: skip
+            for v in values:
+                f = figures(dev, decide(replace(base, **{attr: v}), dev))
+                print(f"  {v:.2f}  {f.precision:.3f} {f.recall:.3f}")
+        print("\nno-checks threshold sweep, dev split only: precision recall")
+        for t in (0.4, 0.5, 0.6, 0.7):
+            f = figures(dev, decide(rm.meaning(similar, t, checks=False), dev))
+            print(f"  {t:.2f}  {f.precision:.3f} {f.recall:.3f}")
 
     if args.errors:
         print("\nthe meaning matcher's errors")
@@ -216,15 +239,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                 v = m.explain(p.a, p.b)
                 print(
                     f"  {p.id} [{p.split}, {p.kind}] {p.label}: sim {v.similarity:.2f}, "
-                    f"{v.fields}, refused: {v.refused}\n      {p.a} || {p.b}"
+                    f"{v.fields}, held to: {v.rule}, refused: {v.refused}, "
+                    f"equivalent: {v.equivalent}\n      {p.a} || {p.b}"
                 )
 
-    best = figures(pairs, got["meaning"])
-    ok = best.precision >= args.min_precision and best.recall >= args.min_recall
-    print(
-        f"\ngoal precision >= {args.min_precision}, recall >= {args.min_recall} (all pairs): "
-        f"precision {best.precision:.3f}, recall {best.recall:.3f}: {'met' if ok else 'MISSED'}"
-    )
+    judged = [(s, [p for p in pairs if p.split == s]) for s in HELD_OUT]
+    judged.append(("all (pooled)", pairs))
+    ok = True
+    print(f"\ngoal precision >= {args.min_precision}, recall >= {args.min_recall}:")
+    for title, subset in judged:
+        f = figures(subset, got["meaning"])
+        met = f.precision >= args.min_precision and f.recall >= args.min_recall
+        ok = ok and met
+        print(f"  {title:<14} precision {f.precision:.3f}, recall {f.recall:.3f}: "
+              f"{'met' if met else 'MISSED'}")  # fmt: skip
+    print(f"goal {'met' if ok else 'MISSED'} ({', '.join(HELD_OUT)} and pooled)")
     return 0 if ok else 1
 
 

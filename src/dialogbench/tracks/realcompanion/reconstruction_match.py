@@ -20,24 +20,36 @@ record g agree; both then pair records one-to-one.
        `hobbies` = `interests` = `reading`); a field outside the table agrees with another
        field when the best cosine of their names' embeddings (a tabled field standing for
        every name of its group) is at least `FIELD_THRESHOLD` (`work history` ~
-       `workplace`, `husband` ~ `spouse`); two tabled fields of different groups never do;
-    2. the statements mean the same: the cosine similarity of their sentence embeddings
-       (`similarity_model`, the packaged MiniLM embedder) is at least `threshold` (default
-       `MEANING_THRESHOLD`), or they are equal once normalised. Short values (one or two
-       words on both sides, e.g. `"F"` against `"female"`) are not embedded: they agree when
-       equal after the abbreviations of `VALUE_SYNONYMS` are expanded, so `"F"` matches
-       `"female"` and never `"M"`;
+       `workplace`, `husband` ~ `spouse`); two tabled fields of different groups do not;
+    2. and the statements mean the same: the cosine similarity of their sentence
+       embeddings (`similarity_model`, the packaged MiniLM embedder) is at least
+       `threshold` (default `MEANING_THRESHOLD`), or they are equal once normalised. Short
+       values (one or two words on both sides, e.g. `"F"` against `"female"`) are not
+       embedded: they agree when equal after the abbreviations of `VALUE_SYNONYMS` are
+       expanded, so `"F"` matches `"female"` and never `"M"`;
+       or, whatever the fields, the statements' cosine is at least `CROSS_FIELD_THRESHOLD`
+       (neither a single word, not two short values: "Is allergic to peanuts" under
+       `dietary restrictions` = "Has a peanut allergy" under `diet`);
+       or, fields agreeing, the checks prove the statements equivalent (`equivalence`: a
+       negated alternative of a contrast class = its complement, "is not married" = "is
+       single") and their cosine is at least `EQUIVALENCE_THRESHOLD`;
     3. and they do not contradict each other (`contradiction`, which says why): no two
        different alternatives of a `CONTRASTS` class (likes / dislikes, married / single /
        divorced, older / younger; "not married" agrees with "single"), no word against its
        prefixed opposite (happy / unhappy), no negation in one only (`NEGATIONS`,
-       `NEGATION_PHRASES`: "is not vegetarian", "never drinks", "no longer lives in"), no
-       different numbers (34 / 41), no different names (capitalised words: Porto / Lisbon),
-       and, when the two share their frame ("has a dog" / "has a cat"), no different
-       noun-phrase heads; differing words count as the same value when one abbreviates the
-       other (`lab` / `labrador`) or their embeddings' cosine is at least `WORD_EQUIVALENT`
-       (`mum` / `mother`). `meaning(..., checks=False)` is the rule before step 3 and the
-       field-name cosine (`LEGACY_MEANING_SHA256`), kept to measure against.
+       `NEGATION_PHRASES`: "is not vegetarian", "never drinks", "no longer lives in"; the
+       past cues "used to", "former" cancel when both claims are about the past, `PAST_CUES`,
+       `PAST_WORDS`: "a retired miner" = "used to be a miner"), no different numbers (34 /
+       41; "twenty-nine" is 29), no plan against a fact (`PLAN_CUES`: "wants to travel to
+       Peru" / "lives in Peru"), no different people (claims opening on a possessive: "her
+       son" / "her daughter"), no different names (capitalised words: Porto / Lisbon),
+       and, when the two share their frame ("has a dog" / "has a cat"), no noun-phrase
+       head without a counterpart among the other's content words; differing words count
+       as the same value when one abbreviates the other (`lab` / `labrador`) or their
+       embeddings' cosine is at least `WORD_EQUIVALENT` (`mum` / `mother`).
+       `meaning(..., checks=False)` is the rule before step 3, the field-name cosine, the
+       cross-field and equivalence rules, at `LEGACY_MEANING_THRESHOLD`
+       (`LEGACY_MEANING_SHA256`), kept to measure against.
 
 Pairing is one-to-one and optimal: among the agreeing pairs, the largest number of pairs,
 and among those the largest total similarity (`assign`: scipy's `linear_sum_assignment` on
@@ -80,8 +92,13 @@ FloatArray = npt.NDArray[np.float64]
 KINDS = ("profile", "persona")
 MATCHERS = ("lexical", "meaning")
 LEXICAL_THRESHOLD = 0.25
-MEANING_THRESHOLD = 0.6
-"""Default statement similarity at which two records agree, per matcher."""
+MEANING_THRESHOLD = 0.45
+"""Default statement similarity at which two records agree, per matcher (the meaning
+matcher's chosen on the dev split of the labelled pairs, `benchmarks/reconstruction_matching.py
+--sweep`)."""
+LEGACY_MEANING_THRESHOLD = 0.6
+"""The meaning matcher's default threshold without its checks (`meaning(..., checks=False)`):
+the rule before them."""
 
 FIELD_ALIASES: dict[str, str] = {
     "job": "occupation",
@@ -247,6 +264,17 @@ FIELD_THRESHOLD = 0.62
 field (the best cosine between the two fields' names, a tabled field standing for every
 name of its group)."""
 
+CROSS_FIELD_THRESHOLD = 0.7
+"""Statement cosine at or above which two records agree whatever their fields (the checks
+still apply): "Is allergic to peanuts" under `dietary restrictions` = "Has a peanut allergy"
+under `diet`. Not for a single word or two short values: a value means little without its
+field ("Yes", "Emily" under `name`)."""
+
+EQUIVALENCE_THRESHOLD = 0.2
+"""Statement cosine at or above which two records of agreeing fields agree when the checks
+prove them equivalent (`equivalence`: "is not married" = "is single"), below the
+statement threshold."""
+
 WORD_EQUIVALENT = 0.8
 """Word cosine at or above which two differing names or key nouns count as the same value
 (`mum` = `mother`, `dog` = `puppy`); below it they are different values (`dog` vs `cat`,
@@ -257,15 +285,27 @@ NEGATIONS = frozenset(
         "not", "no", "never", "none", "nothing", "nobody", "neither", "nor", "without",
         "stopped", "quit", "formerly", "former", "previously", "avoid", "avoids", "avoided",
         "avoiding", "lack", "lacks", "refuse", "refuses",
-        # a few other languages: French, Spanish, Portuguese, German
+        # a few other languages: French, Spanish, Portuguese, German, Italian
         "pas", "jamais", "nunca", "jamás", "não", "nicht", "kein", "keine", "keinen", "nie",
-        "niemals",
+        "niemals", "non",
     }
 )  # fmt: skip
 """Words that negate (or end) what follows them in a claim."""
 
 NEGATION_PHRASES = ("no longer", "used to", "gave up", "given up", "moved away", "moved out")
 """Phrases that negate or end what follows ("no longer lives in Porto", "used to smoke")."""
+
+PLAN_CUES = ("want to", "hope to", "plan to", "would like to", "dream of")
+"""Phrases that make a claim a wish or a plan (plurals folded: "wants to", "hopes to"): a
+plan does not match a fact ("wants to travel to Peru" / "lives in Peru")."""
+
+PAST_CUES = ("used to", "former", "formerly", "previously")
+"""Negation cues that put what follows in the past; `PAST_WORDS` do too without being cues.
+When both claims carry one, these cues cancel out instead of counting as negations:
+"a retired miner" = "used to be a miner" = "a former miner"."""
+
+PAST_WORDS = ("retired",)
+"""Words that say a claim is about the past without negating it ("a retired teacher")."""
 
 NOT_NEGATIONS = ("not only", "can not wait", "no doubt", "no matter")
 """Phrases with a negation word that negate nothing."""
@@ -299,7 +339,7 @@ CONTRASTS: dict[str, tuple[tuple[str, ...], ...]] = {
     "outlook": (("optimistic", "hopeful"), ("pessimistic",)),
     "calm": (
         ("calm", "relaxed", "easygoing", "laid back"),
-        ("anxious", "nervous", "stressed", "stress", "tense", "worried", "worry"),
+        ("anxious", "nervous", "stressed", "stress", "tense", "worried", "worry", "panic"),
     ),
     "quality": (
         ("good", "healthy", "great", "excellent"),
@@ -309,8 +349,8 @@ CONTRASTS: dict[str, tuple[tuple[str, ...], ...]] = {
     "speed": (("quick", "quickly", "fast", "rapid", "rapidly"), ("slow", "slowly")),
     "time of day": (("morning person", "early riser", "early bird"), ("night owl", "late riser")),
     "frequency": (
-        ("always", "often", "usually", "frequently", "regularly"),
-        ("rarely", "seldom", "hardly", "occasionally"),
+        ("always", "often", "usually", "frequently", "regularly", "a lot"),
+        ("rarely", "seldom", "hardly", "barely", "occasionally"),
     ),
     "diet": (("vegetarian", "vegan"), ("eat meat", "meat eater", "carnivore", "omnivore")),
     "employment": (("employed", "working"), ("unemployed", "jobless", "retired")),
@@ -330,7 +370,13 @@ NUMBER_WORDS: dict[str, int] = {
     )
 } | {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
      "ninety": 90, "hundred": 100, "once": 1, "twice": 2, "dozen": 12}  # fmt: skip
-"""Number words read as numbers (digits are read as they are: `5k` is 5)."""
+"""Number words read as numbers (digits are read as they are: `5k` is 5); a tens word
+followed by a unit word is their sum ("twenty-nine" is 29)."""
+
+_TENS = frozenset(w for w, v in NUMBER_WORDS.items() if v in range(20, 100, 10))
+_UNITS = frozenset(
+    w for w, v in NUMBER_WORDS.items() if v in range(1, 10) and w not in ("once", "twice")
+)
 
 DETERMINERS = _wordset(
     "a an the his her their my our your its this that these those every each some any "
@@ -338,6 +384,8 @@ DETERMINERS = _wordset(
 )
 """Words after which a noun phrase starts (with prepositions, copulas and numbers)."""
 
+POSSESSIVES = _wordset("her his their my our your")
+"""Words on which a claim about someone else opens ("Her son ...", "His wife ...")."""
 ARTICLES = _wordset("a an the his her their my our your its this that these those")
 """Words that open a verb's object: a word just before one is read as a verb ("run a
 marathon"), not as a noun phrase's head."""
@@ -385,6 +433,8 @@ _TERMS: list[tuple[tuple[str, ...], str, int]] = sorted(
     key=lambda t: -len(t[0]),
 )
 _NEG_PHRASES: list[tuple[str, ...]] = [_phrase_words(p) for p in NEGATION_PHRASES]
+_PAST = frozenset(_phrase_words(p) for p in PAST_CUES)
+_PLAN = [_phrase_words(p) for p in PLAN_CUES]
 _NOT_NEG = [_phrase_words(p) for p in NOT_NEGATIONS]
 
 
@@ -407,6 +457,15 @@ class Claim:
     heads: frozenset[str]
     """The head (last word) of each noun phrase: after a determiner, preposition, copula or
     number, or right after the claim's first word."""
+    subject: frozenset[str] = frozenset()
+    """Who a claim that opens on a possessive is about: the (at most two) words after it
+    that are not function words ("Her son lives in Leeds": son, lives); empty otherwise."""
+    past_cues: tuple[int, ...] = ()
+    """The negation cues that are `PAST_CUES` ("used to", "former")."""
+    past: bool = False
+    """Whether the claim is about the past: a `PAST_CUES` cue or one of `PAST_WORDS`."""
+    plan: str | None = None
+    """The claim's first `PLAN_CUES` phrase, as written: a wish or a plan, not a fact."""
 
     @property
     def vocabulary(self) -> frozenset[str]:
@@ -453,22 +512,37 @@ def analyse(statement: str) -> Claim:
                 used.update(span)
                 skip.update(p for p in span if words[p] in NEGATIONS)
     negations: list[int] = []
+    past_cues: list[int] = []
     i = 0
     while i < n:
         phrase = next((p for p in _NEG_PHRASES if at(i, p)), ())
         if phrase and i not in skip:
             negations.append(i)
+            if phrase in _PAST:
+                past_cues.append(i)
             i += len(phrase)
             continue
         if words[i] in NEGATIONS and i not in skip:
             negations.append(i)
+            if (words[i],) in _PAST:
+                past_cues.append(i)
         i += 1
     names = frozenset(
         fold(t.lower())
         for k, t in enumerate(original)
         if k > 0 and original[k - 1] not in _BREAK and t[:1].isupper() and t != "I"
     )
-    numbers = frozenset(v for t in raw if (v := _number(t)) is not None)
+    values: list[float] = []
+    k = 0
+    while k < n:
+        v = _number(raw[k])
+        if v is not None and raw[k] in _TENS and k + 1 < n and raw[k + 1] in _UNITS:
+            v += NUMBER_WORDS[raw[k + 1]]  # "twenty-nine", "twenty nine": 29
+            k += 1
+        if v is not None:
+            values.append(v)
+        k += 1
+    numbers = frozenset(values)
     heads: set[str] = set()
     run: list[int] = []
     opened = False
@@ -498,9 +572,15 @@ def analyse(statement: str) -> Claim:
             run.append(k)
     close(n)
     heads -= NUMBER_WORDS.keys()
+    past = bool(past_cues) or any(w in PAST_WORDS for w in words)
+    plan = next((" ".join(raw[i : i + len(c)]) for i in range(n) for c in _PLAN if at(i, c)), None)
+    subject: frozenset[str] = frozenset()
+    if n > 1 and words[0] in POSSESSIVES:
+        subject = frozenset(w for w in words[1:3] if w not in FUNCTION_WORDS and w not in _BREAK)
     return Claim(
-        tuple(raw), words, tuple(negations), tuple(terms), names, numbers, frozenset(heads)
-    )
+        tuple(raw), words, tuple(negations), tuple(terms), names, numbers, frozenset(heads),
+        subject, tuple(past_cues), past, plan,
+    )  # fmt: skip
 
 
 def _prefixed(w: str, u: str) -> bool:
@@ -566,10 +646,20 @@ def _differing(a: Claim, b: Claim) -> tuple[set[str], set[str]]:
     }
 
 
+def _content(c: Claim) -> frozenset[str]:
+    """The claim's words that are not function words or punctuation."""
+    return frozenset(w for w in c.vocabulary if w not in FUNCTION_WORDS)
+
+
 def word_pairs(a: Claim, b: Claim) -> set[tuple[str, str]]:
-    """The (word, word) pairs whose cosine the value checks may ask for."""
+    """The (word, word) pairs whose cosine the value checks may ask for: each side's
+    differing names, heads and subject words against the other side's differing content
+    words."""
     da, db = _differing(a, b)
-    return {(x, y) for x in da for y in db if x != y}
+    da |= {w for w in a.subject if w not in b.vocabulary}
+    db |= {w for w in b.subject if w not in a.vocabulary}
+    ca, cb = _content(a) - b.vocabulary, _content(b) - a.vocabulary
+    return {(x, y) for x in da for y in cb if x != y} | {(x, y) for x in ca for y in db if x != y}
 
 
 def contradiction(a: str, b: str, cos: Mapping[tuple[str, str], float] | None = None) -> str | None:
@@ -579,6 +669,39 @@ def contradiction(a: str, b: str, cos: Mapping[tuple[str, str], float] | None = 
     their frame) different noun-phrase heads. `cos` gives the cosine of differing words
     (`word_pairs`), by which `mum` = `mother`; without it only equal words and
     abbreviations (`lab` / `labrador`) are the same value."""
+    return compare(a, b, cos)[0]
+
+
+def equivalence(a: str, b: str, cos: Mapping[tuple[str, str], float] | None = None) -> str | None:
+    """How the checks prove two statements say the same, or None: they do not contradict
+    each other (`contradiction`) and one negates an alternative of a contrast class whose
+    complement the other asserts ("is not married" = "is single", "does not eat meat" =
+    "is vegetarian", "is not happy" = "is unhappy"; `complement`)."""
+    return compare(a, b, cos)[1]
+
+
+def complement(cls: str, alt: int) -> int | None:
+    """The alternative of contrast class `cls` that "not <alternative alt>" asserts: the
+    other one of a two-valued class (a `CONTRASTS` class or a word and its prefixed
+    opposite, named `word/prefixed`), or the one holding a prefixed opposite of one of
+    alt's terms (`single` holds `unmarried`, so "not married" = "single"); None when not
+    negating alt leaves several alternatives open."""
+    alts = CONTRASTS.get(cls)
+    if alts is None:
+        return 1 - alt if "/" in cls and alt in (0, 1) else None
+    if len(alts) == 2:
+        return 1 - alt
+    for k, terms in enumerate(alts):
+        if k != alt and any(_prefixed(t, u) for t in alts[alt] for u in terms):
+            return k
+    return None
+
+
+def compare(
+    a: str, b: str, cos: Mapping[tuple[str, str], float] | None = None
+) -> tuple[str | None, str | None]:
+    """(`contradiction`, `equivalence`) of two statements: why they cannot be a match, else
+    (None, how they are proven equivalent, or None)."""
     ca, cb = analyse(a), analyse(b)
     cos = cos or {}
     extra_a: list[tuple[str, str, int]] = []
@@ -594,38 +717,52 @@ def contradiction(a: str, b: str, cos: Mapping[tuple[str, str], float] | None = 
     att_b = _attached(cb, sorted({lo for ms in mb.values() for _, lo, _ in ms}))
     decided_a: set[int] = set()
     decided_b: set[int] = set()
+    same: str | None = None
     for cls in sorted(ma.keys() & mb.keys()):
         sa = {(alt, lo in att_a.values(), lo, hi) for alt, lo, hi in ma[cls]}
         sb = {(alt, lo in att_b.values(), lo, hi) for alt, lo, hi in mb[cls]}
         if len({m[:2] for m in sa}) > 1 or len({m[:2] for m in sb}) > 1:
             continue  # a side names two alternatives, or one twice either way: undecided
         (x, na, la, ha), (y, nb, lb, hb) = min(sa), min(sb)
+        ta = ("not " if na else "") + " ".join(ca.tokens[la : ha + 1])
+        tb = ("not " if nb else "") + " ".join(cb.tokens[lb : hb + 1])
         if (x == y and na != nb) or (x != y and not na and not nb):
-            ta = ("not " if na else "") + " ".join(ca.tokens[la : ha + 1])
-            tb = ("not " if nb else "") + " ".join(cb.tokens[lb : hb + 1])
-            return f"contrast ({cls}): {ta!r} vs {tb!r}"
+            return f"contrast ({cls}): {ta!r} vs {tb!r}", None
+        if x != y and na != nb and complement(cls, x if na else y) == (y if na else x):
+            same = same or f"{cls}: {ta!r} = {tb!r}"
         decided_a.update(c for c, t in att_a.items() if any(t == m[2] for m in sa))
         decided_b.update(c for c, t in att_b.items() if any(t == m[2] for m in sb))
+    if ca.past and cb.past:  # both about the past: "used to", "former" negate nothing here
+        decided_a.update(ca.past_cues)
+        decided_b.update(cb.past_cues)
     neg_a = [c for c in ca.negations if c not in decided_a]
     neg_b = [c for c in cb.negations if c not in decided_b]
     if len(neg_a) % 2 != len(neg_b) % 2:
         which, tokens, cue = (
             ("first", ca.tokens, neg_a[0]) if len(neg_a) % 2 else ("second", cb.tokens, neg_b[0])
         )
-        return f"negation: {tokens[cue]!r} in the {which} claim only"
+        return f"negation: {tokens[cue]!r} in the {which} claim only", None
     if ca.numbers - cb.numbers and cb.numbers - ca.numbers:
         only_a, only_b = _nums(ca.numbers - cb.numbers), _nums(cb.numbers - ca.numbers)
-        return f"numbers differ: {only_a} vs {only_b}"
+        return f"numbers differ: {only_a} vs {only_b}", None
+    if (ca.plan is None) != (cb.plan is None):
+        side, plan = ("first", ca.plan) if ca.plan else ("second", cb.plan)
+        return f"plan vs fact: {plan!r} in the {side} claim only", None
+    if ca.subject and cb.subject:
+        subj_a = _unmatched(ca.subject, cb.subject, cb.vocabulary, cos)
+        subj_b = _unmatched(cb.subject, ca.subject, ca.vocabulary, cos)
+        if len(subj_a) == len(ca.subject) and len(subj_b) == len(cb.subject):
+            return f"subjects differ: {', '.join(subj_a)} vs {', '.join(subj_b)}", None
     names_a = _unmatched(ca.names, cb.names, cb.vocabulary, cos)
     names_b = _unmatched(cb.names, ca.names, ca.vocabulary, cos)
     if names_a and names_b:
-        return f"names differ: {', '.join(names_a)} vs {', '.join(names_b)}"
+        return f"names differ: {', '.join(names_a)} vs {', '.join(names_b)}", None
     if _minimal_pair(ca, cb):
-        heads_a = _unmatched(ca.heads - ca.names, cb.heads | cb.names, cb.vocabulary, cos)
-        heads_b = _unmatched(cb.heads - cb.names, ca.heads | ca.names, ca.vocabulary, cos)
+        heads_a = _unmatched(ca.heads - ca.names, _content(cb), cb.vocabulary, cos)
+        heads_b = _unmatched(cb.heads - cb.names, _content(ca), ca.vocabulary, cos)
         if heads_a and heads_b:
-            return f"values differ: {', '.join(heads_a)} vs {', '.join(heads_b)}"
-    return None
+            return f"values differ: {', '.join(heads_a)} vs {', '.join(heads_b)}", None
+    return None, same
 
 
 def _nums(values: frozenset[float]) -> str:
@@ -638,7 +775,11 @@ MEANING_SHA256 = _digest(
         "values": VALUE_SYNONYMS,
         "short": SHORT_VALUE_WORDS,
         "field threshold": FIELD_THRESHOLD,
+        "cross-field threshold": CROSS_FIELD_THRESHOLD,
+        "equivalence threshold": EQUIVALENCE_THRESHOLD,
         "word equivalent": WORD_EQUIVALENT,
+        "past": [PAST_CUES, PAST_WORDS],
+        "plans": PLAN_CUES,
         "negations": sorted(NEGATIONS),
         "negation phrases": NEGATION_PHRASES,
         "not negations": NOT_NEGATIONS,
@@ -646,9 +787,14 @@ MEANING_SHA256 = _digest(
         "contrasts": CONTRASTS,
         "numbers": NUMBER_WORDS,
         "noun phrases": [sorted(DETERMINERS), sorted(PREPOSITIONS), sorted(COPULAS)],
+        "possessives": sorted(POSSESSIVES),
+        "compound numbers": [sorted(_TENS), sorted(_UNITS)],
         "function words": sorted(FUNCTION_WORDS),
-        "rule": "field group or field-name cosine, embedding cosine or equal values, "
-        "no contrast, negation, number, name or head difference, optimal 1:1",
+        "rule": "field group or field-name cosine with embedding cosine or equal values, "
+        "or a cross-field embedding cosine (no single word, not two short values), or a "
+        "proven equivalence (negated alternative = its complement); no contrast, negation "
+        "(past cues cancelling), plan vs fact, number, subject, name or head difference "
+        "(heads against content words); optimal 1:1",
     }
 )
 """Digest of the meaning matching rule (its embedding model is recorded beside it)."""
@@ -691,6 +837,13 @@ class Verdict:
     workplace)`, or why they differ."""
     refused: str | None
     """Why a pair with agreeing fields and similar statements was refused (`contradiction`)."""
+    equivalent: str | None = None
+    """How the checks proved the statements equivalent (`equivalence`), when that is what
+    let the pair agree below the statement threshold."""
+    rule: str = ""
+    """Which threshold the statement similarity was held to: `statement`, `equivalence`,
+    `cross-field`, or `none (...)` when nothing could let the pair agree (empty for the
+    lexical matcher and without the checks)."""
 
 
 @dataclass(frozen=True)
@@ -706,6 +859,10 @@ class Matcher:
     rule, table fields and statement cosine only)."""
     field_threshold: float = FIELD_THRESHOLD
     """Field-name cosine at or above which a field outside `FIELD_GROUPS` agrees."""
+    cross_field_threshold: float = CROSS_FIELD_THRESHOLD
+    """Statement cosine at or above which records agree whatever their fields (checks on)."""
+    equivalence_threshold: float = EQUIVALENCE_THRESHOLD
+    """Statement cosine enough for records the checks prove equivalent (checks on)."""
 
     def field_key(self, text: str) -> str:
         return norm_field(text) if self.embed_similarity is None else field_group(text)
@@ -752,25 +909,38 @@ class Matcher:
         self, pred: Sequence[Record], gold: Sequence[Record]
     ) -> tuple[FloatArray, npt.NDArray[np.bool_]]:
         """The similarity of every (pred, gold) pair and whether the pair agrees."""
-        sims, agree, _ = self._judge(pred, gold)
+        sims, agree, _, _ = self._judge(pred, gold)
         return sims, agree
 
     def _judge(
         self, pred: Sequence[Record], gold: Sequence[Record]
-    ) -> tuple[FloatArray, npt.NDArray[np.bool_], dict[tuple[int, int], str]]:
+    ) -> tuple[
+        FloatArray, npt.NDArray[np.bool_], dict[tuple[int, int], str], dict[tuple[int, int], str]
+    ]:
+        """Similarities, agreement, why pairs were refused and how pairs were proven
+        equivalent."""
         sims = np.zeros((len(pred), len(gold)))
         fields, _, _ = self.fields([p[0] for p in pred], [g[0] for g in gold])
         if self.embed_similarity is None:
             for i, j in zip(*np.nonzero(fields), strict=True):
                 sims[i, j] = similarity(pred[i][1], gold[j][1])
-            return sims, fields & (sims >= self.threshold), {}
+            return sims, fields & (sims >= self.threshold), {}, {}
         values_p = [short_value(s) for _, s in pred]
         values_g = [short_value(s) for _, s in gold]
-        pairs = [
-            (int(i), int(j))
-            for i, j in zip(*np.nonzero(fields), strict=True)
-            if values_p[i] is None or values_g[j] is None
-        ]
+        both_short = np.array(
+            [[vp is not None and vg is not None for vg in values_g] for vp in values_p],
+            dtype=bool,
+        ).reshape(len(pred), len(gold))
+        several = (
+            [len(_folded(s).split()) > 1 for _, s in pred],
+            [len(_folded(s).split()) > 1 for _, s in gold],
+        )
+        cross = ~both_short & np.array(
+            [[x and y for y in several[1]] for x in several[0]], dtype=bool
+        ).reshape(len(pred), len(gold))
+        # which pairs are compared at all: agreeing fields, or (checks) cross-field candidates
+        compared = fields if not self.checks else fields | cross
+        pairs = [(int(i), int(j)) for i, j in zip(*np.nonzero(compared & ~both_short), strict=True)]
         if pairs:
             rows = sorted({i for i, _ in pairs})
             cols = sorted({j for _, j in pairs})
@@ -778,20 +948,26 @@ class Matcher:
             at_r, at_c = {i: k for k, i in enumerate(rows)}, {j: k for k, j in enumerate(cols)}
             for i, j in pairs:
                 sims[i, j] = float(got[at_r[i], at_c[j]])
-        for i, j in zip(*np.nonzero(fields), strict=True):
-            if values_p[i] is not None and values_g[j] is not None:
+        identical = np.zeros_like(fields)
+        for i, j in zip(*np.nonzero(compared), strict=True):
+            if both_short[i, j]:
                 sims[i, j] = float(values_p[i] == values_g[j])
             elif _folded(pred[i][1]) == _folded(gold[j][1]):
                 sims[i, j] = 1.0
-        agree = fields & (sims >= self.threshold) & (sims > 0)
+                identical[i, j] = True
         refused: dict[tuple[int, int], str] = {}
+        proven: dict[tuple[int, int], str] = {}
         if not self.checks:
-            return sims, agree, refused
+            return sims, fields & (sims >= self.threshold) & (sims > 0), refused, proven
+        floor = min(self.threshold, self.equivalence_threshold)
+        agree = (fields & (sims >= self.threshold) & (sims > 0)) | (
+            cross & (sims >= self.cross_field_threshold)
+        )
+        maybe = fields & ~agree & ~both_short & (sims >= floor) & (sims > 0)
         todo = [
             (int(i), int(j))
-            for i, j in zip(*np.nonzero(agree), strict=True)
-            if _folded(pred[i][1]) != _folded(gold[j][1])
-            and (values_p[i] is None or values_g[j] is None)
+            for i, j in zip(*np.nonzero(agree | maybe), strict=True)
+            if not identical[i, j] and not both_short[i, j]
         ]
         words = sorted(
             {
@@ -807,17 +983,21 @@ class Matcher:
             close = np.argwhere(e >= WORD_EQUIVALENT)
             cos = {(words[a], words[b]): float(e[a, b]) for a, b in close if a != b}
         for i, j in todo:
-            reason = contradiction(pred[i][1], gold[j][1], cos)
+            reason, same = compare(pred[i][1], gold[j][1], cos)
             if reason is not None:
                 agree[i, j] = False
-                refused[(i, j)] = reason
-        return sims, agree, refused
+                if not maybe[i, j]:
+                    refused[(i, j)] = reason
+            elif maybe[i, j] and same is not None:
+                agree[i, j] = True
+                proven[(i, j)] = same
+        return sims, agree, refused, proven
 
     def explain(self, a: Record, b: Record) -> Verdict:
-        """Whether records `a` and `b` agree, their similarity, how their fields compare and
-        why the pair was refused (None when it was not)."""
+        """Whether records `a` and `b` agree, their similarity, how their fields compare,
+        why the pair was refused (None when it was not) and which threshold held."""
         fields, cos, _ = self.fields([a[0]], [b[0]])
-        sims, agree, refused = self._judge([a], [b])
+        sims, agree, refused, proven = self._judge([a], [b])
         ka, kb = self.field_key(a[0]), self.field_key(b[0])
         c = float(cos[0, 0])
         if ka == kb:
@@ -826,7 +1006,22 @@ class Matcher:
             how = f"different groups {ka} / {kb}"
         else:
             how = f"field cosine {c:.2f} {'>=' if fields[0, 0] else '<'} {self.field_threshold}"
-        return Verdict(bool(agree[0, 0]), float(sims[0, 0]), how, refused.get((0, 0)))
+        rule = ""
+        if self.embed_similarity is not None and self.checks:
+            if (0, 0) in proven:
+                rule = "equivalence"
+            elif fields[0, 0]:
+                rule = "statement"
+            elif (short_value(a[1]) is None or short_value(b[1]) is None) and all(
+                len(_folded(s).split()) > 1 for s in (a[1], b[1])
+            ):
+                rule = "cross-field"
+            else:
+                rule = "none (fields differ; short values or a single word: no cross-field)"
+        return Verdict(
+            bool(agree[0, 0]), float(sims[0, 0]), how, refused.get((0, 0)), proven.get((0, 0)),
+            rule,
+        )  # fmt: skip
 
     def match(self, pred: Sequence[Record], gold: Sequence[Record]) -> list[tuple[int, int, float]]:
         """One-to-one optimal matching: (pred index, gold index, similarity) per pair."""
@@ -842,12 +1037,17 @@ def lexical(threshold: float = LEXICAL_THRESHOLD) -> Matcher:
 
 
 def meaning(
-    similar: StatementSimilarity, threshold: float = MEANING_THRESHOLD, *, checks: bool = True
+    similar: StatementSimilarity, threshold: float | None = None, *, checks: bool = True
 ) -> Matcher:
     """The meaning matcher: field groups (or field-name cosine >= `FIELD_THRESHOLD` for a
-    field outside them), statement similarity `similar` >= threshold, and no contradiction
-    (`contradiction`). `checks=False`: the earlier rule, fields by the table only and no
-    contradiction checks (kept to measure against)."""
+    field outside them) and statement similarity `similar` >= threshold (default
+    `MEANING_THRESHOLD`), or statement similarity >= `CROSS_FIELD_THRESHOLD` whatever the
+    fields, or agreeing fields and statements the checks prove equivalent at
+    >= `EQUIVALENCE_THRESHOLD`; and no contradiction (`contradiction`). `checks=False`: the
+    earlier rule, fields by the table only, statement similarity >= threshold (default
+    `LEGACY_MEANING_THRESHOLD`) and no contradiction checks (kept to measure against)."""
+    if threshold is None:
+        threshold = MEANING_THRESHOLD if checks else LEGACY_MEANING_THRESHOLD
     return Matcher("meaning", threshold, similar, checks)
 
 
