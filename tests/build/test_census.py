@@ -17,9 +17,10 @@ from dialogbench.build import BuildConfig, build_realcompanion
 from dialogbench.data.model import Dataset, Message, Subject
 from dialogbench.data.registry import load_dataset
 from dialogbench.runner import RoleSpec, run_track
-from dialogbench.testing import ChatServer
+from dialogbench.testing import ChatServer, UnusableFirst
 from dialogbench.testing.chatserver import Fault, status
 from dialogbench.tracks.realcompanion.demand import DEMAND, DemandConfig
+from tests_support_unusable import run_twice
 
 from .scripted import Script, Scripted
 
@@ -174,3 +175,49 @@ def test_census_and_rereading_build_and_their_rates(tmp_path: Path) -> None:
     assert rec["re-reading rate"]["n"] == len(pop)
     assert summary["census"]["subjects"] == ["ana", "ben"]
     assert not any("census" in w or "re-reading" in w for w in run.warnings)
+
+
+def test_an_unusable_rereading_is_a_failed_call_asked_again(tmp_path: Path) -> None:
+    """Each re-reading's first answer is no JSON (and so are its corrections): the build
+    exits 3 counting them `unparseable` under the judge; the rerun asks exactly those
+    again, every other reply from the cache, and writes every re-reading."""
+    out = tmp_path / "built"
+    flaky = UnusableFirst(
+        Scripted(dict(SCRIPTS)),
+        applies=lambda body: body["response_format"]["json_schema"]["name"] == "RereadReply",
+    )
+    config = BuildConfig(**{**CONFIG.__dict__, "census": False})
+    with ChatServer(reply=flaky) as srv:
+        spec = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
+        got = run_twice(
+            srv,
+            flaky,
+            out / ".build",
+            lambda: build_realcompanion(two_subjects(), out, config, spec)[1].exit_code,
+        )
+    pop = population(out)
+    assert got.exit_codes == (3, 0)
+    assert got.failed_calls_by_kind == {"judge": {"unparseable": len(pop)}}
+    assert len(got.failed) == len(pop) and got.asked_again == got.failed
+    assert all(v["reread"] is not None for v in pop.values())
+    assert not any(v["label"] and v["label"].get("stratum") == "census" for v in pop.values())
+
+
+def test_both_passes_read_and_write_the_anonymised_subject(tmp_path: Path) -> None:
+    """With anonymisation, the census and re-reading units wait for their subject's
+    identify stage, are shown the surrogates, and their lines are written under the
+    renamed subject; no request after identify names the person."""
+    out = tmp_path / "built"
+    scripted = Scripted(dict(SCRIPTS))
+    config = BuildConfig(**{**CONFIG.__dict__, "anonymise": True})
+    with ChatServer(reply=scripted) as srv:
+        spec = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
+        result, finished = build_realcompanion(two_subjects(), out, config, spec)
+        bodies = [b["messages"][-1]["content"] for b in srv.requests]
+    assert finished.exit_code == 0
+    renamed = {s.id for s in result.dataset.subjects}
+    assert renamed.isdisjoint({"ana", "ben"})
+    asked = [b for b in bodies if "new message" in b]
+    assert asked and not any(f"{who}'s" in b for b in asked for who in ("ana", "ben"))
+    pop = population(out)
+    assert len(pop) == 50 - 6 and all(v["label"] and v["reread"] for v in pop.values())
