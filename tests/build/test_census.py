@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from dialogbench.build import BuildConfig, build_realcompanion
+from dialogbench.cli import validation_report
 from dialogbench.data.model import Dataset, Message, Subject
 from dialogbench.data.registry import load_dataset
 from dialogbench.runner import RoleSpec, run_track
@@ -164,6 +165,8 @@ def test_census_and_rereading_build_and_their_rates(tmp_path: Path) -> None:
         "ids_dropped": int("a52" in pop),
     }
 
+    line, _ = validation_report(str(out))
+    assert f", {len(census_lines)} census labels, {len(pop)} re-readings;" in line
     built = load_dataset(str(out))
     run = run_track(DEMAND, built, tmp_path / "demand", DemandConfig(n_boot=100))
     summary = json.loads((tmp_path / "demand" / "summary.json").read_text())
