@@ -349,6 +349,8 @@ def test_the_command_line(tmp_path: Path) -> None:
     got = CliRunner().invoke(app, [*argv, "--n-boot", "50", "--cluster", "subject"])
     assert got.exit_code == 0, got.output
     assert "censused subjects: b, c" in got.output
+    assert "census rate over the 6 labelled of their 6 person messages" in got.output
+    assert "re-reading rate over 4 re-read person messages" in got.output
     assert "strict: 2 of 3 subjects contribute no memory-needing item: b, c" in got.output
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["config"]["cluster"] == "subject"

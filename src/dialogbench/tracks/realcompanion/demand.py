@@ -54,7 +54,8 @@ RUN_DIR/items.jsonl     source (chat, census or reread), subject, probe, stratum
                         item has needs_memory); a re-reading's row: source, subject, probe,
                         person, outside (no proportional item), needs_memory, referents
 RUN_DIR/summary.json    readings -> reading -> figure; recency window -> population -> figure;
-                        census; subjects contributing none; item counts
+                        census (subjects, population, labelled); re-reading (subjects,
+                        re-read); subjects contributing none; item counts
 RUN_DIR/subjects.json   subject -> its counts, censused flag and per-reading contribution
 """
 
@@ -309,6 +310,19 @@ class DemandTrack(TrackBase[DemandConfig, Subject]):
         ]
         censused = ", ".join(result.censused) or "none (no census labels: build --census)"
         shown.append(f"censused subjects: {censused}")
+        summary = result.summary()
+        census, reread = summary["census"], summary["re-reading"]
+        outside = census["person messages outside the proportional sample"]
+        if result.censused:
+            shown.append(
+                f"census rate over the {census['labelled']} labelled of their {outside} person "
+                "messages outside the proportional sample"
+            )
+        if reread["re-read"]:
+            shown.append(
+                f"re-reading rate over {reread['re-read']} re-read person messages outside the "
+                f"proportional sample ({', '.join(reread['subjects'])})"
+            )
         n = len(result.subjects)
         for reading, none in result.contributing_none.items():
             names = f": {', '.join(none)}" if none else ""
