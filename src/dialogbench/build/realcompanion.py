@@ -471,7 +471,8 @@ async def reread_message(
     """The re-reading of one person message: the judge, shown what stage A is shown, keeps
     the earlier messages outside the recent thread the message really points at (stage
     B's check made on the message itself). In code, ids that are no message more than
-    RECENT_WINDOW before it are dropped; `needs_memory` is whether any is kept."""
+    RECENT_WINDOW before it are dropped; `needs_memory` is whether any is kept. A message
+    with nothing beyond the recent thread makes no call (none can be kept)."""
     msgs, p = subject.messages, pick.position
     probe = msgs[p]
     pos = subject.position_of()
@@ -486,6 +487,15 @@ async def reread_message(
         "error": None,
         "stages": {},
     }
+    if p <= RECENT_WINDOW:  # nothing lies beyond the recent thread: no call
+        out = f"No message lies more than {RECENT_WINDOW} before it (no call): none verified"
+        none = Reread(
+            probe_id=probe.id,
+            needs_memory=False,
+            trace=[TraceStage(stage="reread", output=out)],
+        )
+        row.update(status="ok", dropped=0, reread=none.model_dump(mode="json"))
+        return row
     recent = list(msgs[max(0, p - RECENT_WINDOW) : p])
     earlier = shown_history(ctx, subject, p, c)
     messages = bp.reread_messages(probe.speaker, probe, recent, earlier)
