@@ -24,6 +24,8 @@ class Script:
     """Stage C: the ids a reply needs (None: every verified one)."""
     supported: bool = True
     reply: str = "That sounds like a lot; tell me more?"
+    reread: list[str] = field(default_factory=list)
+    """The re-reading keeps these ids (`["@first"]`: the first message shown)."""
 
 
 @dataclass
@@ -71,6 +73,10 @@ class Scripted:
                 "reading": f"the message {probe}",
                 "referent_ids": refs,
             }
+        elif stage == "RereadReply":
+            marks = {"@first": shown[:1]}
+            kept = [x for r in s.reread for x in marks.get(r, [r])]
+            out = {"reasoning": f"scripted re-reading of {probe}", "kept_ids": kept}
         elif stage == "VerifyReply":
             keep = shown if s.keep is None else s.keep
             out = {"reasoning": "scripted check", "kept_ids": [i for i in keep if i != probe]}

@@ -26,5 +26,6 @@ def test_the_committed_sample_is_what_the_builder_writes(
                 f"{sid}/{name} differs from the builder's output: rerun tests/build/make_sample.py"
             )
     assert set(report["rules"]) == set(RULE_IDS) and all(report["rules"].values())
+    assert "census" not in report and "reread" not in report  # neither pass is on
     prop = report["readings"]["proportional"]
     assert 0 < prop["strict"] < prop["recorded"] < prop["items"] / 10  # memory is rare

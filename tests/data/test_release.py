@@ -253,7 +253,7 @@ def test_stratum_must_be_known(tmp_path: Path) -> None:
     _write(folder, "chat.jsonl", [{"probe_id": "m3", "stratum": "banana"}])
     e = _error(tmp_path)
     assert (e.record, e.field) == ("line 1", "stratum")
-    assert "'proportional', 'enriched' or 'abstention'" in str(e)
+    assert "'proportional', 'enriched', 'abstention' or 'census'" in str(e)
 
 
 @pytest.mark.parametrize("reads", [["verify"], ["nowhere"], ["resolve", "resolve2"]])
@@ -326,3 +326,50 @@ def test_position_true_is_not_one(tmp_path: Path) -> None:
     )
     e = _error(tmp_path)
     assert e.field == "position"
+
+
+def test_census_and_rereadings_load_round_trip_and_are_checked(tmp_path: Path) -> None:
+    """census.jsonl holds stratum-census labels of messages that are no chat item, checked
+    like chat items; reread.jsonl's needs_memory must say whether a referent lies more than
+    8 messages back."""
+    folder = _subject(tmp_path / "a")
+    _write(folder, "census.jsonl", [{"probe_id": "m1", "stratum": "census", "locus": "none"}])
+    _write(folder, "reread.jsonl", [{"probe_id": "m3", "needs_memory": False}])
+    ds = load_release(folder)
+    (s,) = ds.subjects
+    assert [c.probe_id for c in s.census] == ["m1"] and s.reread[0].needs_memory is False
+    write_release(ds, tmp_path / "out")
+    assert load_release(tmp_path / "out").subjects == ds.subjects
+    assert (tmp_path / "out" / "ana" / "census.jsonl").exists()
+    for name, rows, field, says in [
+        ("census.jsonl", [{"probe_id": "m1", "stratum": "enriched"}], "stratum", "census"),
+        ("census.jsonl", [{"probe_id": "m3", "stratum": "census"}], "probe_id", "chat item"),
+        (
+            "census.jsonl",
+            [{"probe_id": "m3", "stratum": "census", "reference_ids": ["m1"], "locus": "none"}],
+            "probe_id",
+            "chat item",
+        ),
+        (
+            "reread.jsonl",
+            [{"probe_id": "m3", "needs_memory": True, "referent_ids": ["m1"]}],
+            "needs_memory",
+            "no referent lies more than 8",
+        ),
+        (
+            "reread.jsonl",
+            [{"probe_id": "m3", "needs_memory": False, "referent_ids": ["m9"]}],
+            "referent_ids",
+            "not in",
+        ),
+    ]:
+        f = _subject(tmp_path / f"bad{len(list(tmp_path.iterdir()))}")
+        _write(f, name, rows)
+        with pytest.raises(DataError) as info:
+            load_release(f)
+        assert info.value.field == field and says in str(info.value), (name, str(info.value))
+    chat = tmp_path / "chat-census"
+    f = _subject(chat)
+    _write(f, "chat.jsonl", [{"probe_id": "m3", "stratum": "census"}])
+    with pytest.raises(DataError, match="does not belong in chat items"):
+        load_release(f)

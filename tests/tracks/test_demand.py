@@ -29,7 +29,7 @@ FAST = DemandConfig(n_boot=200)
 # (probe, stratum, references, needs_memory, needs_memory_strict, dependent); None = unlabelled
 ItemSpec = tuple[str, str, list[str], bool | None, bool | None, bool | None]
 SUBJECTS: dict[str, tuple[int, list[ItemSpec]]] = {
-    # 20 messages, every person message (even positions) labelled: censused
+    # 20 messages, every person message (even positions) a chat item, but no census line
     "a": (
         20,
         [
@@ -56,6 +56,25 @@ SUBJECTS: dict[str, tuple[int, list[ItemSpec]]] = {
     ),
     # contributes no memory-needing item
     "c": (4, [("m2", "enriched", ["m1"], False, False, None)]),
+}
+
+
+# census lines (probe, references, needs_memory, needs_memory_strict): b's four person
+# messages outside its proportional items, and c's one (its other is an enriched item)
+CENSUS: dict[str, list[tuple[str, list[str], bool, bool]]] = {
+    "b": [
+        ("m0", [], False, False),
+        ("m2", ["m1"], False, False),
+        ("m6", ["m5"], False, False),
+        ("m10", ["m0"], True, False),  # 10 back
+    ],
+    "c": [("m0", [], False, False)],
+}
+# re-readings (probe, referents); needs_memory: a referent more than 8 back. b/m12 is a
+# proportional item: outside the population
+REREAD: dict[str, list[tuple[str, list[str]]]] = {
+    "a": [("m16", ["m0"])],
+    "b": [("m0", []), ("m6", []), ("m10", ["m0"]), ("m12", ["m2"])],
 }
 
 
@@ -91,6 +110,24 @@ def write_release(root: Path) -> Path:
             chat.append(item)
         (folder / "conversation.jsonl").write_text("\n".join(map(json.dumps, lines)) + "\n")
         (folder / "chat.jsonl").write_text("\n".join(map(json.dumps, chat)) + "\n")
+        census = [
+            {
+                "probe_id": probe,
+                "stratum": "census",
+                "reference_ids": refs,
+                "needs_memory": recorded,
+                "needs_memory_strict": strict,
+            }
+            for probe, refs, recorded, strict in CENSUS.get(sid, [])
+        ]
+        if census:
+            (folder / "census.jsonl").write_text("\n".join(map(json.dumps, census)) + "\n")
+        reread = [
+            {"probe_id": probe, "needs_memory": bool(refs), "referent_ids": refs}
+            for probe, refs in REREAD.get(sid, [])
+        ]
+        if reread:
+            (folder / "reread.jsonl").write_text("\n".join(map(json.dumps, reread)) + "\n")
     return root
 
 
@@ -107,10 +144,21 @@ def test_hand_computed_release(tmp_path: Path) -> None:
     # proportional: 7 of a, 3 of b; recorded a/m12, a/m14, b/m12; strict a/m12
     assert value(rec["demand rate"]) == pytest.approx(3 / 10) and rec["demand rate"]["n"] == 10
     assert value(strict["demand rate"]) == pytest.approx(1 / 10)
-    # census: a only (10 person messages); recorded m12, m14, m16; strict m12, m16
-    assert summary["census"] == {"subjects": ["a"], "person messages": 10}
-    assert value(rec["census rate"]) == pytest.approx(3 / 10) and rec["census rate"]["n"] == 10
-    assert value(strict["census rate"]) == pytest.approx(2 / 10)
+    # census: b and c, the subjects with census lines (a has none: its items are no
+    # census, though every one of its person messages is a chat item); over their person
+    # messages outside the proportional items: b/m0 m2 m6 m10 (census lines), c/m0 (census
+    # line), c/m2 (enriched item); recorded b/m10 only, strict none
+    assert summary["census"] == {
+        "subjects": ["b", "c"],
+        "person messages outside the proportional sample": 6,
+        "labelled": 6,
+    }
+    assert value(rec["census rate"]) == pytest.approx(1 / 6) and rec["census rate"]["n"] == 6
+    assert value(strict["census rate"]) == 0.0 and strict["census rate"]["n"] == 6
+    # re-reading: a/m16, b/m0 m6 m10 (b/m12 is proportional); verified far: a/m16, b/m10
+    assert summary["re-reading"] == {"subjects": ["a", "b"], "re-read": 4}
+    assert value(rec["re-reading rate"]) == 0.5 and rec["re-reading rate"]["n"] == 4
+    assert strict["re-reading rate"]["value"] is None
     # when needed (recorded), the required references only (outside the recent thread of
     # 8): a/m12 11, a/m14 12 (its reference 1 back is no memory demand), a/m16 16, b/m12 10;
     # nearest and furthest alike: sorted 10, 11, 12, 16
@@ -143,7 +191,8 @@ def test_hand_computed_release(tmp_path: Path) -> None:
     assert subjects["a"]["recorded"]["share of memory items"] == 0.75
     assert subjects["b"]["recorded"]["share of memory items"] == 0.25
     assert subjects["a"]["strict"]["share of memory items"] == 1.0
-    assert subjects["b"]["censused"] is False and subjects["b"]["labelled person messages"] == 3
+    assert subjects["b"]["censused"] is True and subjects["b"]["labelled person messages"] == 3
+    assert subjects["a"]["censused"] is False and subjects["b"]["census lines"] == 4
     assert value(subjects["b"]["recorded"]["demand rate"]) == pytest.approx(1 / 3)
     assert summary["items"] == {"all": 14, "abstention": 1, "enriched": 3, "proportional": 10}
     assert any("2 of 14 chat items carry no needs_memory label" in w for w in result.warnings)
@@ -299,7 +348,9 @@ def test_the_command_line(tmp_path: Path) -> None:
     argv = ["run", "demand", "--dataset", release, "--out", str(tmp_path / "run")]
     got = CliRunner().invoke(app, [*argv, "--n-boot", "50", "--cluster", "subject"])
     assert got.exit_code == 0, got.output
-    assert "censused subjects: a" in got.output
+    assert "censused subjects: b, c" in got.output
+    assert "census rate over the 6 labelled of their 6 person messages" in got.output
+    assert "re-reading rate over 4 re-read person messages" in got.output
     assert "strict: 2 of 3 subjects contribute no memory-needing item: b, c" in got.output
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["config"]["cluster"] == "subject"

@@ -29,6 +29,14 @@ and, unless `questions="keep"`, the question set (questions in the 16 categories
 and lie at or before the message it is asked after, or marked unanswerable; then the judge's
 check of each, which only removes).
 
+With `census` and `reread` (both off by default), two passes over every person message
+outside the proportional sample (the paper's census and its re-reading under the Stage B
+instruction): the census runs stages A to C on each message that is no sampled probe and
+writes their labels (no reference reply) to `census.jsonl`, stratum `census`; the
+re-reading asks the judge once per message (sampled enriched and abstention probes too),
+shown what stage A is shown, which earlier messages beyond the recent thread it really
+points at, and writes `reread.jsonl`. Each message is a unit of its own.
+
 With `anonymise` (the default), a runner stage runs first: `identify`, one unit per subject,
 whose calls (a chunk of messages each) return the person names and places found; every
 unit of the subject needs it and reads the subject with surrogates in place of each
@@ -67,7 +75,7 @@ from dialogbench.build import realcompanion_prompts as bp
 from dialogbench.build.anonymise import KINDS as IDENTIFIER_KINDS
 from dialogbench.build.anonymise import Surrogates, chunks, make_surrogates
 from dialogbench.build.rules import BY_ID, RULE_IDS, Case, classify, explain
-from dialogbench.build.sampling import STRATA, Pick, Sizes, sample_strata
+from dialogbench.build.sampling import STRATA, Pick, Sizes, outside_sample, sample_strata
 from dialogbench.data.errors import DataError
 from dialogbench.data.io import source_name
 from dialogbench.data.model import (
@@ -78,6 +86,7 @@ from dialogbench.data.model import (
     PersonaEntry,
     ProfileClaim,
     Question,
+    Reread,
     Subject,
     TraceStage,
 )
@@ -132,6 +141,16 @@ class BuildConfig(shared.Sampled):
         "or keep the source's",
     )
     questions_per_part: int = option(8, help="at most this many questions asked per part", min=1)
+    census: bool = option(
+        False,
+        help="label every other person message outside the proportional sample too (stages "
+        "A to C, no reply; census.jsonl): the census rate of the demand track",
+    )
+    reread: bool = option(
+        False,
+        help="re-read every person message outside the proportional sample under the "
+        "verification instruction (one call each; reread.jsonl): the re-reading rate",
+    )
     anonymise: bool = option(
         True,
         help="replace names, places and contact details by consistent surrogates in the "
@@ -163,7 +182,16 @@ class SubjectUnit:
     part: Literal["profile", "persona", "questions"]
 
 
-Unit = ProbeUnit | SubjectUnit
+@dataclass(frozen=True)
+class PassUnit:
+    """One person message outside the proportional sample, in the census (stages A to C
+    of a message that is no probe) or the re-reading (one call)."""
+
+    pick: Pick
+    part: Literal["census", "reread"]
+
+
+Unit = ProbeUnit | SubjectUnit | PassUnit
 
 
 @dataclass
@@ -174,6 +202,8 @@ class Context:
     indexes: dict[str, BM25Index]
     data: Dataset
     picks: list[Pick]
+    outside: list[Pick] = field(default_factory=list)
+    """Every person message outside the proportional sample (with `census` or `reread`)."""
     anonymised: dict[str, Subject] = field(default_factory=dict)
     """Subject id -> the subject with its surrogates (when anonymising), made once."""
 
@@ -250,17 +280,23 @@ def source_references(ctx: Context, subject_id: str, probe_id: str) -> list[str]
 
 
 async def build_probe(
-    ctx: Context, pick: Pick, models: Models, c: BuildConfig, subject: Subject | None = None
+    ctx: Context,
+    pick: Pick,
+    models: Models,
+    c: BuildConfig,
+    subject: Subject | None = None,
+    labels_only: bool = False,
 ) -> dict[str, Any]:
     """Stages A to E for one probe: the row with its chat item, or where it failed.
-    `subject` stands in for the source's (its anonymised form)."""
+    `subject` stands in for the source's (its anonymised form). With `labels_only` (the
+    census), stages A to C alone: the item's labels, no reference reply (kind `census`)."""
     subject = subject or ctx.subjects[pick.subject_id]
     msgs, p = subject.messages, pick.position
     probe = msgs[p]
     person = probe.speaker
     pos = subject.position_of()
     row: dict[str, Any] = {
-        "kind": "probe",
+        "kind": "census" if labels_only else "probe",
         "subject": subject.id,
         "probe": probe.id,
         "position": p,
@@ -281,7 +317,7 @@ async def build_probe(
         p - pos[i] > RECENT_WINDOW for i in refs if i in pos
     )
     try:
-        row.update(await _stages(ctx, pick, models, c, subject, person, pos, row))
+        row.update(await _stages(ctx, pick, models, c, subject, person, pos, row, labels_only))
         verified = row["item"]["reference_ids"]
         row["verified_outside_shown"] = sum(i not in shown for i in verified)
     except Failed as e:
@@ -299,6 +335,7 @@ async def _stages(
     person: str,
     pos: dict[str, int],
     row: dict[str, Any],
+    labels_only: bool = False,
 ) -> dict[str, Any]:
     msgs, p = subject.messages, pick.position
     probe = msgs[p]
@@ -368,6 +405,32 @@ async def _stages(
         )
     )
 
+    far = [m for m in proposed if p - m.position > RECENT_WINDOW]
+    counts = {
+        "status": "ok",
+        "proposed": len(proposed),
+        "proposed_dropped": len(dropped),
+        "proposed_far": bool(far),
+        "verified": len(verified),
+        "verified_far": any(p - m.position > RECENT_WINDOW for m in verified),
+        "verify_additions_ignored": len(added),
+    }
+    if labels_only:  # the census: the labels stages A to C give, no reply
+        labels = ChatItem(
+            probe_id=probe.id,
+            stratum=pick.stratum,
+            tier=d.tier,
+            reference_ids=[m.id for m in verified],
+            trace=trace,
+            rule=rule.id,
+            locus=d.locus,
+            needs_memory=d.needs_memory,
+            needs_memory_strict=d.needs_memory_strict,
+            dependent=d.dependent,
+            surface_tier=pick.surface_tier,
+        )
+        return {**counts, "item": labels.model_dump(mode="json")}
+
     # D: reply, from the recorded context alone
     messages = bp.reply_messages(person, probe, verified)
     r = await _ask(row, model, "reply", messages, bp.ReplyReply, c)
@@ -384,7 +447,6 @@ async def _stages(
             reads=["verify", "reply"],
         )
     )
-    far = [m for m in proposed if p - m.position > RECENT_WINDOW]
     item = ChatItem(
         probe_id=probe.id,
         stratum=pick.stratum,
@@ -400,16 +462,65 @@ async def _stages(
         surface_tier=pick.surface_tier,
         supported=e.supported,
     )
-    return {
-        "status": "ok",
-        "proposed": len(proposed),
-        "proposed_dropped": len(dropped),
-        "proposed_far": bool(far),
-        "verified": len(verified),
-        "verified_far": any(p - m.position > RECENT_WINDOW for m in verified),
-        "verify_additions_ignored": len(added),
-        "item": item.model_dump(mode="json"),
+    return {**counts, "item": item.model_dump(mode="json")}
+
+
+async def reread_message(
+    ctx: Context, pick: Pick, models: Models, c: BuildConfig, subject: Subject
+) -> dict[str, Any]:
+    """The re-reading of one person message: the judge, shown what stage A is shown, keeps
+    the earlier messages outside the recent thread the message really points at (stage
+    B's check made on the message itself). In code, ids that are no message more than
+    RECENT_WINDOW before it are dropped; `needs_memory` is whether any is kept. A message
+    with nothing beyond the recent thread makes no call (none can be kept)."""
+    msgs, p = subject.messages, pick.position
+    probe = msgs[p]
+    pos = subject.position_of()
+    row: dict[str, Any] = {
+        "kind": "reread",
+        "subject": subject.id,
+        "probe": probe.id,
+        "position": p,
+        "stratum": pick.stratum,
+        "status": "failed",
+        "failed_stage": None,
+        "error": None,
+        "stages": {},
     }
+    if p <= RECENT_WINDOW:  # nothing lies beyond the recent thread: no call
+        out = f"No message lies more than {RECENT_WINDOW} before it (no call): none verified"
+        none = Reread(
+            probe_id=probe.id,
+            needs_memory=False,
+            trace=[TraceStage(stage="reread", output=out)],
+        )
+        row.update(status="ok", dropped=0, reread=none.model_dump(mode="json"))
+        return row
+    recent = list(msgs[max(0, p - RECENT_WINDOW) : p])
+    earlier = shown_history(ctx, subject, p, c)
+    messages = bp.reread_messages(probe.speaker, probe, recent, earlier)
+    try:
+        got = await _ask(row, models["judge"], "reread", messages, bp.RereadReply, c)
+    except Failed as e:
+        row.update(failed_stage=e.stage, error=str(e), call_failed=e.got.call_failed)
+        row["raw"] = e.got.raw
+        return row
+    ids = list(dict.fromkeys(got.kept_ids))
+    kept = sorted((i for i in ids if i in pos and p - pos[i] > RECENT_WINDOW), key=pos.__getitem__)
+    dropped = [i for i in ids if i not in kept]
+    note = (
+        f"; dropped {', '.join(dropped)} (not a message more than {RECENT_WINDOW} before it)"
+        if dropped
+        else ""
+    )
+    verdict = "a verified referent outside the recent thread" if kept else "none verified"
+    trace = TraceStage(
+        stage="reread",
+        output=f"{got.reasoning}\nDecision: kept {', '.join(kept) or 'nothing'}{note}: {verdict}",
+    )
+    reread = Reread(probe_id=probe.id, needs_memory=bool(kept), referent_ids=kept, trace=[trace])
+    row.update(status="ok", dropped=len(dropped), reread=reread.model_dump(mode="json"))
+    return row
 
 
 # -- profile and persona ---------------------------------------------------------------------
@@ -766,11 +877,11 @@ def _not_identified(unit: Unit, ctx: Context) -> dict[str, Any]:
     """The row of a unit whose subject's identify stage has no usable reply: it fails
     without a call (and is redone with it)."""
     error = "the anonymisation's identify stage had no usable reply for this subject"
-    if isinstance(unit, ProbeUnit):
+    if isinstance(unit, ProbeUnit | PassUnit):
         pick = unit.pick
         probe = ctx.subjects[pick.subject_id].messages[pick.position]
         return {
-            "kind": "probe",
+            "kind": unit.part if isinstance(unit, PassUnit) else "probe",
             "subject": pick.subject_id,
             "probe": probe.id,
             "position": pick.position,
@@ -813,7 +924,8 @@ class BuildTrack(TrackBase[BuildConfig, Unit]):
         Role(
             "judge",
             "solve",
-            "the checker of stages B and E, of profile claims and of questions",
+            "the checker of stages B and E, of profile claims and of questions, and the "
+            "re-reader (--reread)",
             fallback="model",
         ),
     )
@@ -831,6 +943,14 @@ class BuildTrack(TrackBase[BuildConfig, Unit]):
         for pick in picks:
             probe = ctx.subjects[pick.subject_id].messages[pick.position]
             units[f"{pick.subject_id}/{probe.id}"] = ProbeUnit(pick)
+        if config.census or config.reread:
+            ctx.outside = outside_sample(data, picks, config.subjects)
+        for pick in ctx.outside:
+            mid = ctx.subjects[pick.subject_id].messages[pick.position].id
+            if config.census and pick.stratum == "census":
+                units[f"{pick.subject_id}/:census/{mid}"] = PassUnit(pick, "census")
+            if config.reread:
+                units[f"{pick.subject_id}/:reread/{mid}"] = PassUnit(pick, "reread")
         if config.profile:
             for s in chosen:
                 units[f"{s.id}/:profile"] = SubjectUnit(s.id, "profile")
@@ -883,12 +1003,16 @@ class BuildTrack(TrackBase[BuildConfig, Unit]):
         self, unit: Unit, models: Models, config: BuildConfig, plan: Plan[Unit]
     ) -> Rows:
         ctx: Context = plan.context
-        sid = unit.pick.subject_id if isinstance(unit, ProbeUnit) else unit.subject_id
+        sid = unit.subject_id if isinstance(unit, SubjectUnit) else unit.pick.subject_id
         subject = self.subject_for(plan, sid, config)
         if subject is None:
             return [_not_identified(unit, ctx)]
         if isinstance(unit, ProbeUnit):
             return [await build_probe(ctx, unit.pick, models, config, subject)]
+        if isinstance(unit, PassUnit):
+            if unit.part == "census":
+                return [await build_probe(ctx, unit.pick, models, config, subject, True)]
+            return [await reread_message(ctx, unit.pick, models, config, subject)]
         if unit.part == "profile":
             return [await build_profile(subject, models, config)]
         if unit.part == "questions":
@@ -899,6 +1023,9 @@ class BuildTrack(TrackBase[BuildConfig, Unit]):
         ctx: Context = plan.context
         built, anonymised = assemble(ctx, rows, config, plan.done.get("identify", {}))
         report = summarise(ctx, rows, config)
+        passes = census_report(ctx, rows, config)
+        report["sentences"] += passes.pop("sentences")
+        report.update(passes)
         if config.anonymise:
             report["anonymisation"] = anonymised
             report["sentences"].append(
@@ -912,7 +1039,15 @@ class BuildTrack(TrackBase[BuildConfig, Unit]):
                 for r in rows
             ),
             "profile, persona or question passes with an unusable reply": sum(
-                r["kind"] != "probe" and r["status"] != "ok" and not r.get("call_failed")
+                r["kind"] in ("profile", "persona", "questions")
+                and r["status"] != "ok"
+                and not r.get("call_failed")
+                for r in rows
+            ),
+            "census labels or re-readings not made (a reply was unusable)": sum(
+                r["kind"] in ("census", "reread")
+                and r["status"] != "ok"
+                and not r.get("call_failed")
                 for r in rows
             ),
         }
@@ -959,11 +1094,9 @@ def assemble(
                 left_out += 1
                 continue
             surrogates = surrogates_of(s, got, config)
-        items = [
-            ChatItem.model_validate(r["item"])
-            for r in sorted(mine.get("probe", []), key=lambda r: r["position"])
-            if r["status"] == "ok"
-        ]
+        items = [ChatItem.model_validate(r["item"]) for r in _done(mine, "probe")]
+        census = [ChatItem.model_validate(r["item"]) for r in _done(mine, "census")]
+        reread = [Reread.model_validate(r["reread"]) for r in _done(mine, "reread")]
         profile, persona, questions = s.profile, s.persona, s.questions
         if config.profile:
             profile = [
@@ -980,6 +1113,8 @@ def assemble(
         built = s.model_copy(
             update={
                 "chat_items": items,
+                "census": census,
+                "reread": reread,
                 "profile": profile,
                 "persona": persona,
                 "questions": questions,
@@ -1007,6 +1142,69 @@ def assemble(
         f"the private run record ({WORK_DIR}/parts/identify.jsonl)",
     }
     return dataset, report
+
+
+def _done(rows: dict[str, list[dict[str, Any]]], kind: str) -> list[dict[str, Any]]:
+    """The finished rows of `kind`, in conversation order."""
+    done = [r for r in rows.get(kind, []) if r["status"] == "ok"]
+    return sorted(done, key=lambda r: int(r["position"]))
+
+
+def _share(k: int, n: int) -> str:
+    return f"{k / n:.1%}" if n else "no value"
+
+
+def census_report(ctx: Context, rows: Rows, config: BuildConfig) -> dict[str, Any]:
+    """build.json's `census` and `reread`: over the person messages outside the
+    proportional sample, how many each pass labelled (the census counts the built
+    enriched and abstention items too: they carry the same stages' labels), failed, and
+    found needing memory; and their sentences."""
+    outside = {(p.subject_id, p.position) for p in ctx.outside}
+    n = len(outside)
+    out: dict[str, Any] = {"sentences": []}
+    if config.census:
+        built = [
+            r
+            for r in rows
+            if r["kind"] in ("probe", "census")
+            and r["status"] == "ok"
+            and (r["subject"], r["position"]) in outside
+        ]
+        labelled = [r["item"] for r in built]
+        recorded = sum(bool(i["needs_memory"]) for i in labelled)
+        strict = sum(bool(i["needs_memory_strict"]) for i in labelled)
+        out["census"] = {
+            "messages": n,
+            "labelled": len(labelled),
+            "labelled_by_chat_items": sum(r["kind"] == "probe" for r in built),
+            "labelled_by_census": sum(r["kind"] == "census" for r in built),
+            "failed": sum(r["kind"] == "census" and r["status"] != "ok" for r in rows),
+            "recorded": recorded,
+            "strict": strict,
+        }
+        out["sentences"].append(
+            f"Census: {len(labelled)} of the {n} person messages outside the proportional "
+            f"sample labelled (stages A to C); {recorded} carry a verified memory demand under "
+            f"the recorded reading ({_share(recorded, len(labelled))}) and {strict} under the "
+            f"strict one ({_share(strict, len(labelled))})."
+        )
+    if config.reread:
+        done = [r for r in rows if r["kind"] == "reread"]
+        ok = [r["reread"] for r in done if r["status"] == "ok"]
+        found = sum(bool(x["needs_memory"]) for x in ok)
+        out["reread"] = {
+            "messages": n,
+            "read": len(ok),
+            "failed": len(done) - len(ok),
+            "needs_memory": found,
+            "ids_dropped": sum(r.get("dropped", 0) for r in done if r["status"] == "ok"),
+        }
+        out["sentences"].append(
+            f"Re-reading under the Stage B instruction: {len(ok)} of the {n} person messages "
+            f"outside the proportional sample read; {found} have a verified referent outside "
+            f"the recent thread ({_share(found, len(ok))})."
+        )
+    return out
 
 
 def summarise(ctx: Context, rows: Rows, config: BuildConfig) -> dict[str, Any]:

@@ -86,6 +86,19 @@ VERIFY_TASK = (
     "- kept_ids: the [id]s you keep (an empty list keeps none)."
 )
 
+REREAD_TASK = (
+    "Read {person}'s new message again, with the messages shown before it, and check, as a "
+    "verifier would, whether it really points at one of the earlier messages from further "
+    "back (those before the recent thread). Keep such a message only if the new message "
+    "points at it and, as quoted, it supports that reading; most messages point at nothing "
+    "further back, and then you keep none. Never keep a message of the recent thread.\n"
+    "- reasoning: one or two sentences.\n"
+    "- kept_ids: the [id]s of the earlier messages from further back you verified (an "
+    "empty list keeps none)."
+)
+"""The re-reading (`build realcompanion --reread`): stage B's check, made on the message
+itself rather than on stage A's proposal."""
+
 CLASSIFY_TASK = (
     "{person}'s new message was read as: {reading} (kind: {kind}). These earlier messages "
     "are verified to be what it points at. Which of them must a good reply draw on, so that "
@@ -235,6 +248,13 @@ class ResolveReply(BaseModel):
 
 class VerifyReply(BaseModel):
     """Stage B's reply."""
+
+    reasoning: Reasoning
+    kept_ids: Ids
+
+
+class RereadReply(BaseModel):
+    """The re-reading's reply."""
 
     reasoning: Reasoning
     kept_ids: Ids
@@ -406,6 +426,18 @@ def resolve_messages(
     )
 
 
+def reread_messages(
+    person: str, probe: Message, recent: Sequence[Message], earlier: Sequence[Message]
+) -> list[ChatMessage]:
+    """The re-reading: stage A's view of the history (what it was shown), stage B's check."""
+    return _call(
+        REREAD_TASK.format(person=person),
+        block(EARLIER_HEADING, earlier),
+        block(RECENT_HEADING.format(n=RECENT_WINDOW), recent),
+        probe_block(person, probe),
+    )
+
+
 def _on_reading(
     task: str,
     heading: str,
@@ -518,6 +550,7 @@ SCHEMAS: tuple[type[BaseModel], ...] = (
     QuestionsReply,
     QuestionCheckReply,
     IdentifyReply,
+    RereadReply,
 )
 
 

@@ -238,3 +238,27 @@ def sample_strata(
         for si, p in sorted(strata)
     ]
     return picks, warnings
+
+
+def outside_sample(
+    data: Dataset, picks: Sequence[Pick], subjects: Sequence[str] = ()
+) -> list[Pick]:
+    """Every person message outside the proportional sample (ordered by subject, then
+    position): the sampled enriched and abstention probes as they were drawn, and each
+    other person message as a pick of stratum `census`, with its surface signal. The
+    census and the re-reading (`build realcompanion --census`, `--reread`) read these."""
+    chosen = [s for s in data.subjects if not subjects or s.id in subjects]
+    drawn = {(p.subject_id, p.position): p for p in picks}
+    out: list[Pick] = []
+    for s in chosen:
+        sig = surface(s)
+        openers = session_openers(s)
+        for p in person_positions(s):
+            got = drawn.get((s.id, p))
+            if got is None:
+                got = Pick(
+                    s.id, p, "census", sig.tier[p], round(float(sig.signal[p]), 6), p in openers
+                )
+            if got.stratum != "proportional":
+                out.append(got)
+    return out

@@ -227,9 +227,13 @@ def validation_report(name_or_path: str) -> tuple[str, list[str]]:
     n_q = sum(len(s.questions) for s in ds.subjects)
     n_prof = sum(len(s.profile) for s in ds.subjects)
     n_pers = sum(len(s.persona) for s in ds.subjects)
+    n_census = sum(len(s.census) for s in ds.subjects)
+    n_reread = sum(len(s.reread) for s in ds.subjects)
+    passes = f", {n_census} census labels" if n_census else ""
+    passes += f", {n_reread} re-readings" if n_reread else ""
     return (
         f"{ds.name}: valid. {len(ds.subjects)} subjects, {n_msg} messages, {n_chat} chat "
-        f"items, {n_q} questions, {n_prof} profile claims, {n_pers} persona entries; "
+        f"items, {n_q} questions, {n_prof} profile claims, {n_pers} persona entries{passes}; "
         f"sha256 {ds.sha256}",
         ds.warnings,
     )

@@ -21,7 +21,9 @@ In corpora where both speakers are people (LoCoMo), both are `user`."""
 
 MAX_ID = 256
 """The longest id (of a message, subject, question or stage) a record may hold."""
-Stratum = Literal["proportional", "enriched", "abstention"]
+Stratum = Literal["proportional", "enriched", "abstention", "census"]
+"""The three sampled strata of chat.jsonl, and `census`: the labels `census.jsonl` gives the
+person's other messages (stages A to C of the derivation, no reference reply)."""
 Locus = Literal["none", "recent", "session", "distant"]
 """Where an item's verified references sit: nowhere, within the recent thread (the last
 RECENT_WINDOW messages), earlier in the probe's own session, or in an earlier session."""
@@ -174,6 +176,19 @@ class ChatItem(_Record):
         return trace
 
 
+class Reread(_Record):
+    """The re-reading of one person message under the verification (stage B) instruction:
+    the earlier messages, outside the recent thread, it was verified to point at."""
+
+    probe_id: Id
+    needs_memory: bool = Field(
+        description="a verified referent lies outside the recent thread (more than "
+        "RECENT_WINDOW messages before the message)"
+    )
+    referent_ids: list[Id] = Field(default_factory=list, description="the verified referents")
+    trace: list[TraceStage] = Field(default_factory=list)
+
+
 class Question(_Record):
     """An authored question about the subject, with evidence."""
 
@@ -199,6 +214,13 @@ class Subject(_Record):
     persona: list[PersonaEntry] = Field(default_factory=list)
     chat_items: list[ChatItem] = Field(default_factory=list)
     questions: list[Question] = Field(default_factory=list)
+    census: list[ChatItem] = Field(
+        default_factory=list,
+        description="census labels of person messages that are no chat item (stratum census)",
+    )
+    reread: list[Reread] = Field(
+        default_factory=list, description="re-readings of person messages (reread.jsonl)"
+    )
     speakers: list[Text] = Field(default_factory=list, description="people under study")
 
     def position_of(self) -> dict[str, int]:

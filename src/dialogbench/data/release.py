@@ -8,6 +8,8 @@ DATASET/
     persona.json            {"entries": [...]}         optional
     chat.jsonl              one chat item per line      optional
     questions.jsonl         one question per line       optional
+    census.jsonl            census labels, one a line   optional (build realcompanion --census)
+    reread.jsonl            re-readings, one a line     optional (build realcompanion --reread)
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from dialogbench.data.io import (
 from dialogbench.data.labels import check_labels
 from dialogbench.data.model import (
     MAX_ID,
+    RECENT_WINDOW,
     ChatItem,
     Dataset,
     Id,
@@ -39,6 +42,7 @@ from dialogbench.data.model import (
     PersonaEntry,
     ProfileClaim,
     Question,
+    Reread,
     Subject,
     Text,
 )
@@ -48,8 +52,10 @@ PROFILE = "profile.json"
 PERSONA = "persona.json"
 CHAT = "chat.jsonl"
 QUESTIONS = "questions.jsonl"
+CENSUS = "census.jsonl"
+REREAD = "reread.jsonl"
 DATASET_META = "dataset.json"
-SUBJECT_FILES = (CONVERSATION, PROFILE, PERSONA, CHAT, QUESTIONS)
+SUBJECT_FILES = (CONVERSATION, PROFILE, PERSONA, CHAT, QUESTIONS, CENSUS, REREAD)
 
 
 def is_release(path: Path) -> bool:
@@ -156,6 +162,8 @@ def _load_subject(folder: Path) -> Subject:
     persona = _load_records(folder / PERSONA, "entries", PersonaEntry)
     chat = _load_lines(folder / CHAT, ChatItem)
     questions = _load_lines(folder / QUESTIONS, Question)
+    census = _load_lines(folder / CENSUS, ChatItem)
+    reread = _load_lines(folder / REREAD, Reread)
     meta_speakers = sorted({m.speaker for m in messages if m.role == "user"})
     subject = Subject(
         id=_subject_id(folder),
@@ -164,6 +172,8 @@ def _load_subject(folder: Path) -> Subject:
         persona=persona,
         chat_items=[c for _, c in chat],
         questions=[q for _, q in questions],
+        census=[c for _, c in census],
+        reread=[r for _, r in reread],
         speakers=meta_speakers,
     )
     check_subject(
@@ -172,6 +182,8 @@ def _load_subject(folder: Path) -> Subject:
             "conversation": (conv, lines),
             "chat": (folder / CHAT, [n for n, _ in chat]),
             "questions": (folder / QUESTIONS, [n for n, _ in questions]),
+            "census": (folder / CENSUS, [n for n, _ in census]),
+            "reread": (folder / REREAD, [n for n, _ in reread]),
             "profile": (folder / PROFILE, None),
             "persona": (folder / PERSONA, None),
         },
@@ -213,7 +225,7 @@ def _load_records(path: Path, key: str, model: type[_Rec]) -> list[_Rec]:
     return [parse_record(model, c, path, f"{key}[{i}]") for i, c in enumerate(records)]
 
 
-_Line = TypeVar("_Line", ChatItem, Question)
+_Line = TypeVar("_Line", ChatItem, Question, Reread)
 
 
 def _load_lines(path: Path, model: type[_Line]) -> list[tuple[str, _Line]]:
@@ -231,11 +243,14 @@ def check_subject(
     files: dict[str, tuple[Path | str, list[str] | None]] | None = None,
     path: Path | str | None = None,
 ) -> None:
-    """Raise `DataError` if ids repeat (messages, questions, chat probes), any derived
-    record cites a missing message or the probe's future, or a chat item's labels
-    contradict its references (`dialogbench.data.labels`).
+    """Raise `DataError` if ids repeat (messages, questions, chat probes, census and
+    re-read messages), any derived record cites a missing message or the probe's future, a
+    chat or census item's labels contradict its references (`dialogbench.data.labels`), a
+    census label is given to a chat item's probe or a stratum is in the wrong file, or a
+    re-reading's `needs_memory` contradicts where its referents sit.
 
-    `files` maps 'conversation' / 'chat' / 'questions' / 'profile' / 'persona' to (path,
+    `files` maps 'conversation' / 'chat' / 'questions' / 'census' / 'reread' / 'profile' /
+    'persona' to (path,
     record names) so that errors name the line; kinds it leaves out are reported in `path`
     (the loader's file) as `<kind>[i]`.
     """
@@ -262,6 +277,8 @@ def check_subject(
     unique("conversation", "message id", "id", [m.id for m in subject.messages])
     unique("questions", "question id", "id", [q.id for q in subject.questions])
     unique("chat", "probe_id", "probe_id", [c.probe_id for c in subject.chat_items])
+    unique("census", "probe_id", "probe_id", [c.probe_id for c in subject.census])
+    unique("reread", "probe_id", "probe_id", [r.probe_id for r in subject.reread])
     pos = subject.position_of()
     sessions = {m.id: m.session for m in subject.messages}
 
@@ -286,24 +303,55 @@ def check_subject(
                 problem = f"'{ref}' (position {pos[ref]}) is not before {point}"
                 raise error(kind, i, field, problem, fix)
 
-    for i, item in enumerate(subject.chat_items):
-        if item.probe_id not in pos:
-            raise missing("chat", i, "probe_id", item.probe_id)
-        probe_at = pos[item.probe_id]
+    probes = {c.probe_id for c in subject.chat_items}
+    for kind, items in (("chat", subject.chat_items), ("census", subject.census)):
+        for i, item in enumerate(items):
+            if item.probe_id not in pos:
+                raise missing(kind, i, "probe_id", item.probe_id)
+            if (item.stratum == "census") != (kind == "census"):
+                want = "census" if kind == "census" else "proportional, enriched or abstention"
+                wrong = f"stratum '{item.stratum}' does not belong in {kind} items"
+                raise error(kind, i, "stratum", wrong, f"set 'stratum' to {want}")
+            if kind == "census" and item.probe_id in probes:
+                twice = f"'{item.probe_id}' is a chat item's probe: it is labelled there"
+                raise error(kind, i, "probe_id", twice, "drop the census line")
+            probe_at = pos[item.probe_id]
+            cited(
+                kind,
+                i,
+                "reference_ids",
+                item.reference_ids,
+                probe_at,
+                f"the probe '{item.probe_id}' (position {probe_at})",
+                "a reply may only draw on earlier messages; remove or correct the id",
+            )
+            problem = check_labels(item, probe_at, pos, sessions)
+            if problem is not None:
+                field, why, fix = problem
+                where, record = locate(kind, i)
+                raise DataError(where, why, record=record, field=field, fix=fix)
+    for i, r in enumerate(subject.reread):
+        if r.probe_id not in pos:
+            raise missing("reread", i, "probe_id", r.probe_id)
+        at = pos[r.probe_id]
         cited(
-            "chat",
+            "reread",
             i,
-            "reference_ids",
-            item.reference_ids,
-            probe_at,
-            f"the probe '{item.probe_id}' (position {probe_at})",
-            "a reply may only draw on earlier messages; remove or correct the id",
+            "referent_ids",
+            r.referent_ids,
+            at,
+            f"the message '{r.probe_id}' (position {at})",
+            "a referent lies before the message; remove or correct the id",
         )
-        problem = check_labels(item, probe_at, pos, sessions)
-        if problem is not None:
-            field, why, fix = problem
-            where, record = locate("chat", i)
-            raise DataError(where, why, record=record, field=field, fix=fix)
+        far = any(at - pos[ref] > RECENT_WINDOW for ref in r.referent_ids)
+        if r.needs_memory != far:
+            says = "a referent lies" if far else "no referent lies"
+            why = (
+                f"is {str(r.needs_memory).lower()}, but {says} more than {RECENT_WINDOW} "
+                "messages before the message"
+            )
+            fix = f"set 'needs_memory' to {str(far).lower()}, or correct 'referent_ids'"
+            raise error("reread", i, "needs_memory", why, fix)
     for i, q in enumerate(subject.questions):
         asked_at = len(subject.messages)
         if q.after_id is not None:
@@ -358,3 +406,7 @@ def write_release(dataset: Dataset, path: Path) -> None:
             write_jsonl(d / CHAT, s.chat_items)
         if s.questions:
             write_jsonl(d / QUESTIONS, s.questions)
+        if s.census:
+            write_jsonl(d / CENSUS, s.census)
+        if s.reread:
+            write_jsonl(d / REREAD, s.reread)

@@ -11,9 +11,19 @@ Figures, each with a 95% bootstrap interval (items resampled, or whole subjects 
 
     demand rate        share of proportional-stratum items that need memory (the only
                        stratum that answers "how often": a uniform sample of messages)
-    census rate        share of the person's messages that need memory, over the subjects
-                       whose every person message has a chat item (the censused subjects,
-                       named in summary.json; none: no census figure)
+    census rate        the paper's census: the share of the person's messages *outside the
+                       proportional sample* that need memory, over those the census labelled:
+                       in each subject with census labels (`census.jsonl`, `build
+                       realcompanion --census`; the censused subjects, named in
+                       summary.json), every person message that is no proportional item and
+                       carries a label (its enriched or abstention chat item, or its census
+                       line). No census labels: no value, and a warning
+    re-reading rate    the second procedure over the same population: the share of the
+                       re-read person messages outside the proportional sample (`reread.jsonl`,
+                       `build realcompanion --reread`) whose re-reading under the verification
+                       instruction kept a referent outside the recent thread (one reading:
+                       under `recorded`; `strict` has none). No re-reading: no value, and a
+                       warning
     nearest / furthest how many messages back the nearest and the furthest *required*
                        reference sit (`memory.py`: outside the recent thread, the ones that
                        make the item need memory), over every item (any stratum) that needs
@@ -30,17 +40,22 @@ Figures, each with a 95% bootstrap interval (items resampled, or whole subjects 
                        its own proportional demand rate, per reading (subjects.json); and the
                        subjects that contribute no memory-needing item (summary.json)
 
-Subjects without a chat item are left out (they have nothing to read). A corpus with no chat
+Subjects without a chat item, census line or re-reading are left out (they have nothing to
+read). Every figure but the two census rates reads the chat items alone. A corpus with no chat
 item at all (LoCoMo, MemoryBank: questions only) stops with an error saying so; build its
 chat ground truth first.
 
-One unit per subject; its rows (one per chat item) hold the labels and distances:
+One unit per subject; its rows (one per chat item, census line and re-reading) hold the
+labels and distances:
 
-RUN_DIR/items.jsonl     subject, probe, stratum, tier, rule, locus, person, references,
-                        nearest, furthest, needs_memory, needs_memory_strict, dependent,
-                        supported, surface_tier, labelled (the item has needs_memory)
+RUN_DIR/items.jsonl     source (chat, census or reread), subject, probe, stratum, tier, rule,
+                        locus, person, references, nearest, furthest, needs_memory,
+                        needs_memory_strict, dependent, supported, surface_tier, labelled (the
+                        item has needs_memory); a re-reading's row: source, subject, probe,
+                        person, outside (no proportional item), needs_memory, referents
 RUN_DIR/summary.json    readings -> reading -> figure; recency window -> population -> figure;
-                        census; subjects contributing none; item counts
+                        census (subjects, population, labelled); re-reading (subjects,
+                        re-read); subjects contributing none; item counts
 RUN_DIR/subjects.json   subject -> its counts, censused flag and per-reading contribution
 """
 
@@ -66,12 +81,12 @@ from dialogbench.stats.bootstrap import (
     percentile_interval,
     resample_counts,
 )
-from dialogbench.tracks.realcompanion.memory import READINGS, labels_of
+from dialogbench.tracks.realcompanion.memory import READINGS, labels_of, memory_labels
 
 TRACK = "demand"
 FloatArray = npt.NDArray[np.float64]
 QUANTILES = (("median", 0.5), ("p75", 0.75))
-RATE_FIGURES = ("demand rate", "census rate")
+RATE_FIGURES = ("demand rate", "census rate", "re-reading rate")
 DISTANCE_FIGURES = tuple(
     f"{side} {name}" for side in ("nearest", "furthest") for name in ("median", "p75", "max")
 )
@@ -110,15 +125,24 @@ class DemandConfig:
 
 @dataclass(frozen=True)
 class Census:
-    """One subject's person messages and how many of them carry a chat item."""
+    """One subject's person messages, how many carry a chat item, and the census's and the
+    re-reading's population: the person messages outside the proportional sample."""
 
     person_messages: int
     labelled: int
+    outside: int = 0
+    """Person messages that are no proportional item."""
+    census_lines: int = 0
+    """Of those, how many carry a census line."""
+    census_labelled: int = 0
+    """Of those, how many carry a label (a chat item or a census line)."""
+    reread: int = 0
+    """Of those, how many were re-read."""
 
     @property
     def censused(self) -> bool:
-        """Every person message is labelled (and there is at least one)."""
-        return self.person_messages > 0 and self.labelled == self.person_messages
+        """The subject has census labels (`census.jsonl`)."""
+        return self.census_lines > 0
 
 
 @dataclass
@@ -141,7 +165,14 @@ class DemandResult:
             "window": self.window_size,
             "census": {
                 "subjects": self.censused,
-                "person messages": sum(self.subjects[s]["person messages"] for s in self.censused),
+                "person messages outside the proportional sample": sum(
+                    self.subjects[s]["outside the proportional sample"] for s in self.censused
+                ),
+                "labelled": sum(self.subjects[s]["census labelled"] for s in self.censused),
+            },
+            "re-reading": {
+                "subjects": sorted(s for s, v in self.subjects.items() if v["re-read"]),
+                "re-read": sum(v["re-read"] for v in self.subjects.values()),
             },
             "subjects contributing none": {
                 r: {"count": len(v), "subjects": v} for r, v in self.contributing_none.items()
@@ -158,14 +189,23 @@ def person_messages(subject: Subject) -> list[Message]:
 
 
 def subject_rows(subject: Subject) -> Rows:
-    """One row per chat item of `subject`: its labels and reference distances."""
+    """One row per chat item of `subject` (its labels and reference distances), per census
+    line (the same) and per re-reading."""
     labels = labels_of(subject)
+    pos = subject.position_of()
     person = {m.id for m in person_messages(subject)}
+    sampled = {i.probe_id for i in subject.chat_items if i.stratum == "proportional"}
     rows: Rows = []
-    for item in subject.chat_items:
-        lab = labels[item.probe_id]
+    items = [("chat", i) for i in subject.chat_items] + [("census", i) for i in subject.census]
+    for source, item in items:
+        if source == "chat":
+            lab = labels[item.probe_id]
+        else:
+            refs = [pos[r] for r in item.reference_ids if r in pos]
+            lab = memory_labels(item, pos[item.probe_id], refs)
         rows.append(
             {
+                "source": source,
                 "subject": subject.id,
                 "probe": item.probe_id,
                 "stratum": item.stratum,
@@ -186,14 +226,40 @@ def subject_rows(subject: Subject) -> Rows:
                 "labelled": item.needs_memory is not None,
             }
         )
+    for r in subject.reread:
+        rows.append(
+            {
+                "source": "reread",
+                "subject": subject.id,
+                "probe": r.probe_id,
+                "person": r.probe_id in person,
+                "outside": r.probe_id not in sampled,
+                "needs_memory": r.needs_memory,
+                "referents": len(r.referent_ids),
+            }
+        )
     return rows
 
 
 def census_of(subject: Subject) -> Census:
-    """How many of the subject's person messages carry a chat item."""
+    """How many of the subject's person messages carry a chat item, and of those outside
+    the proportional sample how many carry a census line, any label, a re-reading."""
     ids = {m.id for m in person_messages(subject)}
     labelled = {i.probe_id for i in subject.chat_items} & ids
-    return Census(person_messages=len(ids), labelled=len(labelled))
+    outside = ids - {i.probe_id for i in subject.chat_items if i.stratum == "proportional"}
+    lines = {i.probe_id for i in subject.census} & outside
+    return Census(
+        person_messages=len(ids),
+        labelled=len(labelled),
+        outside=len(outside),
+        census_lines=len(lines),
+        census_labelled=len((labelled & outside) | lines),
+        reread=len({r.probe_id for r in subject.reread} & outside),
+    )
+
+
+def _has_labels(subject: Subject) -> bool:
+    return bool(subject.chat_items or subject.census or subject.reread)
 
 
 class DemandTrack(TrackBase[DemandConfig, Subject]):
@@ -204,13 +270,13 @@ class DemandTrack(TrackBase[DemandConfig, Subject]):
     config_type = DemandConfig
 
     def plan(self, data: Dataset, config: DemandConfig) -> Plan[Subject]:
-        units = {s.id: s for s in data.subjects if s.chat_items}
-        if not units:
+        units = {s.id: s for s in data.subjects if _has_labels(s)}
+        if not any(s.chat_items for s in data.subjects):
             raise ValueError(
                 f"dataset {data.name!r} has no chat item: the demand track reads chat.jsonl "
                 "labels (needs_memory, needs_memory_strict, or reference_ids)"
             )
-        census = {s.id: census_of(s) for s in data.subjects if s.chat_items}
+        census = {s.id: census_of(s) for s in data.subjects if _has_labels(s)}
         return Plan(units, warnings=list(data.warnings), context=census)
 
     async def solve(
@@ -242,8 +308,21 @@ class DemandTrack(TrackBase[DemandConfig, Subject]):
                 "probes",
             ),
         ]
-        censused = ", ".join(result.censused) or "none (no subject has every message labelled)"
+        censused = ", ".join(result.censused) or "none (no census labels: build --census)"
         shown.append(f"censused subjects: {censused}")
+        summary = result.summary()
+        census, reread = summary["census"], summary["re-reading"]
+        outside = census["person messages outside the proportional sample"]
+        if result.censused:
+            shown.append(
+                f"census rate over the {census['labelled']} labelled of their {outside} person "
+                "messages outside the proportional sample"
+            )
+        if reread["re-read"]:
+            shown.append(
+                f"re-reading rate over {reread['re-read']} re-read person messages outside the "
+                f"proportional sample ({', '.join(reread['subjects'])})"
+            )
         n = len(result.subjects)
         for reading, none in result.contributing_none.items():
             names = f": {', '.join(none)}" if none else ""
@@ -314,10 +393,11 @@ def summarise(
     rows: Sequence[dict[str, Any]], census: dict[str, Census], config: DemandConfig
 ) -> DemandResult:
     """The figures from the item rows and each subject's census."""
+    everything = rows
+    rows = [r for r in everything if r.get("source", "chat") == "chat"]
     n = len(rows)
     subject = np.array([r["subject"] for r in rows], dtype=object)
     stratum = np.array([r["stratum"] for r in rows], dtype=object)
-    person = np.array([r["person"] for r in rows], bool)
 
     def distances(key: str) -> FloatArray:
         return np.array([np.nan if r[key] is None else r[key] for r in rows], float)
@@ -330,7 +410,15 @@ def summarise(
     }
     censused = sorted(s for s, c in census.items() if c.censused)
     proportional = stratum == "proportional"
-    in_census = np.isin(subject, censused) & person
+    population = [
+        r
+        for r in everything
+        if r.get("source", "chat") in ("chat", "census")
+        and r["subject"] in censused
+        and r["person"]
+        and r["stratum"] != "proportional"
+    ]
+    reread = [r for r in everything if r.get("source") == "reread" and r["person"] and r["outside"]]
     has_refs = ~np.isnan(nearest)
     boot = {"n_boot": config.n_boot, "seed": config.seed}
 
@@ -340,6 +428,15 @@ def summarise(
     def mean(values: npt.NDArray[np.bool_], mask: npt.NDArray[np.bool_]) -> Estimate:
         return bootstrap_means(values[mask].astype(float), clusters(mask), **boot)[0]
 
+    def rate(of: Sequence[dict[str, Any]], key: str) -> Estimate:
+        """The share of `of` whose `key` is true (clusters: their subjects)."""
+        if not of:
+            return nan_estimate()
+        values = np.array([bool(r[key]) for r in of], float)
+        who = [str(r["subject"]) for r in of] if config.cluster == "subject" else None
+        return bootstrap_means(values, who, **boot)[0]
+
+    nan = nan_estimate()
     readings: dict[str, dict[str, Estimate]] = {}
     window: dict[str, dict[str, Estimate]] = {}
     finds = nearest <= config.window  # NaN compares False
@@ -351,9 +448,11 @@ def summarise(
     }
     for reading in READINGS:
         needs = need[reading]
+        key = "needs_memory" if reading == "recorded" else "needs_memory_strict"
         figures = {
             "demand rate": mean(needs, proportional),
-            "census rate": mean(needs, in_census),
+            "census rate": rate(population, key),
+            "re-reading rate": rate(reread, "needs_memory") if reading == "recorded" else nan,
         }
         measured = needs & has_refs
         for side, d in (("nearest", nearest), ("furthest", far)):
@@ -369,7 +468,7 @@ def summarise(
         }
     per_subject, none = _subjects(rows, census, need, config)
     items = {"all": n, **{s: int((stratum == s).sum()) for s in sorted(set(stratum.tolist()))}}
-    warnings = _warnings(rows, proportional, censused)
+    warnings = _warnings(rows, proportional, census, bool(reread))
     return DemandResult(
         readings=readings,
         window=window,
@@ -401,6 +500,10 @@ def _subjects(
             "person messages": c.person_messages,
             "labelled person messages": c.labelled,
             "censused": c.censused,
+            "outside the proportional sample": c.outside,
+            "census lines": c.census_lines,
+            "census labelled": c.census_labelled,
+            "re-read": c.reread,
         }
         for reading in READINGS:
             needs = need[reading]
@@ -421,7 +524,10 @@ def _subjects(
 
 
 def _warnings(
-    rows: Sequence[dict[str, Any]], proportional: npt.NDArray[np.bool_], censused: list[str]
+    rows: Sequence[dict[str, Any]],
+    proportional: npt.NDArray[np.bool_],
+    census: dict[str, Census],
+    reread: bool,
 ) -> list[str]:
     out = []
     unlabelled = sum(1 for r in rows if not r["labelled"])
@@ -433,8 +539,21 @@ def _warnings(
         )
     if not proportional.any():
         out.append("no item of the proportional stratum: the demand rate has no value")
+    censused = {s: c for s, c in census.items() if c.censused}
     if not censused:
         out.append(
-            "no subject has a chat item for every person message: the census rate has no value"
+            "no census labels (census.jsonl: build realcompanion --census): the census rate "
+            "has no value"
+        )
+    for sid, c in sorted(censused.items()):
+        if c.census_labelled < c.outside:
+            out.append(
+                f"{sid}: the census labelled {c.census_labelled} of its {c.outside} person "
+                "messages outside the proportional sample; the census rate counts those only"
+            )
+    if not reread:
+        out.append(
+            "no re-reading of the person messages outside the proportional sample "
+            "(reread.jsonl: build realcompanion --reread): the re-reading rate has no value"
         )
     return out
