@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from dialogbench.cli import app
 from dialogbench.data.errors import DataError
 from dialogbench.train.sft import export_sft, split
-from train.sft_support import PEOPLE, SECRET
+from train.sft_support import PEOPLE, SECRET, ZH_PEOPLE, sotopia_run
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
@@ -106,3 +106,50 @@ def test_cli_export_sft(runs: tuple[Path, Path, list[Any]], tmp_path: Path) -> N
     assert "train and" in got.output and (tmp_path / "c" / "export.json").exists()
     bad = CliRunner().invoke(app, ["export", "sft", str(aw), "--out", "x", "--format", "csv"])
     assert bad.exit_code == 2 and "--format" in bad.output
+
+
+def test_sotopia_judged_run_exports_its_episodes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    run = sotopia_run(tmp_path)
+    rows = _lines(run / "items.jsonl")
+    assert all(r["judge_overall"] == "overall" and "average" not in r for r in rows)
+    # by hand: 6 episodes (4 English, 2 Chinese), self-play, each side speaks once and
+    # participant 1 ends: two examples per episode, every one judged
+    summary = export_sft([run], tmp_path / "all", val_fraction=0)
+    assert summary["train"] == 12 and summary["val"] == 0
+    assert summary["runs"][0]["left_out"] == {}
+    examples = _lines(tmp_path / "all" / "train.jsonl")
+    ends = [e for e in examples if json.loads(e["messages"][-1]["content"]).get("end")]
+    assert len(ends) == 6  # participant 1's side, which ended it
+    # SOTOPIA scores each agent: participant 1 has the top of every range (mean 40/7),
+    # participant 2 the bottom (-30/7), so --min-score 0 keeps participant 1's six sides
+    kept = export_sft([run], tmp_path / "p1", min_score=0, val_fraction=0)
+    assert kept["train"] == 6
+    assert kept["runs"][0]["left_out"] == {"side's score below 0": 6}
+    firsts = [e["messages"][2]["content"] for e in _lines(tmp_path / "p1" / "train.jsonl")]
+    assert sorted(json.loads(c)["person"] for c in firsts) == sorted(
+        [a for a, _ in PEOPLE] + [a for a, _ in ZH_PEOPLE]
+    )
+
+
+@pytest.mark.parametrize("fmt", ["openai", "sharegpt"])
+def test_files_are_utf8_with_chinese_unescaped(
+    fmt: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    run = sotopia_run(tmp_path)
+    export_sft([run], tmp_path / "o", val_fraction=0.5, fmt=fmt)  # type: ignore[arg-type]
+    for name in ("train.jsonl", "val.jsonl", "export.json"):
+        raw = (tmp_path / "o" / name).read_bytes()
+        text = raw.decode("utf-8")  # strict: fails on anything that is not UTF-8
+        assert "\\u" not in text, name
+    lines = (tmp_path / "o" / "train.jsonl").read_bytes().decode("utf-8")
+    lines += (tmp_path / "o" / "val.jsonl").read_bytes().decode("utf-8")
+    assert "这辆自行车多少钱？" in lines and "卖掉自行车" in lines
+    for a, _ in ZH_PEOPLE:  # the end marker with its Chinese name, as characters
+        marker = json.dumps({"person": a, "end": True}, ensure_ascii=False)
+        assert json.dumps(marker, ensure_ascii=False)[1:-1] in lines
+    key = "messages" if fmt == "openai" else "conversations"
+    assert all(key in json.loads(x) for x in lines.splitlines())

@@ -19,8 +19,12 @@ def export_sft_cmd(
     ],
     out: Annotated[Path, typer.Option("--out", help="folder for train.jsonl, val.jsonl")],
     min_score: Annotated[
-        float, typer.Option(help="keep rows the judge scored at least this (0-10)")
-    ] = 0.0,
+        float | None,
+        typer.Option(
+            help="keep rows the judge scored at least this, on the run's rubric's overall "
+            "(DEMO: 0-10; SOTOPIA: its overall, per side); default: every judged row"
+        ),
+    ] = None,
     val_fraction: Annotated[
         float, typer.Option(help="share of dialogues / episodes for validation")
     ] = 0.1,

@@ -12,11 +12,15 @@ finished run had under test, and its trajectories are:
   the side's own turns as assistant messages in the track's turn format
   (`{"person": ..., "content": ...}`, and the end marker when the side ended it).
 
-A judged score filters them (`--min-score`: an awareness item's `score`, an episode's
-`average`, both 0-10); rows that were never parsed, judged or finished are left out and
-counted, never exported. Examples are split into train and validation by dialogue (or
-episode), so both sides of an episode and every task of a dialogue fall on the same side.
-Formats: OpenAI-style `{"messages": [...]}` lines, or ShareGPT
+A judged score filters them (`--min-score`: an awareness item's `score`, 0-10; an
+episode's overall score under the rubric it was judged with, the row's `judge_overall`
+field: DEMO's `average`, 0-10, or a rubric file's overall, e.g. SOTOPIA's `overall`, the
+mean of its seven dimensions on their own ranges; a per-agent rubric scores each side on
+its own agent's dimensions); rows that were never parsed, judged or finished are left out
+and counted, never exported. Without `--min-score` every judged row is kept. Files are
+UTF-8 with every character as itself (no `\\u` escapes). Examples are split into train
+and validation by dialogue (or episode), so both sides of an episode and every task of a
+dialogue fall on the same side. Formats: OpenAI-style `{"messages": [...]}` lines, or ShareGPT
 `{"conversations": [{"from": "system"|"human"|"gpt", "value": ...}]}`.
 
 The prompts are rebuilt from the run's dataset, found by the manifest's name or source and
@@ -42,6 +46,8 @@ from dialogbench.models.types import ChatMessage
 Format = Literal["openai", "sharegpt"]
 FORMATS: tuple[Format, ...] = ("openai", "sharegpt")
 SHAREGPT_ROLES = {"system": "system", "user": "human", "assistant": "gpt"}
+TEXT: dict[str, Any] = {"ensure_ascii": False}  # every json.dumps: characters as themselves
+PARTICIPANTS = ("p1", "p2")  # a per-agent rubric's keys under a row's `agents`
 
 
 @dataclass
@@ -117,7 +123,11 @@ def _merge(messages: list[ChatMessage]) -> list[ChatMessage]:
 
 
 def awareness_examples(
-    run: Path, rows: list[dict[str, Any]], data: DemoSet, min_score: float, counts: RunCounts
+    run: Path,
+    rows: list[dict[str, Any]],
+    data: DemoSet,
+    min_score: float | None,
+    counts: RunCounts,
 ) -> list[Example]:
     from dialogbench.tracks.demo import awareness_prompts as ap
     from dialogbench.tracks.demo.awareness import _names, participant_names
@@ -134,14 +144,14 @@ def awareness_examples(
             counts.left_out["answer never parsed"] += 1
         elif score is None:
             counts.left_out["not judged"] += 1
-        elif score < min_score:
+        elif min_score is not None and score < min_score:
             counts.left_out[f"score below {min_score:g}"] += 1
         elif row["id"] not in items:
             counts.left_out["item not in the dataset"] += 1
         else:
             item = items[row["id"]]
             messages = ap.prediction_messages(item, _names(item, names))
-            reply = json.dumps(answer, ensure_ascii=False)
+            reply = json.dumps(answer, **TEXT)
             messages = [*messages, {"role": "assistant", "content": reply}]
             out.append(
                 Example(
@@ -152,21 +162,26 @@ def awareness_examples(
 
 
 def interaction_examples(
-    run: Path, rows: list[dict[str, Any]], data: DemoSet, min_score: float, counts: RunCounts
+    run: Path,
+    rows: list[dict[str, Any]],
+    data: DemoSet,
+    min_score: float | None,
+    counts: RunCounts,
 ) -> list[Example]:
     from dialogbench.tracks.demo import interaction_prompts as ip
 
     episodes = {e.id: e for e in data.episodes}
     out = []
     for row in rows:
-        score = row.get("average")
+        score = row.get(row.get("judge_overall") or "average")
         if row.get("failure") is not None or row.get("ending") == "failed":
             counts.left_out["episode failed"] += 1
             continue
         if score is None:
             counts.left_out["not judged"] += 1
             continue
-        if score < min_score:
+        per_side = isinstance(row.get("agents"), dict)
+        if min_score is not None and not per_side and score < min_score:
             counts.left_out[f"score below {min_score:g}"] += 1
             continue
         episode = episodes.get(row["episode"])
@@ -184,26 +199,26 @@ def interaction_examples(
             for t in turns[first:]:
                 if t["person"] == person.name:
                     turn = {"person": person.name, "content": t["content"]}
-                    messages.append(
-                        {"role": "assistant", "content": json.dumps(turn, ensure_ascii=False)}
-                    )
+                    messages.append({"role": "assistant", "content": json.dumps(turn, **TEXT)})
                 else:
                     messages.append({"role": "user", "content": f"{t['person']}: {t['content']}"})
             if row.get("ended_by") == person.name:
                 end = {"person": person.name, ip.END_KEY: True}
-                messages.append({"role": "assistant", "content": json.dumps(end)})
+                messages.append({"role": "assistant", "content": json.dumps(end, **TEXT)})
             while messages[-1]["role"] != "assistant":
                 messages.pop()  # learn nothing from the partner's last words
+            mine = side_score(row, side, float(score))
+            if min_score is not None and mine < min_score:
+                counts.left_out[f"side's score below {min_score:g}"] += 1  # a per-agent rubric
+                continue
             out.append(
-                Example(
-                    _merge(messages), f"episode:{episode.id}", "interaction", str(run), float(score)
-                )
+                Example(_merge(messages), f"episode:{episode.id}", "interaction", str(run), mine)
             )
     return out
 
 
 def examples_of(
-    run: Path, min_score: float, dataset: str | None = None, model: str | None = None
+    run: Path, min_score: float | None, dataset: str | None = None, model: str | None = None
 ) -> tuple[list[Example], RunCounts]:
     """The examples of one finished run, and its counts."""
     manifest = _read_json(run / "manifest.json")
@@ -227,6 +242,18 @@ def examples_of(
     examples = make(run, rows, data, min_score, counts)
     counts.examples = len(examples)
     return examples, counts
+
+
+def side_score(row: dict[str, Any], side: int, overall: float) -> float:
+    """The score of one side of an episode: under a per-agent rubric (SOTOPIA's), the mean
+    of that participant's own dimensions (the row's `agents`); otherwise the episode's
+    overall score."""
+    agents = row.get("agents")
+    if isinstance(agents, dict) and isinstance(agents.get(PARTICIPANTS[side]), dict):
+        mine = agents[PARTICIPANTS[side]]
+        if mine:
+            return float(sum(mine.values()) / len(mine))
+    return overall
 
 
 def split(
@@ -258,7 +285,7 @@ def export_sft(
     runs: Sequence[Path],
     out: Path,
     *,
-    min_score: float = 0.0,
+    min_score: float | None = None,
     val_fraction: float = 0.1,
     seed: int = 0,
     fmt: Format = "openai",
@@ -277,7 +304,7 @@ def export_sft(
     train, val = split(examples, val_fraction, seed)
     out.mkdir(parents=True, exist_ok=True)
     for name, part in (("train", train), ("val", val)):
-        text = "".join(json.dumps(record(e, fmt), ensure_ascii=False) + "\n" for e in part)
+        text = "".join(json.dumps(record(e, fmt), **TEXT) + "\n" for e in part)
         (out / f"{name}.jsonl").write_text(text, encoding="utf-8")
     summary = {
         "format": fmt,
@@ -299,5 +326,5 @@ def export_sft(
             for c in per_run
         ],
     }
-    (out / "export.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    (out / "export.json").write_text(json.dumps(summary, indent=1, **TEXT) + "\n", encoding="utf-8")
     return summary
