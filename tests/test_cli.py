@@ -692,3 +692,53 @@ def test_validate_rejects_a_lone_surrogate(tmp_path: Path) -> None:
     (folder / "conversation.jsonl").write_text('{"id": "a", "speaker": "A", "text": "\\ud800"}\n')
     result = runner.invoke(app, ["data", "validate", str(folder)])
     assert result.exit_code == 2 and "lone surrogate" in result.output
+
+
+DEMO_FIXTURES = Path(__file__).parent / "data" / "demo" / "fixtures"
+
+
+def test_validate_demo_paths_as_named_sets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A DEMO corpus folder by path gets the same summary line as the set by name; DEMO's
+    released files (a folder or one file) get the DEMO summary too."""
+    monkeypatch.setenv("DIALOGBENCH_DATA", str(DEMO_FIXTURES))
+    for name, named in (("cped", "cped:test"), ("casino", "casino:test"), ("sotopia", "sotopia")):
+        by_path = runner.invoke(app, ["data", "validate", str(DEMO_FIXTURES / name)])
+        assert by_path.exit_code == 0, by_path.output
+        assert by_path.output.startswith(f"{name}: valid."), by_path.output
+        assert by_path.output == runner.invoke(app, ["data", "validate", named]).output
+    folder = runner.invoke(app, ["data", "validate", str(DEMO_FIXTURES)])
+    assert folder.exit_code == 0, folder.output
+    text = " ".join(folder.output.split())
+    assert text.startswith("fixtures: valid. 0 dialogues, 8 awareness items (goal 2"), text
+    assert "5 episodes; sha256 " in text
+    one = runner.invoke(app, ["data", "validate", str(DEMO_FIXTURES / "element_awareness_en.json")])
+    assert one.exit_code == 0 and one.output.startswith("element_awareness_en: valid."), one.output
+    broken = runner.invoke(app, ["data", "validate", str(DEMO_FIXTURES / "cped_broken")])
+    assert broken.exit_code == 2 and "missing column 'DA'" in broken.output, broken.output
+
+
+def test_validate_names_what_a_folder_was_looked_for_as(tmp_path: Path) -> None:
+    for folder in (tmp_path, DEMO_FIXTURES / "broken"):
+        result = runner.invoke(app, ["data", "validate", str(folder)])
+        assert result.exit_code == 2, result.output
+        text = " ".join(result.output.split())
+        assert text.count("error") == 1, text
+        for looked_for in (
+            "release subject files",
+            "LoCoMo",
+            "element_awareness_*.json",
+            "dialogue_agent_interaction_*.jsonl",
+            "cped/test_split.csv",
+            "casino/casino_test.json",
+            "sotopia/env_agent_combo_storages.jsonl",
+        ):
+            assert looked_for in text, (looked_for, text)
+
+
+def test_validate_real_demo_folders_by_path(
+    cped_dir: Path, casino_dir: Path, sotopia_dir: Path
+) -> None:
+    for folder in (cped_dir, casino_dir, sotopia_dir):
+        by_path = runner.invoke(app, ["data", "validate", str(folder)])
+        assert by_path.exit_code == 0, by_path.output
+        assert by_path.output == runner.invoke(app, ["data", "validate", folder.name]).output

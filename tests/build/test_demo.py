@@ -588,3 +588,19 @@ def test_cli_build_demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
         assert bad.exit_code == 2 and "give two checkers" in bad.output
     build = json.loads((tmp_path / "b" / "build.json").read_text())
     assert build["models"]["checkers"] == [{"same_as": "model"}] * 2
+
+
+def test_data_validate_reads_the_build_output(tmp_path: Path) -> None:
+    """`data validate` takes a `build demo` folder as DEMO's release (the summary of a
+    named DEMO set), not as a memory dataset."""
+    out = tmp_path / "built"
+    with ChatServer(reply=Scripted()) as srv:
+        summary = _build(CONFIG, out, srv.base_url)
+    kept = summary["output"]["dialogues"]
+    assert kept and (out / "parts").is_dir()
+    result = CliRunner().invoke(app, ["data", "validate", str(out)])
+    assert result.exit_code == 0, result.output
+    assert " ".join(result.output.split()) == (
+        f"built: valid. 0 dialogues, {4 * kept} awareness items (goal {kept}, persona {kept}, "
+        f"scene {kept}, utterance {kept}), {kept} episodes; sha256 {load_release(out).sha256}"
+    ), result.output

@@ -28,12 +28,18 @@ from dialogbench.cli.report_demo import print_table3
 from dialogbench.cli.run import TrackCommands, register_commands
 from dialogbench.cli.ui import console, csv, err, friendly_errors, table_of
 from dialogbench.data.demo.model import TASKS
-from dialogbench.data.demo.registry import DEMO_DATASETS, load_demo, locate_demo
+from dialogbench.data.demo.registry import (
+    DEMO_DATASETS,
+    demo_layouts,
+    is_demo_path,
+    load_demo,
+    locate_demo,
+)
 from dialogbench.data.download import download
 from dialogbench.data.errors import DataError
 from dialogbench.data.generic import FIELD_HELP, ImportConfig, flag, import_chat_export
-from dialogbench.data.registry import REGISTRY, load_dataset, locate
-from dialogbench.data.release import write_release
+from dialogbench.data.registry import REGISTRY, load_dataset, locate, sniff_folder
+from dialogbench.data.release import is_release, write_release
 from dialogbench.models import (
     CallKey,
     ChatMessage,
@@ -210,8 +216,12 @@ def data_validate(path: str) -> None:
 
 
 def validation_report(name_or_path: str) -> tuple[str, list[str]]:
-    """`data validate`'s summary line and warnings; a `DataError` for bad input."""
-    if name_or_path.partition(":")[0] in DEMO_DATASETS:
+    """`data validate`'s summary line and warnings; a `DataError` for bad input.
+
+    A DEMO corpus by name, or by path (DEMO's released files, a `build demo` output, a
+    CPED / CaSiNo / SOTOPIA folder), gets the DEMO summary; anything else is a dataset."""
+    path = Path(name_or_path)
+    if name_or_path.partition(":")[0] in DEMO_DATASETS or is_demo_path(path):
         demo = load_demo(name_or_path)
         tasks = Counter(i.task for i in demo.items)
         per_task = ", ".join(f"{t} {tasks[t]}" for t in TASKS if tasks[t])
@@ -221,6 +231,17 @@ def validation_report(name_or_path: str) -> tuple[str, list[str]]:
             f"sha256 {demo.sha256}",
             demo.warnings,
         )
+    if path.is_dir() and not is_release(path):
+        try:
+            sniff_folder(path)
+        except DataError:
+            raise DataError(
+                path,
+                "not a dataset folder: no release subject files, no known dataset file "
+                f"(LoCoMo, MemoryBank, LongMemEval) and no DEMO files ({demo_layouts()})",
+                fix="see docs/release-format.md, `dialogbench data import`, or "
+                "`dialogbench data list`",
+            ) from None
     ds = load_dataset(name_or_path)
     n_msg = sum(len(s.messages) for s in ds.subjects)
     n_chat = sum(len(s.chat_items) for s in ds.subjects)

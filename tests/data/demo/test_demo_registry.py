@@ -32,6 +32,14 @@ def test_release_path() -> None:
     assert len(load_demo(str(FIXTURES)).items) == 8
 
 
+def test_corpus_folder_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A corpus folder by path reads the splits it holds, as the name does."""
+    monkeypatch.setenv("DIALOGBENCH_DATA", str(FIXTURES))
+    for name, named in (("cped", "cped:test"), ("casino", "casino:test"), ("sotopia", "sotopia")):
+        by_path = load_demo(str(FIXTURES / name), seed=3)
+        assert by_path == load_demo(named, seed=3), name
+
+
 def test_errors(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("DIALOGBENCH_DATA", str(tmp_path))
     monkeypatch.setenv("DIALOGBENCH_HOME", str(tmp_path))

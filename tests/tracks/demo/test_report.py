@@ -108,3 +108,21 @@ def test_sotopia_runs_go_to_table4(tmp_path: Path) -> None:
     info = read_run(run)
     assert paper_rows([info]) == {}
     assert sotopia_rows([info])["m1"]["secret"].value == -0.5
+
+
+def test_two_sotopia_runs_of_one_model_are_refused_naming_both(tmp_path: Path) -> None:
+    figure = {"value": -0.5, "ci_low": -1.0, "ci_high": 0.0, "n": 3}
+    folders = []
+    for name in ("first", "second"):
+        run = write_run(tmp_path / name, "demo-interaction", "m1", [], rubric="sotopia")
+        (run / "summary.json").write_text(json.dumps({"en": {"overall": figure}}))
+        folders.append(run)
+    other = write_run(tmp_path / "other", "demo-interaction", "m2", [], rubric="sotopia")
+    (other / "summary.json").write_text(json.dumps({"en": {"overall": figure}}))
+    assert set(sotopia_rows([read_run(folders[0]), read_run(other)])) == {"m1", "m2"}
+    with pytest.raises(DataError, match="second SOTOPIA-judged demo-interaction run of m1"):
+        sotopia_rows([read_run(f) for f in folders])
+    result = runner.invoke(app, ["report", "demo", *map(str, folders)], terminal_width=400)
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.split())
+    assert str(folders[0]) in text and str(folders[1]) in text, text

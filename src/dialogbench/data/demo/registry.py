@@ -2,7 +2,8 @@
 
 A name resolves to `$DIALOGBENCH_DATA/<folder>` (then the download home, as for the other
 datasets); `name:split` picks splits (`cped:valid`, `casino:test`, `casino:train+valid`).
-Any other argument is a path to DEMO's released files: one file or a folder holding them.
+Any other argument is a path: to DEMO's released files (one file or a folder holding them,
+as `dialogbench build demo` writes) or to a corpus folder (one holding its marker file).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from dialogbench.data.demo import casino, cped, sotopia
 from dialogbench.data.demo.model import DemoSet
-from dialogbench.data.demo.release import load_release
+from dialogbench.data.demo.release import AWARENESS_GLOB, INTERACTION_GLOB, load_release
 from dialogbench.data.errors import DataError
 from dialogbench.data.registry import data_roots
 
@@ -31,6 +32,14 @@ class DemoDatasetSpec:
     marker: str
     """A file whose presence in the folder means the corpus is there."""
     splits: tuple[str, ...] = ()
+    split_files: tuple[tuple[str, str], ...] = ()
+    """(split, file name) for a corpus whose splits are files, to read the ones a folder has."""
+
+    def splits_in(self, folder: Path) -> tuple[str, ...] | None:
+        """The splits to read from a corpus folder given by path: None (the defaults) when
+        every split file is there, else those that are."""
+        present = tuple(s for s, f in self.split_files if (folder / f).is_file())
+        return None if len(present) == len(self.split_files) else present
 
 
 def _cped(folder: Path, splits: tuple[str, ...] | None, seed: int) -> DemoSet:
@@ -60,6 +69,7 @@ DEMO_DATASETS: dict[str, DemoDatasetSpec] = {
             loader=_cped,
             marker=cped.SPLITS["test"],
             splits=tuple(cped.SPLITS),
+            split_files=tuple(cped.SPLITS.items()),
         ),
         DemoDatasetSpec(
             name="casino",
@@ -71,6 +81,7 @@ DEMO_DATASETS: dict[str, DemoDatasetSpec] = {
             loader=_casino,
             marker="casino_test.json",
             splits=casino.SPLITS,
+            split_files=tuple((s, f"casino_{s}.json") for s in casino.SPLITS),
         ),
         DemoDatasetSpec(
             name="sotopia",
@@ -97,6 +108,35 @@ def locate_demo(spec: DemoDatasetSpec) -> Path | None:
     return None
 
 
+def demo_corpus_at(path: Path) -> DemoDatasetSpec | None:
+    """The corpus whose marker file the folder `path` holds, or None."""
+    if path.is_dir():
+        for spec in DEMO_DATASETS.values():
+            if (path / spec.marker).is_file():
+                return spec
+    return None
+
+
+def is_demo_release(path: Path) -> bool:
+    """True for one of DEMO's released files or a folder holding any (a `build demo` output)."""
+    if path.is_file():
+        return path.match(AWARENESS_GLOB) or path.match(INTERACTION_GLOB)
+    return path.is_dir() and any(
+        any(path.glob(pattern)) for pattern in (AWARENESS_GLOB, INTERACTION_GLOB)
+    )
+
+
+def is_demo_path(path: Path) -> bool:
+    """True for a path `load_demo` reads: DEMO's released files or a corpus folder."""
+    return is_demo_release(path) or demo_corpus_at(path) is not None
+
+
+def demo_layouts() -> str:
+    """What a DEMO path is looked for as, in words (for error messages)."""
+    corpora = ", ".join(f"{s.folder}/{s.marker}" for s in DEMO_DATASETS.values())
+    return f"DEMO's {AWARENESS_GLOB} / {INTERACTION_GLOB} (or a folder holding them), {corpora}"
+
+
 def load_demo(name_or_path: str, seed: int = 0) -> DemoSet:
     """Load `cped`, `casino`, `sotopia` (optionally `name:split+split`) or DEMO files by path.
 
@@ -111,9 +151,11 @@ def load_demo(name_or_path: str, seed: int = 0) -> DemoSet:
             raise DataError(
                 name_or_path,
                 "no such DEMO dataset or path",
-                fix=f"use one of {known}, or a path to DEMO's element_awareness_*.json / "
-                "dialogue_agent_interaction_*.jsonl (or a folder holding them)",
+                fix=f"use one of {known}, or a path to {demo_layouts()}",
             )
+        corpus = None if is_demo_release(path) else demo_corpus_at(path)
+        if corpus is not None:
+            return corpus.loader(path, corpus.splits_in(path), seed)
         return load_release(path)
     splits = tuple(s for s in split_text.split("+") if s) or None
     if splits and not set(splits) <= set(spec.splits):

@@ -141,11 +141,21 @@ def paper_rows(
 
 def sotopia_rows(runs: Sequence[RunInfo]) -> dict[str, dict[str, Estimate]]:
     """Model -> the seven SOTOPIA dimensions and overall (English), from interaction runs
-    judged with `--rubric sotopia`: the paper's Table 4 shape."""
+    judged with `--rubric sotopia`: the paper's Table 4 shape. A second such run of one
+    model is a `DataError` naming both folders (as a second Table 3 run is)."""
     out: dict[str, dict[str, Estimate]] = {}
+    first: dict[str, RunInfo] = {}
     for run in runs:
         if run.track != "demo-interaction" or run.rubric == "demo":
             continue
+        if run.model in first:
+            raise DataError(
+                run.path,
+                f"a second SOTOPIA-judged demo-interaction run of {run.model} "
+                f"(the first is {first[run.model].path})",
+                fix="give one SOTOPIA run per model",
+            )
+        first[run.model] = run
         for lang, figures in run.summary.items():
             name = run.model if lang == "en" else f"{run.model} ({lang})"
             out[name] = {k: Estimate.model_validate(v) for k, v in figures.items()}
