@@ -53,3 +53,27 @@ def test_agreement_on_a_bad_file_names_line_and_field(tmp_path: Path) -> None:
     result = runner.invoke(app, ["agreement", str(f)])
     assert result.exit_code == 2
     assert "line 2" in result.output and "'score'" in result.output and "fix:" in result.output
+
+
+def test_agreement_names_undefined_figures_with_their_reason(tmp_path: Path) -> None:
+    f = tmp_path / "r.csv"
+    # two items: Pearson's p is scipy's 1.0, Spearman's undefined; z gives one score only
+    f.write_text(
+        "item,rater,dimension,score\na,x,d,1\nb,x,d,2\na,y,d,1\nb,y,d,3\na,z,d,4\nb,z,d,4\n"
+    )
+    out = tmp_path / "agreement.json"
+    result = runner.invoke(
+        app, ["agreement", str(f), "--n-boot", "20", "--out", str(out)], terminal_width=400
+    )
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    n2 = "x ~ y, Spearman p undefined: 2 pairs: the t-test of rho has no degrees of freedom"
+    constant = (
+        "x ~ z, Pearson r, Pearson p, Spearman rho, Spearman p undefined: "
+        "constant scores from the second rater: no correlation"
+    )
+    assert n2 in text and constant in text
+    pairs = {(p["a"], p["b"]): p for p in json.loads(out.read_text())["pairs"]}
+    assert pairs["x", "y"]["pearson_p"] == 1.0 and pairs["x", "y"]["spearman_p"] is None
+    assert set(pairs["x", "y"]["undefined"]) == {"spearman_p"}
+    assert set(pairs["x", "z"]["undefined"]) >= {"pearson", "pearson_p", "spearman", "spearman_p"}

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
+from typing import Any
 
 import krippendorff
 import numpy as np
@@ -17,6 +19,8 @@ from dialogbench.stats.interrater import (
     agreement_report,
     between,
     default_reference,
+    group_agreement,
+    pair_agreement,
     paper_tables,
 )
 from tests_support_ratings import SCORES, write_ratings_file
@@ -79,3 +83,70 @@ def test_between_names_the_comparison() -> None:
     assert between("human", "judge") == "judge and human"
     assert between("unknown", "judge") == "kinds not given"
     assert math.isnan(float("nan"))
+
+
+def _library(test: Any, *args: Any, **kwargs: Any) -> float:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # constant input, n = 2, complete chance agreement
+        result = test(*args, **kwargs)
+    return float(getattr(result, "pvalue", result))
+
+
+def _same(got: float, want: float) -> bool:
+    return (math.isnan(got) and math.isnan(want)) or abs(got - want) <= 1e-9
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_randomized_pairs_and_groups_match_the_libraries(seed: int) -> None:
+    """Small n (2 and 3 most often), narrow scales (ties), constant raters: kappa is
+    scikit-learn's, r, rho and their p-values scipy's, alpha krippendorff's, to 1e-9; every
+    NaN pair figure is named in `undefined`, and only those."""
+    rng = np.random.default_rng(seed)
+    seen = {"n2": 0, "n3": 0, "constant": 0}
+    for _ in range(150):
+        n = int(rng.choice([2, 2, 3, 3, 4, 6]))
+        x = rng.integers(0, int(rng.choice([2, 3, 5])), n).astype(float)
+        y = rng.integers(0, int(rng.choice([2, 3, 5])), n).astype(float)
+        if rng.random() < 0.15:
+            y[:] = x[0] if rng.random() < 0.5 else y[0]
+        seen["n2"] += n == 2
+        seen["n3"] += n == 3
+        seen["constant"] += np.ptp(x) == 0 or np.ptp(y) == 0
+        _, kappa, r, r_p, rho, rho_p, undefined = pair_agreement(list(x), list(y), n_boot=20)
+        want = {
+            "cohen_kappa": (kappa.value, _library(cohen_kappa_score, x, y)),
+            "pearson": (r.value, _library(lambda a, b: stats.pearsonr(a, b).statistic, x, y)),
+            "pearson_p": (r_p, _library(stats.pearsonr, x, y)),
+            "spearman": (rho.value, _library(lambda a, b: stats.spearmanr(a, b).statistic, x, y)),
+            "spearman_p": (rho_p, _library(stats.spearmanr, x, y)),
+        }
+        for figure, (got, library) in want.items():
+            assert _same(got, library), (figure, x, y, got, library)
+            assert (figure in undefined) == math.isnan(got), (figure, x, y, undefined)
+        matrix = np.vstack([x, y, rng.integers(0, 3, n).astype(float)])
+        matrix[2, rng.random(n) < 0.3] = np.nan
+        table = {
+            rater: {f"i{i}": v for i, v in enumerate(row) if not math.isnan(v)}
+            for rater, row in zip("abc", matrix, strict=True)
+        }
+        _, alpha_i, alpha_n = group_agreement(table, n_boot=10)
+        for level, got_alpha in (("interval", alpha_i), ("nominal", alpha_n)):
+            library = (
+                _library(krippendorff.alpha, reliability_data=matrix, level_of_measurement=level)
+                if np.unique(matrix[~np.isnan(matrix)]).size > 1
+                else math.nan  # krippendorff raises on one value; alpha is undefined
+            )
+            assert _same(got_alpha.value, library), (level, matrix, got_alpha, library)
+    assert min(seen.values()) > 10, seen
+
+
+def test_undefined_figures_are_named_with_their_reason() -> None:
+    _, _, r, r_p, _, rho_p, undefined = pair_agreement([1.0, 2.0], [3.0, 5.0], n_boot=20)
+    assert (r.value, r_p) == (1.0, 1.0) and math.isnan(rho_p)
+    assert undefined == {"spearman_p": "2 pairs: the t-test of rho has no degrees of freedom"}
+    _, kappa, r, r_p, _, _, undefined = pair_agreement([4.0, 4.0, 4.0], [4.0, 4.0, 4.0])
+    assert math.isnan(kappa.value) and math.isnan(r.value) and math.isnan(r_p)
+    assert set(undefined) == {"cohen_kappa", "pearson", "pearson_p", "spearman", "spearman_p"}
+    assert undefined["pearson_p"] == "constant scores from both raters: no correlation"
+    _, _, _, _, _, _, undefined = pair_agreement([], [])
+    assert set(undefined.values()) == {"no item scored by both raters"}

@@ -48,23 +48,43 @@ def _table(title: str, columns: Sequence[str], left: int) -> Table:
     return table
 
 
+FIGURE_NAMES = {
+    "cohen_kappa": "Cohen's kappa",
+    "pearson": "Pearson r",
+    "pearson_p": "Pearson p",
+    "spearman": "Spearman rho",
+    "spearman_p": "Spearman p",
+}
+
+
 def pairs_table(report: AgreementReport, dimension: str) -> Table:
-    """Every pair of raters on one dimension."""
+    """Every pair of raters on one dimension; an undefined figure reads "undefined", and
+    the caption says why."""
     title = f"Agreement on {dimension}" + (" (every dimension pooled)" if dimension == ALL else "")
     columns = ("raters", "comparison", "n", "Cohen's kappa", "Pearson r", "p", "Spearman rho", "p")
     table = _table(title, columns, left=2)
+    reasons: list[str] = []
     for p in report.pairs:
-        if p.dimension == dimension:
-            table.add_row(
-                f"{p.a} ~ {p.b}",
-                p.between,
-                str(p.n),
-                fmt(p.cohen_kappa),
-                fmt(p.pearson),
-                _p(p.pearson_p),
-                fmt(p.spearman),
-                _p(p.spearman_p),
-            )
+        if p.dimension != dimension:
+            continue
+        cells = {
+            "cohen_kappa": fmt(p.cohen_kappa),
+            "pearson": fmt(p.pearson),
+            "pearson_p": _p(p.pearson_p),
+            "spearman": fmt(p.spearman),
+            "spearman_p": _p(p.spearman_p),
+        }
+        by_reason: dict[str, list[str]] = {}
+        for figure, why in p.undefined.items():
+            if figure in cells:
+                cells[figure] = "undefined"
+                by_reason.setdefault(why, []).append(FIGURE_NAMES[figure])
+        for why, figures in by_reason.items():
+            reasons.append(f"{p.a} ~ {p.b}, {', '.join(figures)} undefined: {why}")
+        table.add_row(f"{p.a} ~ {p.b}", p.between, str(p.n), *cells.values())
+    if reasons:
+        table.caption = "\n".join(reasons)
+        table.caption_justify = "left"
     return table
 
 

@@ -2,9 +2,16 @@
 
 Pearson:  r = cov(x, y) / (sd(x) sd(y)).
 Spearman: Pearson's r of the ranks, ties given their average rank.
-p-value:  t = r sqrt((n - 2) / (1 - r^2)) against Student's t with n - 2 degrees of freedom,
-          two-sided (what scipy's `pearsonr` and `spearmanr` report; for Pearson the
-          exact test under normality, for Spearman the usual large-sample one).
+p-value:  two-sided, from scipy's `pearsonr` (the exact test under normality, 1.0 at n = 2,
+          where any two points lie on a line) and `spearmanr` (t = rho sqrt((n - 2) /
+          (1 - rho^2)) against Student's t with n - 2 df), called on the sample itself so
+          that the figure is scipy's to the last bit, rounding of r near +-1 included (at
+          n = 3 a rounding of r by 1e-16 moves p by 1e-8).
+
+A p-value that cannot be computed comes as NaN with its reason (`PValue.undefined`),
+never a silent NaN: fewer than two pairs, a constant sample (no correlation; scipy
+also gives NaN), or Spearman at n = 2 (the t-test has no degrees of freedom; scipy gives
+NaN there too while Pearson's exact test gives 1.0).
 
 `weights` (resamples x items, from `bootstrap.resample_counts`) counts how often each item
 is drawn: a resample's moments are weighted sums, and its ranks are recomputed within the
@@ -13,6 +20,9 @@ pairs and recomputing. A constant column has no correlation: NaN, never 0 or 1.
 """
 
 from __future__ import annotations
+
+import warnings
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -73,12 +83,46 @@ def spearman(x: npt.ArrayLike, y: npt.ArrayLike, weights: FloatArray | None = No
     return _correlation(x, y, weights, ranked=True)
 
 
-def p_value(r: float, n: int) -> float:
-    """Two-sided p-value of a correlation `r` over `n` pairs (t-test, n - 2 df); NaN when
-    n < 3 or r is NaN."""
-    if n < 3 or np.isnan(r):
-        return float("nan")
-    if abs(r) >= 1.0:
-        return 0.0
-    t = r * np.sqrt((n - 2) / (1.0 - r * r))
-    return float(2.0 * scipy_stats.t.sf(abs(t), n - 2))
+class PValue(NamedTuple):
+    """A two-sided p-value, or NaN and why it is undefined."""
+
+    value: float
+    undefined: str | None = None
+
+
+def undefined_correlation(x: npt.ArrayLike, y: npt.ArrayLike) -> str | None:
+    """Why Pearson's r and Spearman's rho of this sample are undefined (NaN), or None."""
+    a, b = _pair(x, y)
+    if len(a) < 2:
+        return f"{len(a)} pair{'' if len(a) == 1 else 's'}: a correlation needs two or more"
+    if np.isnan(pearson(a, b)[0]):
+        which = [name for name, v in (("first", a), ("second", b)) if np.ptp(v) == 0.0]
+        if not which:
+            return "nearly constant scores: no correlation"
+        who = "both raters" if len(which) == 2 else f"the {which[0]} rater"
+        return f"constant scores from {who}: no correlation"
+    return None
+
+
+def _p(x: npt.ArrayLike, y: npt.ArrayLike, ranked: bool) -> PValue:
+    a, b = _pair(x, y)
+    why = undefined_correlation(a, b)
+    if why is not None:
+        return PValue(float("nan"), why)
+    if ranked and len(a) == 2:
+        return PValue(float("nan"), "2 pairs: the t-test of rho has no degrees of freedom")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scipy's "nearly constant input" warning
+        result = scipy_stats.spearmanr(a, b) if ranked else scipy_stats.pearsonr(a, b)
+    p = float(result.pvalue)
+    return PValue(p) if not np.isnan(p) else PValue(p, "scipy gave no p-value")
+
+
+def pearson_p(x: npt.ArrayLike, y: npt.ArrayLike) -> PValue:
+    """Two-sided p-value of Pearson's r of this sample (scipy's `pearsonr`)."""
+    return _p(x, y, ranked=False)
+
+
+def spearman_p(x: npt.ArrayLike, y: npt.ArrayLike) -> PValue:
+    """Two-sided p-value of Spearman's rho of this sample (scipy's `spearmanr`)."""
+    return _p(x, y, ranked=True)

@@ -12,6 +12,11 @@ A pair is "between humans", "between judges" or "judge and human" by the raters'
 rater (the judge): Table 2, Cohen's kappa of each other rater per dimension and over all
 dimensions pooled, and Table 6, Pearson's r with its p-value per dimension.
 
+A figure that cannot be computed is NaN (null in JSON) and `PairAgreement.undefined` names
+it with the reason: a constant rater (no correlation, kappa 0 / 0 when both are constant),
+fewer than two shared items, or Spearman's p at n = 2 (no degrees of freedom). The p-values
+are scipy's (`stats.correlation`): at n = 2 Pearson's is 1.0.
+
 Table 2's "Avg." column is not the mean of its dimension columns (Rater1: 0.80, 0.87, 0.71,
 0.74 average 0.78, printed 0.82), so the paper pooled the items of every dimension into
 one kappa; `all` here is that pooled kappa, computed over every (dimension, item) pair.
@@ -30,7 +35,13 @@ from pydantic import BaseModel
 
 from dialogbench.stats.agreement import krippendorff_alpha, rating_matrix
 from dialogbench.stats.bootstrap import Estimate, nan_estimate, percentile_estimate, resample_counts
-from dialogbench.stats.correlation import p_value, pearson, spearman
+from dialogbench.stats.correlation import (
+    pearson,
+    pearson_p,
+    spearman,
+    spearman_p,
+    undefined_correlation,
+)
 from dialogbench.stats.kappa import cohen_kappa, fleiss_kappa
 
 if TYPE_CHECKING:
@@ -53,6 +64,8 @@ class PairAgreement(BaseModel):
     pearson_p: float
     spearman: Estimate
     spearman_p: float
+    undefined: dict[str, str] = {}
+    """Figure (cohen_kappa, pearson, pearson_p, spearman, spearman_p) -> why it is NaN."""
 
 
 class GroupAgreement(BaseModel):
@@ -96,24 +109,43 @@ def _estimate(point: float, replicates: npt.NDArray[np.float64], n: int) -> Esti
     return percentile_estimate(point, replicates, n)
 
 
+FIGURES = ("cohen_kappa", "pearson", "pearson_p", "spearman", "spearman_p")
+"""A pair's figures, as `PairAgreement.undefined` names them."""
+PairFigures = tuple[int, Estimate, Estimate, float, Estimate, float, dict[str, str]]
+
+
 def pair_agreement(
     x: Sequence[float], y: Sequence[float], *, n_boot: int = 2000, seed: int = 0
-) -> tuple[int, Estimate, Estimate, float, Estimate, float]:
-    """(n, kappa, pearson, its p, spearman, its p) of two paired score lists."""
+) -> PairFigures:
+    """(n, kappa, pearson, its p, spearman, its p, undefined) of two paired score lists;
+    `undefined` maps each NaN figure to why it is undefined."""
     n = len(x)
     if n == 0:
-        return 0, nan_estimate(), nan_estimate(), math.nan, nan_estimate(), math.nan
+        undefined = dict.fromkeys(FIGURES, "no item scored by both raters")
+        return 0, nan_estimate(), nan_estimate(), math.nan, nan_estimate(), math.nan, undefined
+    r_p, rho_p = pearson_p(x, y), spearman_p(x, y)
+    undefined = {
+        name: p.undefined
+        for name, p in (("pearson_p", r_p), ("spearman_p", rho_p))
+        if p.undefined is not None
+    }
     w = resample_counts(n, n_boot, np.random.default_rng(seed))
-    kappa = _estimate(float(cohen_kappa(x, y)[0]), cohen_kappa(x, y, w), n)
+    k = float(cohen_kappa(x, y)[0])
     r = float(pearson(x, y)[0])
     rho = float(spearman(x, y)[0])
+    why_r = undefined_correlation(x, y)
+    if why_r is not None:
+        undefined["pearson"] = undefined["spearman"] = why_r
+    if math.isnan(k):
+        undefined["cohen_kappa"] = "every score in one category: chance agreement is complete"
     return (
         n,
-        kappa,
+        _estimate(k, cohen_kappa(x, y, w), n),
         _estimate(r, pearson(x, y, w), n),
-        p_value(r, n),
+        r_p.value,
         _estimate(rho, spearman(x, y, w), n),
-        p_value(rho, n),
+        rho_p.value,
+        dict(sorted(undefined.items())),
     )
 
 
@@ -157,7 +189,7 @@ def agreement_report(ratings: Ratings, *, n_boot: int = 2000, seed: int = 0) -> 
             shared = sorted(set(table[a]) & set(table[b]))
             x = [table[a][i] for i in shared]
             y = [table[b][i] for i in shared]
-            n, kappa, r, r_p, rho, rho_p = pair_agreement(x, y, n_boot=n_boot, seed=seed)
+            n, kappa, r, r_p, rho, rho_p, undefined = pair_agreement(x, y, n_boot=n_boot, seed=seed)
             pairs.append(
                 PairAgreement(
                     dimension=dimension,
@@ -170,6 +202,7 @@ def agreement_report(ratings: Ratings, *, n_boot: int = 2000, seed: int = 0) -> 
                     pearson_p=r_p,
                     spearman=rho,
                     spearman_p=rho_p,
+                    undefined=undefined,
                 )
             )
         if len(raters) >= 2:
