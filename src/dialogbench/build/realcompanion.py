@@ -415,21 +415,21 @@ async def _stages(
         "verified_far": any(p - m.position > RECENT_WINDOW for m in verified),
         "verify_additions_ignored": len(added),
     }
+    decided: dict[str, Any] = {  # what stages A to C decided: the item's labels
+        "probe_id": probe.id,
+        "stratum": pick.stratum,
+        "tier": d.tier,
+        "reference_ids": [m.id for m in verified],
+        "trace": trace,
+        "rule": rule.id,
+        "locus": d.locus,
+        "needs_memory": d.needs_memory,
+        "needs_memory_strict": d.needs_memory_strict,
+        "dependent": d.dependent,
+        "surface_tier": pick.surface_tier,
+    }
     if labels_only:  # the census: the labels stages A to C give, no reply
-        labels = ChatItem(
-            probe_id=probe.id,
-            stratum=pick.stratum,
-            tier=d.tier,
-            reference_ids=[m.id for m in verified],
-            trace=trace,
-            rule=rule.id,
-            locus=d.locus,
-            needs_memory=d.needs_memory,
-            needs_memory_strict=d.needs_memory_strict,
-            dependent=d.dependent,
-            surface_tier=pick.surface_tier,
-        )
-        return {**counts, "item": labels.model_dump(mode="json")}
+        return {**counts, "item": ChatItem(**decided).model_dump(mode="json")}
 
     # D: reply, from the recorded context alone
     messages = bp.reply_messages(person, probe, verified)
@@ -447,21 +447,7 @@ async def _stages(
             reads=["verify", "reply"],
         )
     )
-    item = ChatItem(
-        probe_id=probe.id,
-        stratum=pick.stratum,
-        tier=d.tier,
-        reference_ids=[m.id for m in verified],
-        reference_reply=r.reply,
-        trace=trace,
-        rule=rule.id,
-        locus=d.locus,
-        needs_memory=d.needs_memory,
-        needs_memory_strict=d.needs_memory_strict,
-        dependent=d.dependent,
-        surface_tier=pick.surface_tier,
-        supported=e.supported,
-    )
+    item = ChatItem(**decided, reference_reply=r.reply, supported=e.supported)
     return {**counts, "item": item.model_dump(mode="json")}
 
 

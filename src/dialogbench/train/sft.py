@@ -35,7 +35,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from dialogbench.data.demo.model import AwarenessItem, DemoSet
 from dialogbench.data.demo.registry import load_demo
@@ -71,6 +71,17 @@ class RunCounts:
     rows: int = 0
     examples: int = 0
     left_out: Counter[str] = field(default_factory=Counter)
+
+
+class RunRows(NamedTuple):
+    """One finished run as an example builder reads it: its folder, rows, dataset, the
+    score a row must reach (None: any judged row) and the counts it adds to."""
+
+    run: Path
+    rows: list[dict[str, Any]]
+    data: DemoSet
+    min_score: float | None
+    counts: RunCounts
 
 
 def _read_json(path: Path) -> Any:
@@ -122,13 +133,8 @@ def _merge(messages: list[ChatMessage]) -> list[ChatMessage]:
     return out
 
 
-def awareness_examples(
-    run: Path,
-    rows: list[dict[str, Any]],
-    data: DemoSet,
-    min_score: float | None,
-    counts: RunCounts,
-) -> list[Example]:
+def awareness_examples(read: RunRows) -> list[Example]:
+    run, rows, data, min_score, counts = read
     from dialogbench.tracks.demo import awareness_prompts as ap
     from dialogbench.tracks.demo.awareness import _names, participant_names
 
@@ -161,13 +167,8 @@ def awareness_examples(
     return out
 
 
-def interaction_examples(
-    run: Path,
-    rows: list[dict[str, Any]],
-    data: DemoSet,
-    min_score: float | None,
-    counts: RunCounts,
-) -> list[Example]:
+def interaction_examples(read: RunRows) -> list[Example]:
+    run, rows, data, min_score, counts = read
     from dialogbench.tracks.demo import interaction_prompts as ip
 
     episodes = {e.id: e for e in data.episodes}
@@ -239,7 +240,7 @@ def examples_of(
         return [], counts
     data = run_dataset(run, manifest, dataset)
     make = awareness_examples if track == "demo-awareness" else interaction_examples
-    examples = make(run, rows, data, min_score, counts)
+    examples = make(RunRows(run, rows, data, min_score, counts))
     counts.examples = len(examples)
     return examples, counts
 
