@@ -372,8 +372,11 @@ def test_scripted_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert c["all"] == {
         "episodes": 5,
         "runs": 5,
+        "played": 4,
         "ended_by_marker": 3,
+        "ended_early": 3,
         "hit_max_turns": 1,
+        "goal_failed": 0,
         "failed": 1,
         "judge_scored": 3,
         "judge_unscored": 1,
@@ -506,6 +509,67 @@ def test_an_episode_whose_call_failed_is_played_again(tmp_path: Path) -> None:
         again = run_scripted(srv, [e], out, CONFIG)  # a failed unit is not finished
         assert srv.request_count == 3 + 1
     assert again.counts["all"]["ended_by_marker"] == 1 and again.summary["en"]["goal"].n == 1
+
+
+def test_early_ended_and_goal_failed_episodes_are_judged_and_counted(tmp_path: Path) -> None:
+    """DEMO judges every played episode: one that ends early (the end marker after two of
+    four turns) and one that plays to the limit and fails its goal (goal 0) are both sent
+    to the judge and both count in the means; only the run that could not be played (a
+    turn still malformed after the corrections: a failed call) is kept apart."""
+    script: Script = {
+        "Ana": SCRIPT["Ana"],  # e-early: two turns, then the end marker at turn 3
+        "Bo": SCRIPT["Bo"],
+        "Eve": lambda t, retry: say("Eve", f"Eve insists at turn {t}."),  # e-goal: 4 turns
+        "Finn": lambda t, retry: say("Finn", f"Finn refuses at turn {t}."),
+        "Gus": lambda t, retry: say("Hal", "hi"),  # e-call: always the wrong speaker
+    }
+    verdicts: Verdicts = {"Ana": (8, 6, 7, 5), "Eve": (0, 5, 3, 4)}
+    episodes = [
+        episode("e-early", ("Ana", "Bo")),
+        episode("e-goal", ("Eve", "Finn")),
+        episode("e-call", ("Gus", "Hal")),
+    ]
+    reply = Scripted(script, verdicts)
+    with ChatServer(reply=reply) as srv:
+        result = run_scripted(srv, episodes, tmp_path / "run", CONFIG)
+        judge_users = [b["messages"][1]["content"] for b in srv.requests if _judging(b)]
+        assert srv.request_count == (3 + 4 + 3) + 2  # agents (e-call: 3 tries), judge
+    assert sorted(reply.judged) == ["Ana", "Eve"]  # both reach the judge, e-call does not
+    assert len(judge_users) == 2
+    (early,) = [u for u in judge_users if "Ana speaks at turn 1." in u]
+    assert "Ana speaks at turn 2." not in early and "I am not sure about that." in early
+    (goal,) = [u for u in judge_users if "Eve insists at turn 1." in u]
+    assert "Finn refuses at turn 4." in goal  # the whole transcript, to the turn limit
+
+    rows = items(tmp_path / "run")
+    assert rows["e-early"]["ending"] == "end_marker" and rows["e-early"]["n_turns"] == 2
+    assert rows["e-goal"]["ending"] == "max_turns" and rows["e-goal"]["goal"] == 0.0
+    assert (rows["e-goal"]["average"], rows["e-early"]["average"]) == (3.0, 6.5)
+    assert rows["e-call"]["ending"] == "failed" and not rows["e-call"]["judged"]
+    assert rows["e-call"]["goal"] is None  # kept apart, never scored 0
+
+    en = result.summary["en"]
+    # by hand: e-early (8, 6, 7, 5; average 6.5) and e-goal (0, 5, 3, 4; average 3)
+    assert (en["goal"].value, en["goal"].n) == (4.0, 2)
+    assert en["believability"].value == 5.5 and en["skillfulness"].value == 5.0
+    assert en["realism"].value == 4.5 and en["average"].value == pytest.approx(4.75)
+    assert result.counts["all"] == result.counts["en"]
+    assert result.counts["all"] == {
+        "episodes": 3,
+        "runs": 3,
+        "played": 2,
+        "ended_by_marker": 1,
+        "ended_early": 1,
+        "hit_max_turns": 1,
+        "goal_failed": 1,
+        "failed": 1,
+        "judge_scored": 2,
+        "judge_unscored": 0,
+        "turns": 2 + 4 + 0,
+        "turns_fixed": 0,
+    }
+    assert result.usage["roles"]["model"]["failed_by_kind"] == {"schema": 1}
+    assert any("1 of 3 episodes could not be played" in w for w in result.warnings)
 
 
 def _judging(body: dict[str, Any]) -> bool:

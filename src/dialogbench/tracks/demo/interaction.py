@@ -24,6 +24,12 @@ episode ends by the end marker,
 at `max_turns` turns, or by failing. Episodes run concurrently; turns within one are
 sequential.
 
+Every episode that was played is judged and counted in the scores, as DEMO does, whatever
+its ending: the end marker (early or not), the turn limit, or a goal the judge finds failed
+(goal 0). Only a run that could not be played, because a call failed (a model call, or a
+turn still malformed after the corrections), is kept apart: a failed call, counted, never
+judged, never scored 0, and played again by a rerun.
+
 Judging (temperature 0) is a `judging.Judge` with the episode language's rubric: it sees
 the full background, both profiles and both goals, as the context and the transcript as
 the candidate; an unusable verdict is kept unscored with its raw text and counted, a failed
@@ -41,8 +47,10 @@ RUN_DIR/items.jsonl     one row per episode (per side with sides="both"): ids, l
 RUN_DIR/summary.json    lang -> goal | believability | skillfulness | realism | average ->
                         {value, ci_low, ci_high, n}: means over scored episodes, 95%
                         bootstrap intervals resampling episodes
-RUN_DIR/counts.json     per lang and all: episodes, runs, ended by marker, hit max turns,
-                        failed, judge scored/unscored, turns, turns fixed by a correction
+RUN_DIR/counts.json     per lang and all: episodes, runs, played (judged), ended by marker,
+                        ended early (marker, fewer than max_turns turns), hit max turns,
+                        goal failed (scored goal 0), failed (a failed call, not judged),
+                        judge scored/unscored, turns, turns fixed by a correction
 RUN_DIR/usage.json      calls and tokens of the model under test, the partner and the judge
 RUN_DIR/warnings.json   data warnings, failed episodes, unscored verdicts
 """
@@ -518,14 +526,28 @@ def rubric_item(
 # -- figures --------------------------------------------------------------------------------
 
 
-def _counts(rows: Sequence[dict[str, Any]]) -> dict[str, int]:
+GOAL_FAILED = 0.0
+"""The goal figure of an episode that failed its goal: the rubric's lowest anchor (DEMO:
+"neither participant makes any progress towards their goals")."""
+
+
+def _counts(rows: Sequence[dict[str, Any]], max_turns: int) -> dict[str, int]:
+    """Endings and verdicts. Every played run (any ending but `failed`, which is a failed
+    call) is judged: `played` = `judge_scored` + `judge_unscored`; `ended_early` (the end
+    marker with fewer than `max_turns` turns) and `goal_failed` (a scored goal of 0) are
+    counted in the scores like any other."""
     endings = [r["ending"] for r in rows]
     judged = [r for r in rows if r["ending"] != "failed"]
     return {
         "episodes": len({r["episode"] for r in rows}),
         "runs": len(rows),
+        "played": len(judged),
         "ended_by_marker": endings.count("end_marker"),
+        "ended_early": sum(
+            1 for r in judged if r["ending"] == "end_marker" and r["n_turns"] < max_turns
+        ),
         "hit_max_turns": endings.count("max_turns"),
+        "goal_failed": sum(1 for r in judged if r.get("goal") == GOAL_FAILED),
         "failed": endings.count("failed"),
         "judge_scored": sum(1 for r in judged if r["judged"]),
         "judge_unscored": sum(1 for r in judged if is_unscored(r)),
@@ -536,9 +558,10 @@ def _counts(rows: Sequence[dict[str, Any]]) -> dict[str, int]:
 
 def summarise(rows: Sequence[dict[str, Any]], config: InteractionConfig) -> InteractionResult:
     """Figures from the items rows: per language, the mean of each score over the scored
-    runs with a 95% bootstrap interval that resamples episodes."""
+    runs (every played run whatever its ending, early-ended and goal-failed ones included)
+    with a 95% bootstrap interval that resamples episodes."""
     summary: dict[str, dict[str, Estimate]] = {}
-    counts: dict[str, dict[str, int]] = {"all": _counts(rows)}
+    counts: dict[str, dict[str, int]] = {"all": _counts(rows, config.max_turns)}
     spec = config.rubric_file()
     names = list(FIGURES) if spec is None else [*spec.names, spec.overall]
     for lang in sorted({r["lang"] for r in rows}):
@@ -549,7 +572,7 @@ def summarise(rows: Sequence[dict[str, Any]], config: InteractionConfig) -> Inte
         clusters = np.array([r["episode"] for r in mine], dtype=str)
         ests = bootstrap_means(values, clusters, n_boot=config.n_boot, seed=config.seed)
         summary[lang] = dict(zip(names, ests, strict=True))
-        counts[lang] = _counts(mine)
+        counts[lang] = _counts(mine, config.max_turns)
     warnings: list[str] = []
     for r in rows:
         f = r["failure"]
@@ -565,7 +588,10 @@ def summarise(rows: Sequence[dict[str, Any]], config: InteractionConfig) -> Inte
             )
     c = counts["all"]
     if c["failed"]:
-        warnings.append(f"{c['failed']} of {c['runs']} episodes failed and were not judged")
+        warnings.append(
+            f"{c['failed']} of {c['runs']} episodes could not be played (a failed call) and "
+            "were not judged; a rerun plays them again"
+        )
     if c["judge_unscored"]:
         warnings.append(f"{c['judge_unscored']} verdicts unscored, left out of the scores")
     return InteractionResult(summary=summary, counts=counts, warnings=warnings)
