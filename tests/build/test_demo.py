@@ -68,9 +68,11 @@ def _prompt(body: Body) -> str:
 class Scripted:
     """Answers each step's schema; counts what it was asked, by schema name."""
 
-    def __init__(self, end_at: int = 99) -> None:
+    def __init__(self, end_at: int = 99, reject: bool = True) -> None:
         self.asked: Counter[str] = Counter()
         self.distilled = 0
+        self.reject = reject
+        """Whether the second seed distilled gets goals the conflict step rejects."""
         self.end_at = end_at
         """A turn at or past this index (from `min_turns` on) ends the dialogue."""
         self.turns: list[int] = []
@@ -86,7 +88,7 @@ class Scripted:
         if name == "Distilled":
             kind = GOAL_TYPES[self.distilled % 3]
             self.distilled += 1
-            reject = self.distilled == 2  # one seed's goals make an unreasonable pairing
+            reject = self.reject and self.distilled == 2  # an unreasonable pairing
             return json.dumps(
                 {
                     "goal1": "sell the item" + (" (reject me)" if reject else ""),
@@ -120,7 +122,9 @@ class Scripted:
                 }
             )
         if name in ("Turn", "LastTurn"):
-            index = int(re.search(r"utterance (\d+) \(", prompt).group(1))  # type: ignore[union-attr]
+            found = re.search(r"utterance (\d+) \(|第 (\d+) 句", prompt)
+            assert found is not None
+            index = int(found.group(1) or found.group(2))
             self.turns.append(index)
             reply: dict[str, Any] = {"content": f"line {index}"}
             if name == "LastTurn":
@@ -604,3 +608,66 @@ def test_data_validate_reads_the_build_output(tmp_path: Path) -> None:
         f"built: valid. 0 dialogues, {4 * kept} awareness items (goal {kept}, persona {kept}, "
         f"scene {kept}, utterance {kept}), {kept} episodes; sha256 {load_release(out).sha256}"
     ), result.output
+
+
+def test_paper_protocol_shows_each_built_item_its_dialogue(tmp_path: Path) -> None:
+    """Issue 25.1: a built item's `instruction` holds its whole dialogue (and an utterance
+    item's target), English and Chinese, so `demo-awareness --protocol paper`, which sends
+    the instruction alone, shows the model the conversation."""
+
+    class Distinct(Scripted):
+        """Every utterance its own text: `line 3 of 17` (`第 3 句，共 17` in Chinese)."""
+
+        def __call__(self, body: Body) -> str:
+            reply = super().__call__(body)
+            if _schema(body)[0] in ("Turn", "LastTurn"):
+                turn = json.loads(reply)
+                n = len(self.turns)
+                zh = "第 " in _prompt(body)
+                own = f"第 {self.turns[-1]} 句，共 {n}" if zh else f"{turn['content']} of {n}"
+                turn["content"] = own
+                reply = json.dumps(turn, ensure_ascii=False)
+            return reply
+
+    # seeds in both languages: DEMO's files (the test fixtures), the Chinese dialogue's
+    # full-width colons made ASCII, which the seed reader splits speaker lines on
+    fixtures = Path(__file__).resolve().parents[1] / "data" / "demo" / "fixtures"
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    for lang in ("en", "zh"):
+        items = json.loads((fixtures / f"element_awareness_{lang}.json").read_text("utf-8"))
+        for item in items:
+            item["dialogue_hs"] = item["dialogue_hs"].replace("：", ": ")
+        text = json.dumps(items, ensure_ascii=False)
+        (seeds / f"element_awareness_{lang}.json").write_text(text, "utf-8")
+    out = tmp_path / "build"
+    config = BuildConfig(seed_dataset=str(seeds), min_turns=4, max_turns=6, sotopia_pool=False)
+    with ChatServer(reply=Distinct(reject=False)) as srv:
+        summary = _build(config, out, srv.base_url)
+    assert summary["complete"]
+    lines = (out / "dialogues.jsonl").read_text("utf-8").splitlines()
+    built = {d["id"]: d for d in map(json.loads, lines)}
+    demo = load_release(out)
+    assert {i.lang for i in demo.items} == {"en", "zh"}
+    with ChatServer() as srv:  # a logging loopback server; the judge's replies follow its schema
+        model = RoleSpec("openai-compatible/x", srv.base_url)
+        config_aw = AwarenessConfig(protocol="paper", n_boot=50)
+        run_track(AWARENESS, demo, tmp_path / "aw", config_aw, {"model": model})
+        requests = srv.requests
+    asked = [r["messages"] for r in requests if [m["role"] for m in r["messages"]] == ["user"]]
+    by_instruction = {i.instruction: i for i in demo.items}
+    assert sorted(m[0]["content"] for m in asked) == sorted(by_instruction)  # one each
+    for messages in asked:
+        content = messages[0]["content"]
+        item = by_instruction[content]
+        utterances = built[item.dialogue_id]["utterances"]
+        assert len(utterances) >= 4
+        for u in utterances:
+            assert f"{u['speaker']}: {u['text']}" in content, (item.id, u)
+        heading = "对话历史：" if item.lang == "zh" else "Dialogue history:"
+        assert content.startswith(heading + "\n" + item.transcript + "\n")
+        if item.task == "utterance":
+            assert item.target is not None
+            line = item.transcript.splitlines()[item.target]
+            label = "需要分析的对话：" if item.lang == "zh" else "Utterance to analyze:"
+            assert f"\n{label}\n{line}\n" in content

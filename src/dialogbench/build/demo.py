@@ -43,7 +43,8 @@ per combination records what became of it (items.jsonl).
 
 The output, in DEMO's release format, loads into `demo-awareness` and `demo-interaction`
 (`--dataset OUT`): `element_awareness_{en,zh}.json` (one goal, persona, scene and utterance
-item per dialogue) and `dialogue_agent_interaction_{en,zh}.jsonl` (one episode per
+item per dialogue, each `instruction` holding the whole dialogue, as DEMO's do, so that
+`--protocol paper` shows it) and `dialogue_agent_interaction_{en,zh}.jsonl` (one episode per
 dialogue), beside `dialogues.jsonl` (each dialogue with all its elements), `audit.jsonl` and
 `build.json` (the settings and every step's counts).
 """
@@ -1203,7 +1204,6 @@ def release_records(d: DemoDialogue, seed: int) -> tuple[list[dict[str, Any]], d
     """One dialogue's four awareness items and its interaction episode, as DEMO writes them."""
     transcript = "\n".join(f"{u.speaker}: {u.text}" for u in d.utterances)
     p1, p2 = d.participants
-    instruction = bp.INSTRUCTIONS[d.lang]
     goal = {
         "goal1": d.goals[0],
         "goal2": d.goals[1],
@@ -1240,11 +1240,12 @@ def release_records(d: DemoDialogue, seed: int) -> tuple[list[dict[str, Any]], d
         "scene": scene,
         "utterance": utterance,
     }
+    line = f"{u.speaker}: {u.text}"  # the target's line in the transcript
     items = [
         {
             "type": task,
             "dialogue_hs": transcript,
-            "instruction": instruction[task],
+            "instruction": bp.release_instruction(d.lang, task, transcript, line),
             "answer": {k: v for k, v in answer.items() if v is not None},
             "dataset_id": d.id,
         }

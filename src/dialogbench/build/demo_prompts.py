@@ -173,7 +173,27 @@ INSTRUCTIONS: dict[Lang, dict[str, str]] = {
         "stance 和 strategy，以 JSON 回答。",
     },
 }
-"""The `instruction` each released awareness item carries (our wording)."""
+"""The task each released awareness item's `instruction` asks (our wording)."""
+
+RELEASE_FRAME: dict[Lang, dict[str, str]] = {
+    "en": {"dialogue": "Dialogue history:", "utterance": "Utterance to analyze:"},
+    "zh": {"dialogue": "对话历史：", "utterance": "需要分析的对话："},
+}
+"""The headings DEMO's released instructions put before the dialogue and, in an utterance
+item, before the utterance to analyse. Left out of `PROMPT_SHA256`, as they shape only the
+release files, which every run of a build writes afresh from its stages."""
+
+
+def release_instruction(lang: Lang, task: str, dialogue: str, utterance: str = "") -> str:
+    """A released awareness item's `instruction`, shaped as DEMO's are: the whole dialogue
+    under its heading, the utterance to analyse under its own (utterance items), then the
+    task. `--protocol paper` sends it as the one user message."""
+    frame = RELEASE_FRAME[lang]
+    parts = [frame["dialogue"], dialogue]
+    if task == "utterance":
+        parts += [frame["utterance"], utterance]
+    parts.append(INSTRUCTIONS[lang][task])
+    return "\n".join(parts)
 
 
 def _messages(lang: Lang, text: str) -> list[ChatMessage]:
