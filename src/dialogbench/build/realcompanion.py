@@ -509,6 +509,27 @@ async def reread_message(
     return row
 
 
+def _pass_row(
+    kind: str,
+    subject: str,
+    errors: list[str],
+    calls: Sequence[Structured[Any]],
+    parts: int,
+    proposed: int,
+) -> dict[str, Any]:
+    """The head of a whole-subject pass's row (profile, persona, questions): its status,
+    errors and whether a call of it failed."""
+    return {
+        "kind": kind,
+        "subject": subject,
+        "status": "failed" if errors else "ok",
+        "errors": errors,
+        "call_failed": any(g.call_failed for g in calls),
+        "parts": parts,
+        "proposed": proposed,
+    }
+
+
 # -- profile and persona ---------------------------------------------------------------------
 
 
@@ -613,13 +634,7 @@ async def build_profile(subject: Subject, models: Models, c: BuildConfig) -> dic
             ).model_dump(mode="json")
         )
     return {
-        "kind": "profile",
-        "subject": subject.id,
-        "status": "failed" if errors else "ok",
-        "errors": errors,
-        "call_failed": any(g.call_failed for g in got) or any(g.call_failed for g in checks),
-        "parts": len(parts),
-        "proposed": proposed,
+        **_pass_row("profile", subject.id, errors, [*got, *checks], len(parts), proposed),
         "distinct": len(merged),
         "matched": len(matched),
         "kept": len(claims),
@@ -666,13 +681,7 @@ async def build_persona(subject: Subject, models: Models, c: BuildConfig) -> dic
             )
     entries = [e.model_dump(mode="json") for e in merged.values()]
     return {
-        "kind": "persona",
-        "subject": subject.id,
-        "status": "failed" if errors else "ok",
-        "errors": errors,
-        "call_failed": any(g.call_failed for g in got),
-        "parts": len(parts),
-        "proposed": proposed,
+        **_pass_row("persona", subject.id, errors, got, len(parts), proposed),
         "kept": len(entries),
         "hypotheses": sum(bool(e["hypothesis"]) for e in entries),
         "entries": entries,
@@ -782,13 +791,7 @@ async def build_questions(subject: Subject, models: Models, c: BuildConfig) -> d
             }
         )
     return {
-        "kind": "questions",
-        "subject": subject.id,
-        "status": "failed" if errors else "ok",
-        "errors": errors,
-        "call_failed": any(g.call_failed for g in got) or any(g.call_failed for g in checks),
-        "parts": len(parts),
-        "proposed": proposed,
+        **_pass_row("questions", subject.id, errors, [*got, *checks], len(parts), proposed),
         "checked": len(candidates),
         "dropped": dict(sorted(dropped.items())),
         "kept": len(questions),

@@ -587,11 +587,10 @@ def summarise(rows: Sequence[dict[str, Any]], config: InteractionConfig) -> Inte
                 "with the raw reply, left out of the scores"
             )
     c = counts["all"]
-    if c["failed"]:
-        warnings.append(
-            f"{c['failed']} of {c['runs']} episodes could not be played (a failed call) and "
-            "were not judged; a rerun plays them again"
-        )
-    if c["judge_unscored"]:
-        warnings.append(f"{c['judge_unscored']} verdicts unscored, left out of the scores")
+    said = {  # count -> what it means, when it is not 0
+        "failed": f"{c['failed']} of {c['runs']} episodes could not be played (a failed call) "
+        "and were not judged; a rerun plays them again",
+        "judge_unscored": f"{c['judge_unscored']} verdicts unscored, left out of the scores",
+    }
+    warnings += [text for key, text in said.items() if c[key]]
     return InteractionResult(summary=summary, counts=counts, warnings=warnings)
