@@ -24,6 +24,7 @@ from dialogbench.build.demo import (
     BuildConfig,
     build_demo,
     call_config,
+    load_seeds,
     vote,
 )
 from dialogbench.build.demo_prompts import GOAL_TYPES
@@ -629,17 +630,14 @@ def test_paper_protocol_shows_each_built_item_its_dialogue(tmp_path: Path) -> No
                 reply = json.dumps(turn, ensure_ascii=False)
             return reply
 
-    # seeds in both languages: DEMO's files (the test fixtures), the Chinese dialogue's
-    # full-width colons made ASCII, which the seed reader splits speaker lines on
+    # seeds in both languages: DEMO's own files (the test fixtures), the Chinese one's
+    # speaker lines with DEMO's full-width "：" as they are
     fixtures = Path(__file__).resolve().parents[1] / "data" / "demo" / "fixtures"
     seeds = tmp_path / "seeds"
     seeds.mkdir()
     for lang in ("en", "zh"):
-        items = json.loads((fixtures / f"element_awareness_{lang}.json").read_text("utf-8"))
-        for item in items:
-            item["dialogue_hs"] = item["dialogue_hs"].replace("：", ": ")
-        text = json.dumps(items, ensure_ascii=False)
-        (seeds / f"element_awareness_{lang}.json").write_text(text, "utf-8")
+        name = f"element_awareness_{lang}.json"
+        (seeds / name).write_bytes((fixtures / name).read_bytes())
     out = tmp_path / "build"
     config = BuildConfig(seed_dataset=str(seeds), min_turns=4, max_turns=6, sotopia_pool=False)
     with ChatServer(reply=Distinct(reject=False)) as srv:
@@ -671,3 +669,37 @@ def test_paper_protocol_shows_each_built_item_its_dialogue(tmp_path: Path) -> No
             line = item.transcript.splitlines()[item.target]
             label = "需要分析的对话：" if item.lang == "zh" else "Utterance to analyze:"
             assert f"\n{label}\n{line}\n" in content
+
+
+def test_chinese_demo_seed_lines_split_on_the_full_width_colon(tmp_path: Path) -> None:
+    """Issue 25 (item 1): DEMO's Chinese `dialogue_hs` writes speaker lines as "名字：话"
+    (full-width colon); each such dialogue becomes a seed, split at the first of ":" / "："."""
+    lines = [
+        "王建国：小李，报表怎么又晚交了？比例是 3:1 吗",
+        "李晓雯：王经理，对不起：系统出了问题。",
+        "王建国: 下不为例。",
+        "旁白没有冒号的一行",
+    ]
+    items = [
+        {
+            "type": "scene",
+            "dialogue_hs": "\n".join(lines),
+            "instruction": "对话历史：\n...",
+            "answer": {"scene": {"topic": "工作"}},
+            "dataset_id": "zh-1",
+        }
+    ]
+    (tmp_path / "element_awareness_zh.json").write_text(json.dumps(items, ensure_ascii=False))
+    seeds = load_seeds(str(tmp_path), None).seeds
+    assert [s.id for s in seeds] == ["zh-1"]
+    seed = seeds[0]
+    assert seed.lang == "zh"
+    assert seed.speakers == ("王建国", "李晓雯")
+    assert seed.lines == (
+        ("王建国", "小李，报表怎么又晚交了？比例是 3:1 吗"),
+        ("李晓雯", "王经理，对不起：系统出了问题。"),
+        ("王建国", "下不为例。"),
+    )
+    fixtures = Path(__file__).resolve().parents[1] / "data" / "demo" / "fixtures"
+    own = load_seeds(str(fixtures / "element_awareness_zh.json"), None).seeds
+    assert own and all(s.lang == "zh" and len(s.speakers) == 2 for s in own)

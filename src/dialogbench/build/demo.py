@@ -193,6 +193,18 @@ def guess_lang(text: str) -> Lang:
     return "zh" if letters and cjk / len(letters) >= 0.2 else "en"
 
 
+_SPEAKER_SEP = re.compile("[:\uff1a]")
+
+
+def _split_speaker(line: str) -> tuple[str, str, str]:
+    """`line` split as `partition` does at the first ASCII ":" or full-width "：" (DEMO's
+    Chinese `dialogue_hs` writes "名字：话"); ("line", "", "") when it has neither."""
+    m = _SPEAKER_SEP.search(line)
+    if m is None:
+        return line, "", ""
+    return line[: m.start()], m.group(), line[m.end() :]
+
+
 def _seed_from_lines(sid: str, lines: list[tuple[str, str]], lang: Lang | None) -> Seed | None:
     counts = Counter(who for who, _ in lines)
     if len(counts) < 2:
@@ -231,7 +243,7 @@ def load_seeds(name: str, limit: int | None) -> SeedSet:
                 seen.add(item.dialogue_id)
                 pairs = [
                     (a.strip(), b.strip())
-                    for a, sep, b in (ln.partition(":") for ln in item.transcript.splitlines())
+                    for a, sep, b in map(_split_speaker, item.transcript.splitlines())
                     if sep and a.strip()
                 ]
                 got = _seed_from_lines(item.dialogue_id, pairs, item.lang)
