@@ -26,7 +26,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 def test_fixture_dialogues_labels_and_left_out_counts() -> None:
     dialogues, notes = read_split(FIXTURES / "cped" / "test_split.csv")
-    assert [d.id for d in dialogues] == ["90_000", "90_001"]
+    assert [d.id for d in dialogues] == ["90_000"]  # 90_001 is 王芳 and "其他": left out
     work = dialogues[0]
     assert work.lang == "zh" and work.scene.location == "office"
     boss, clerk = work.participants
@@ -39,14 +39,26 @@ def test_fixture_dialogues_labels_and_left_out_counts() -> None:
         "anger",
         "command",
     )
-    home = dialogues[1]
-    assert home.scene.location is None  # two scenes in one dialogue: no single label
-    other = home.participants[1]
-    assert other.name == "其他" and other.gender is None and other.big_five == {}
+    # "其他" is CPED's placeholder for unnamed others, never one participant
+    assert all(p.name != "其他" for d in dialogues for p in d.participants)
     text = "\n".join(notes)
-    assert "kept 2 two-party dialogues (7 utterances) of 3" in text
+    assert "kept 1 two-party dialogues (4 utterances) of 3" in text
     assert "left out 1 dialogues with more than two speakers (3 utterances)" in text
-    assert "1 dialogues change scene midway" in text
+    assert "left out 1 dialogues between one named speaker and '其他' (3 utterances)" in text
+    assert "change scene midway" not in text  # the two-scene dialogue was 90_001
+
+
+def test_two_named_speakers_are_kept_and_other_lines_are_not_a_participant(
+    tmp_path: Path,
+) -> None:
+    """A "其他" dialogue left out; one with a scene change and two named speakers kept."""
+    text = (FIXTURES / "cped" / "test_split.csv").read_text("utf-8-sig")
+    (tmp_path / "test_split.csv").write_text(text.replace(",其他,", ",李强,"), "utf-8")
+    dialogues, notes = read_split(tmp_path / "test_split.csv")
+    assert [d.id for d in dialogues] == ["90_000", "90_001"]
+    assert dialogues[1].scene.location is None  # two scenes in one dialogue: no single label
+    assert "1 dialogues change scene midway" in "\n".join(notes)
+    assert not any("其他" in n for n in notes)
 
 
 def test_csv_missing_a_column() -> None:
@@ -90,13 +102,14 @@ def test_real_counts_match_source(cped_dir: Path, cped: DemoSet) -> None:
         left_utterances = sum(int(n.split("(")[1].split()[0]) for n in left)
         assert len(kept) + left_dialogues == dialogues
         assert sum(len(d.utterances) for d in kept) + left_utterances == utterances
-    assert len(cped.dialogues) == 925 + 2788  # 9 + 27 dialogues have three or more speakers
-    assert sum(len(d.utterances) for d in cped.dialogues) == 11020 + 27123
+    # 9 + 27 dialogues have three or more speakers, 211 + 709 are one named speaker and 其他
+    assert len(cped.dialogues) == 714 + 2079
+    assert sum(len(d.utterances) for d in cped.dialogues) == 11020 - 2408 + 27123 - 7016
     assert any("left out 27 dialogues with more than two speakers" in w for w in cped.warnings)
     assert Counter(i.task for i in cped.items) == {
-        "persona": 3713,
-        "utterance": 3713,
-        "scene": 3629,
+        "persona": 2793,
+        "utterance": 2793,
+        "scene": 2725,
     }
 
 

@@ -15,8 +15,12 @@ who speaks first. Only what the labels say is mapped:
   carry two scenes gets no location (there is no single label); those are counted.
 
 DEMO is two-party: dialogues with more than two speakers are left out and counted in the
-warnings, as are the utterances and dialogues kept. The speaker "其他" ("other") is
-CPED's name for unnamed people; it is kept as a participant name like any other.
+warnings, as are the utterances and dialogues kept. The speaker `OTHER` ("其他", "other")
+is CPED's placeholder for unnamed speakers, not one person: its lines may come from several
+people and it has no labels (gender, age and traits all "unknown"). It is never made a
+participant, so a dialogue between one named speaker and "其他" (920 of the real splits'
+two-speaker dialogues) is not known to be two-party and is left out, counted in the
+warnings like the dialogues with more than two speakers.
 """
 
 from __future__ import annotations
@@ -122,6 +126,8 @@ CPED has five groups and DEMO seven: "young" (everyone between teenager and midd
 maps to youth, so DEMO's adulthood and advanced age are never gold here, and the options
 offered for CPED ages are exactly the five mapped bands."""
 UNKNOWN = "unknown"
+OTHER = "其他"
+"""CPED's speaker name for unnamed other people (possibly several): never a participant."""
 
 OPTIONS: dict[str, list[str]] = {
     "sentiment": list(SENTIMENTS),
@@ -191,6 +197,10 @@ def read_split(path: Path) -> tuple[list[DemoDialogue], list[str]]:
             left_out[kind] += 1
             left_out[f"{kind} utterances"] += len(rows)
             continue
+        if OTHER in speakers:
+            left_out[OTHER] += 1
+            left_out[f"{OTHER} utterances"] += len(rows)
+            continue
         scenes = {r["Scene"] for r in rows}
         if len(scenes) > 1:
             two_scenes += 1
@@ -206,6 +216,12 @@ def read_split(path: Path) -> tuple[list[DemoDialogue], list[str]]:
                 f"{path.name}: left out {left_out[kind]} dialogues with {kind} "
                 f"({left_out[kind + ' utterances']} utterances); DEMO dialogues are two-party"
             )
+    if left_out[OTHER]:
+        notes.append(
+            f"{path.name}: left out {left_out[OTHER]} dialogues between one named speaker and "
+            f"{OTHER!r} ({left_out[OTHER + ' utterances']} utterances); {OTHER!r} stands for "
+            "unnamed other people, not one participant"
+        )
     if two_scenes:
         notes.append(
             f"{path.name}: {two_scenes} dialogues change scene midway; they have no location gold"
