@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dialogbench.build import BuildConfig, build_realcompanion
+from dialogbench.data.model import Dataset
+from dialogbench.runner import RoleSpec
 from dialogbench.testing import ChatServer, UnusableFirst
 from dialogbench.testing.unusable import conversation
 
@@ -63,3 +66,19 @@ def run_twice(srv: ChatServer, flaky: UnusableFirst, out: Path, run: Callable[[]
         seeds=[(seed_of.get(conversation(b)), b.get("seed")) for b in again],
         rerun_requests=len(rerun),
     )
+
+
+def build_twice(reply: Any, schema: str, data: Dataset, out: Path, config: BuildConfig) -> TwoRuns:
+    """`build realcompanion` twice into `out` against `reply`, whose first answer to each
+    request of reply schema `schema` is made unusable: what each run did."""
+    flaky = UnusableFirst(
+        reply, applies=lambda body: body["response_format"]["json_schema"]["name"] == schema
+    )
+    with ChatServer(reply=flaky) as srv:
+        spec = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
+        return run_twice(
+            srv,
+            flaky,
+            out / ".build",
+            lambda: build_realcompanion(data, out, config, spec)[1].exit_code,
+        )

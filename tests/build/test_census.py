@@ -18,10 +18,10 @@ from dialogbench.cli import validation_report
 from dialogbench.data.model import Dataset, Message, Subject
 from dialogbench.data.registry import load_dataset
 from dialogbench.runner import RoleSpec, run_track
-from dialogbench.testing import ChatServer, UnusableFirst
+from dialogbench.testing import ChatServer
 from dialogbench.testing.chatserver import Fault, status
 from dialogbench.tracks.realcompanion.demand import DEMAND, DemandConfig
-from tests_support_unusable import run_twice
+from tests_support_unusable import build_twice
 
 from .scripted import Script, Scripted
 
@@ -187,19 +187,8 @@ def test_an_unusable_rereading_is_a_failed_call_asked_again(tmp_path: Path) -> N
     exits 3 counting them `unparseable` under the judge; the rerun asks exactly those
     again, every other reply from the cache, and writes every re-reading."""
     out = tmp_path / "built"
-    flaky = UnusableFirst(
-        Scripted(dict(SCRIPTS)),
-        applies=lambda body: body["response_format"]["json_schema"]["name"] == "RereadReply",
-    )
     config = BuildConfig(**{**CONFIG.__dict__, "census": False})
-    with ChatServer(reply=flaky) as srv:
-        spec = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
-        got = run_twice(
-            srv,
-            flaky,
-            out / ".build",
-            lambda: build_realcompanion(two_subjects(), out, config, spec)[1].exit_code,
-        )
+    got = build_twice(Scripted(dict(SCRIPTS)), "RereadReply", two_subjects(), out, config)
     pop = population(out)
     assert got.exit_codes == (3, 0)
     asked = [m for m in pop if int(m[1:]) > 8]  # the others make no call

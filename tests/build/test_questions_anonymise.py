@@ -26,8 +26,8 @@ from dialogbench.data.model import (
 )
 from dialogbench.data.registry import load_dataset
 from dialogbench.runner import RoleSpec
-from dialogbench.testing import ChatServer, UnusableFirst
-from tests_support_unusable import run_twice
+from dialogbench.testing import ChatServer
+from tests_support_unusable import build_twice
 
 from .scripted import Script, Scripted
 from .test_realcompanion import context_of, designed, sample_script
@@ -324,21 +324,10 @@ def test_an_unusable_reply_in_the_new_stages_is_a_failed_call_asked_again(
     again (a question check's asking depends on the proposals, so each is spoiled alone)."""
     out = tmp_path / "built"
     data = load_dataset("sample")
-    flaky = UnusableFirst(
-        questions_script(),
-        applies=lambda body: body["response_format"]["json_schema"]["name"] == schema,
-    )
     config = BuildConfig(
         proportional=4, enriched=2, abstention=2, profile=False, identify_chunk=400
     )
-    with ChatServer(reply=flaky) as srv:
-        spec = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
-        got = run_twice(
-            srv,
-            flaky,
-            out / ".build",
-            lambda: build_realcompanion(data, out, config, spec)[1].exit_code,
-        )
+    got = build_twice(questions_script(), schema, data, out, config)
     assert got.exit_codes == (3, 0)
     assert got.failed and got.asked_again == got.failed
     kinds = {k for by_kind in got.failed_calls_by_kind.values() for k in by_kind}

@@ -25,11 +25,11 @@ from dialogbench.data.release import load_release
 from dialogbench.models import Model, ModelSpec
 from dialogbench.retrieval.bm25 import BM25Index
 from dialogbench.runner import RoleSpec
-from dialogbench.testing import ChatServer, UnusableFirst
+from dialogbench.testing import ChatServer
 from dialogbench.testing.chatserver import Fault, status
 from dialogbench.tracks.realcompanion.chat import CHAT, ChatConfig
 from dialogbench.tracks.realcompanion.detection import DETECTION, DetectionConfig
-from tests_support_unusable import run_twice
+from tests_support_unusable import build_twice
 
 from .scripted import Script, Scripted
 
@@ -318,19 +318,8 @@ def test_an_unusable_reply_is_a_failed_call_asked_again(
     monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
     out = tmp_path / "built"
     data = load_dataset("sample")
-    flaky = UnusableFirst(
-        sample_script(),
-        applies=lambda body: body["response_format"]["json_schema"]["name"] == "ClassifyReply",
-    )
     config = BuildConfig(proportional=8, enriched=4, abstention=3, profile=False)
-    with ChatServer(reply=flaky) as srv:
-        spec = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
-        got = run_twice(
-            srv,
-            flaky,
-            out / ".build",
-            lambda: build_realcompanion(data, out, config, spec)[1].exit_code,
-        )
+    got = build_twice(sample_script(), "ClassifyReply", data, out, config)
     assert got.exit_codes == (3, 0)
     assert got.failed_calls_by_kind == {"model": {"unparseable": 15}}
     assert len(got.failed) == 15 and got.asked_again == got.failed
