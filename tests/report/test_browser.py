@@ -3,8 +3,10 @@ loads with no console errors, its first table shows the run's figures, a drill-d
 a run's text never runs as script, and a screenshot of each page is written to
 tests/artifacts/report-<case>.png (git-ignored).
 
-The session fixture installs Debian's chromium with apt-get when /usr/bin/chromium is
-missing and this process may (root, apt-get present); otherwise the tests skip saying why.
+`.ci/run` installs Debian's chromium with apt-get before the tests, saying so. Elsewhere the
+module fixture does it when /usr/bin/chromium is missing and this process may (root,
+apt-get present), and says so in a warning that pytest's summary shows; otherwise the tests
+skip saying why.
 Playwright's own browser download is not used (it fails on a closed network)."""
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import json
 import os
 import shutil
 import subprocess
+import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,6 +48,7 @@ def _install_chromium() -> str | None:
         return None
     if shutil.which("apt-get") is None or os.geteuid() != 0:
         return f"{CHROMIUM} is missing and apt-get cannot install it here (needs root)"
+    started = time.monotonic()
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     cmd = ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]
     got = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
@@ -52,6 +57,11 @@ def _install_chromium() -> str | None:
         got = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if got.returncode != 0 or not CHROMIUM.exists():
         return f"apt-get install chromium failed: {got.stderr.strip()[-300:]}"
+    took = time.monotonic() - started
+    warnings.warn(
+        f"installed Debian's chromium with apt-get ({took:.0f} s) for the browser tests",
+        stacklevel=2,
+    )
     return None
 
 
@@ -92,7 +102,10 @@ def browser(
     """A headless Debian Chromium under Playwright, with an empty profile. Module-scoped:
     while Playwright's sync API is open, this thread holds a running event loop, so no
     other test's run (`asyncio.run`) may happen then."""
-    sync_api = pytest.importorskip("playwright.sync_api")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api",
+        reason="the browser tests need the browser extra: pip install -e '.[browser]'",
+    )
     why = _install_chromium()
     if why is not None:
         pytest.skip(why)

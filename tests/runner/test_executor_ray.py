@@ -25,7 +25,9 @@ from golden.cases import JUDGE, KEY_ENV, MODEL, golden_reply
 
 RESULTS = ("summary.json", "items.jsonl", "warnings.json")
 
-ray = pytest.importorskip("ray")
+ray = pytest.importorskip(
+    "ray", reason="the Ray executor's tests need the ray extra: pip install -e '.[ray]'"
+)
 
 
 @pytest.fixture(scope="module")
