@@ -11,6 +11,7 @@ Playwright's own browser download is not used (it fails on a closed network)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -24,6 +25,8 @@ from typing import Any
 import pytest
 
 from dialogbench.report.html import figures, write_report
+from golden.cases import CASES as GOLDEN
+from golden.cases import run_case
 from report.conftest import HOSTILE, MakeRun
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -83,7 +86,23 @@ def pages(
         write_report([run], root / f"{case}.html")
     out["hostile"] = hostile_run
     write_report([hostile_run], root / "hostile.html")
+    try:
+        out["locomo-pair"] = _locomo_pair(make_run, root)
+    except pytest.skip.Exception as e:
+        out["locomo-pair"] = str(e)
     return {**out, "root": root}
+
+
+def _locomo_pair(make_run: MakeRun, root: Path) -> Path:
+    """The report page of two LoCoMo retrieval runs (the golden case, and it again with
+    another seed)."""
+    first = make_run("retrieval-locomo")
+    case = next(c for c in GOLDEN if c.name == "retrieval-locomo")
+    again = dataclasses.replace(case, args=(*case.args, "--seed", "7"))
+    second = root / "retrieval-locomo-seed-7"
+    code, output = run_case(again, second, root / "cache.sqlite")
+    assert code == 0, output
+    return write_report([first, second], root / "locomo-pair.html")
 
 
 def _page_of(pages: dict[str, Path | str], case: str) -> tuple[Path, Path]:
@@ -183,6 +202,62 @@ def test_a_script_in_a_reply_does_not_run(pages: dict[str, Path | str], browser:
         item.locator("summary").click()
         assert page.evaluate("window.__pwned === undefined")
         assert HOSTILE in item.inner_text()  # shown as the text it is
+        assert errors == []
+    finally:
+        page.close()
+
+
+def _overlaps(boxes: list[dict[str, float]]) -> list[tuple[int, int]]:
+    """Pairs of boxes (x, y, width, height) that overlap by more than half a pixel."""
+    out = []
+    for i, a in enumerate(boxes):
+        for j in range(i + 1, len(boxes)):
+            b = boxes[j]
+            dx = min(a["x"] + a["width"], b["x"] + b["width"]) - max(a["x"], b["x"])
+            dy = min(a["y"] + a["height"], b["y"] + b["height"]) - max(a["y"], b["y"])
+            if dx > 0.5 and dy > 0.5:
+                out.append((i, j))
+    return out
+
+
+BOXES = """(selector) => Array.from(document.querySelectorAll("svg.plot")).map((svg) =>
+  Array.from(svg.querySelectorAll(selector)).map((t) => {
+    const r = t.getBoundingClientRect();
+    return {x: r.x, y: r.y, width: r.width, height: r.height};
+  }))"""
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_two_locomo_runs_compare_legibly(
+    width: int, pages: dict[str, Path | str], browser: Any
+) -> None:
+    locomo_pair = pages["locomo-pair"]
+    if isinstance(locomo_pair, str):
+        pytest.skip(locomo_pair)
+    assert locomo_pair.stat().st_size < 2_000_000  # the page, drill-down included
+    page, errors = _open(browser, locomo_pair)
+    try:
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(100)
+        assert page.locator("svg.plot").count() >= 2
+        for selector in ("text.xlabel", "g.legend"):
+            for i, boxes in enumerate(page.evaluate(BOXES, selector)):
+                assert _overlaps(boxes) == [], f"{selector} of plot {i} overlap at {width} px"
+        wide = page.evaluate("document.documentElement.scrollWidth")
+        assert wide <= width, f"the page is {wide} px wide in a {width} px window"
+        item = page.locator("details.item").first
+        item.locator("summary").click()
+        headers = item.locator("thead th").all_inner_texts()
+        assert any(h.startswith("retrieval-locomo: ") for h in headers)
+        assert any(h.startswith("retrieval-locomo-seed-7: ") for h in headers)
+        evidence = item.locator(".ids > mark").first
+        evidence.hover()
+        said = evidence.get_attribute("title")
+        assert said, "hovering an evidence id shows its message"
+        assert said[:40] in item.locator(".evidence").inner_text()
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.evaluate("window.scrollTo(0, 0)")
+        page.screenshot(path=str(ARTIFACTS / f"report-locomo-pair-{width}.png"), full_page=True)
         assert errors == []
     finally:
         page.close()

@@ -21,7 +21,10 @@ from dialogbench.cli import app
 from dialogbench.cli.report import serve
 from dialogbench.data.errors import DataError
 from dialogbench.report.html import (
+    Figure,
+    FigureTable,
     arrange,
+    figure_plots,
     figures,
     not_comparable,
     read_run,
@@ -73,6 +76,10 @@ def test_roc_points_need_both_classes() -> None:
     assert roc_points([(0.1, True), (0.5, True)]) == []
 
 
+MARKED_ID = re.compile(r'<span class="ids">(?:(?!</span>).)*<mark>')
+"""An evidence id marked among the ids a row shows."""
+
+
 def test_retrieval_page_holds_figures_plots_and_drilldown(make_run: MakeRun) -> None:
     run = make_run("retrieval-sample")
     page = render(read_runs([run]))
@@ -82,8 +89,8 @@ def test_retrieval_page_holds_figures_plots_and_drilldown(make_run: MakeRun) -> 
         assert f"<b>{metrics['hit@5']['value']:.3f}</b>" in page
     assert "hit@k per system" in page
     assert 'class="whisker"' in page
-    assert '<details class="item">' in page
-    assert '<mark class="id hit"' in page  # evidence marked in what a retriever brought back
+    assert '<details class="item" data-subject=' in page
+    assert MARKED_ID.search(page)  # evidence marked in what a retriever brought back
     assert "breakdown.json" in page and "distance.json" in page
     assert re.search(r"(src|href)=\"(https?:)?//", page) is None  # nothing fetched
 
@@ -95,7 +102,7 @@ def test_detection_and_chat_plots(make_run: MakeRun) -> None:
     assert "judge scores: content_match" in page
     assert "paired gains per condition" in page
     assert "judge_reason" in page
-    assert '<mark class="id hit"' in page  # the chat items' references, from the dataset
+    assert MARKED_ID.search(page)  # the chat items' references, from the dataset
     assert "evidence:<ul>" in page
 
 
@@ -200,3 +207,71 @@ def test_every_tracks_outputs_render(case: str, tmp_path: Path) -> None:
     assert '<svg class="plot"' in page
     if case.startswith("coverage"):
         assert "coverage against token budget" in page
+
+
+def _fig(value: float, low: float, high: float, n: int = 10) -> Figure:
+    return Figure(value, low, high, n)
+
+
+def test_coverage_lines_show_their_intervals_and_an_identical_line_stays_visible() -> None:
+    table = FigureTable("")
+    for row in ("full", "retrieval"):  # the same figures: one line would hide the other
+        table.add("r", row, "coverage@512", _fig(0.2, 0.1, 0.3))
+        table.add("r", row, "coverage@2k", _fig(0.5, 0.4, 0.6))
+    (svg,) = figure_plots([table])
+    assert svg.count('class="band"') == 2  # each line's 95% interval shaded
+    lines = re.findall(
+        r'<path class="line" d="([^"]+)" stroke="([^"]+)"( stroke-dasharray="[^"]+")?', svg
+    )
+    assert len(lines) == 2 and lines[0][0] == lines[1][0]  # drawn where they are...
+    assert lines[0][1:] != lines[1][1:]  # ...in another colour and dash pattern
+    assert "retrieval (same as full)" in svg
+
+
+def test_two_runs_plot_as_small_multiples_on_one_scale() -> None:
+    table = FigureTable("")
+    for run, v in (("a-very-long-run-name-for-the-baseline", 0.4), ("candidate-run", 0.9)):
+        for row in ("bm25", "recency"):
+            table.add(run, row, "hit@5", _fig(v, v - 0.1, min(1.0, v + 0.1)))
+    plots = figure_plots([table])
+    assert len(plots) == 2  # one chart per run...
+    assert "run a-very-long-run-name-for-the-baseline" in plots[0]  # ...titled in full
+    assert "run candidate-run" in plots[1]
+    for svg in plots:
+        labels = re.findall(r'<text class="axis xlabel"[^>]*><title>([^<]*)</title>', svg)
+        assert labels == ["bm25", "recency"]  # the systems, without the run's name
+    ticks = [re.findall(r'text-anchor="end">([0-9.]+)</text>', svg) for svg in plots]
+    assert ticks[0] == ticks[1]  # one value axis for both
+
+
+def test_a_judge_panels_agreement_reaches_the_report(make_run: MakeRun, tmp_path: Path) -> None:
+    from dialogbench.testing import ChatServer
+    from golden.cases import KEY_ENV, environment, golden_reply
+
+    run = tmp_path / "chat"
+    shutil.copytree(make_run("chat-sample"), run)
+    with environment(tmp_path / "cache.sqlite"), ChatServer(reply=golden_reply) as srv:
+        judges = ["--judge-model", "openai-compatible/judge-a"]
+        judges += ["--judge-model", "openai-compatible/judge-b"]
+        got = CliRunner().invoke(
+            app,
+            [
+                "score",
+                str(run),
+                *judges,
+                "--judge-base-url",
+                srv.base_url,
+                "--judge-api-key-env",
+                KEY_ENV,
+            ],
+        )
+    assert got.exit_code == 0, got.output
+    stored = json.loads((run / "judges" / "judges.json").read_text())
+    page = render(read_runs([run]))
+    assert "Judge agreement (2 judges" in page
+    alpha = stored["agreement"]["krippendorff_alpha"]
+    said = "undefined" if alpha is None else f"{alpha:.3f}"
+    assert f"Krippendorff's alpha (interval): <b>{said}</b>" in page
+    for figure, per in stored["spread"].items():
+        assert f"<th>{escape(figure)}</th>" in page
+        assert f'<td class="fig">{per["spread"]:.3f}</td>' in page

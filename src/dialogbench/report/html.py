@@ -23,8 +23,9 @@ import gzip
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from html import escape
 from importlib.resources import files
 from pathlib import Path
@@ -32,7 +33,7 @@ from typing import Any
 
 from dialogbench.data.errors import DataError
 from dialogbench.data.io import source_from_record
-from dialogbench.report.svg import Bar, bar_chart, box_chart, line_chart
+from dialogbench.report.svg import Bar, bar_chart, bar_range, box_chart, line_chart
 
 Path_ = tuple[str, ...]
 RUN_FILES = frozenset({"manifest.json", "summary.json", "usage.json", "warnings.json"})
@@ -44,6 +45,8 @@ EVIDENCE_FIELDS = ("references", "reference_ids", "evidence", "evidence_ids")
 MAX_GROUPS = 200
 """Drill-down groups shown per run (the page says how many were left out)."""
 MAX_CELL = 4000
+MAX_TIP = 300
+"""Characters of a message shown when its id is hovered."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,8 @@ class Run:
     """(subject, message id) -> text, from the run's dataset when it is on this machine."""
     evidence: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     """(subject, probe or question id) -> its evidence message ids, from the dataset."""
+    judges: dict[str, Any] = field(default_factory=dict)
+    """judges/judges.json, when `dialogbench score` re-judged the run with a panel."""
 
     @property
     def track(self) -> str:
@@ -216,6 +221,7 @@ def read_run(path: Path, label: str | None = None, *, texts: bool = True) -> Run
         usage=_json(path / "usage.json", required=False),
         files=other,
         torn=torn,
+        judges=_json(path / "judges" / "judges.json", required=False),
     )
     if texts:
         run.texts, run.evidence = dataset_context(run.manifest, path)
@@ -402,21 +408,68 @@ def _budget(col: str) -> float | None:
 
 
 def _bars_of(
-    tables: Sequence[FigureTable], cols: Sequence[str], table: FigureTable
+    cols: Sequence[str], table: FigureTable, run: str | None = None
 ) -> dict[tuple[str, str], Bar]:
-    multi = len({run for run, _ in table.cells}) > 1
+    """(row, column) -> bar of `table`'s figures in `cols`, of one run (None: every run)."""
     bars: dict[tuple[str, str], Bar] = {}
-    for (run, row), cells in table.cells.items():
+    for (who, row), cells in table.cells.items():
+        if run is not None and who != run:
+            continue
         for c in cols:
             fig = cells.get(c)
             bar = fig.bar() if fig else None
             if bar is not None:
-                bars[(f"{run}: {row}" if multi else row, c)] = bar
+                bars[(row, c)] = bar
     return bars
 
 
 def _groups(bars: Mapping[tuple[str, str], Bar]) -> list[str]:
     return list(dict.fromkeys(g for g, _ in bars))
+
+
+def _bar_plots(title: str, cols: Sequence[str], table: FigureTable, label: str) -> list[str]:
+    """Bars of `cols` per row; with several runs, small multiples: one chart per run, under
+    its full name, on one shared value axis (the rows keep their own names on the axis)."""
+    runs = list(dict.fromkeys(run for run, _ in table.cells))
+    if len(runs) == 1:
+        bars = _bars_of(cols, table)
+        return [bar_chart(title, _groups(bars), cols, bars, label=label)] if bars else []
+    scale = bar_range(_bars_of(cols, table).values())
+    out = []
+    for run in runs:
+        bars = _bars_of(cols, table, run)
+        if bars:
+            out.append(
+                bar_chart(
+                    f"{title} — run {run}", _groups(bars), cols, bars, label=label, y_range=scale
+                )
+            )
+    return out
+
+
+def _coverage_plot(title: str, budgets: Mapping[str, float], table: FigureTable) -> str:
+    """Coverage against token budget: a line per (run and) system, its interval shaded."""
+    lines: dict[str, list[tuple[float, float]]] = {}
+    bands: dict[str, list[tuple[float, float, float]]] = {}
+    multi = len({run for run, _ in table.cells}) > 1
+    for (run, row), cells in table.cells.items():
+        name = f"{run}: {row}" if multi else row
+        got = [(b, f) for c, b in budgets.items() if (f := cells.get(c)) is not None]
+        lines[name] = sorted((b, f.value) for b, f in got if f.value is not None)
+        bands[name] = sorted(
+            (b, f.ci_low, f.ci_high)
+            for b, f in got
+            if f.ci_low is not None and f.ci_high is not None
+        )
+    return line_chart(
+        f"coverage against token budget{title}",
+        lines,
+        x_label="token budget",
+        y_label="coverage (shaded: 95% interval)",
+        x_log=True,
+        x_names={b: c.split("@", 1)[1] for c, b in budgets.items()},
+        bands=bands,
+    )
 
 
 def figure_plots(tables: Sequence[FigureTable]) -> list[str]:
@@ -430,44 +483,14 @@ def figure_plots(tables: Sequence[FigureTable]) -> list[str]:
         budgets = {c: b for c in table.columns if (b := _budget(c)) is not None}
         for cols, name, label in ((hits, "hit@k", "hit rate"), (aurocs, "AUROC", "AUROC")):
             if cols:
-                bars = _bars_of(tables, cols, table)
-                out.append(
-                    bar_chart(f"{name} per system{title}", _groups(bars), cols, bars, label=label)
-                )
+                out.extend(_bar_plots(f"{name} per system{title}", cols, table, label))
         if budgets:
-            lines: dict[str, list[tuple[float, float]]] = {}
-            multi = len({run for run, _ in table.cells}) > 1
-            for (run, row), cells in table.cells.items():
-                pts = [
-                    (b, f.value)
-                    for c, b in budgets.items()
-                    if (f := cells.get(c)) is not None and f.value is not None
-                ]
-                lines[f"{run}: {row}" if multi else row] = sorted(pts)
-            names = {b: c.split("@", 1)[1] for c, b in budgets.items()}
-            out.append(
-                line_chart(
-                    f"coverage against token budget{title}",
-                    lines,
-                    x_label="token budget",
-                    y_label="coverage",
-                    x_log=True,
-                    x_names=names,
-                )
-            )
+            out.append(_coverage_plot(title, budgets, table))
         if "gain" in table.title.split(" by ")[0] and "all" in table.columns:
-            bars = _bars_of(tables, ["all"], table)
-            out.append(
-                bar_chart(
-                    f"paired gains per condition{title}", _groups(bars), ["all"], bars, label="gain"
-                )
-            )
+            out.extend(_bar_plots(f"paired gains per condition{title}", ["all"], table, "gain"))
     if not out and tables:
         table = tables[0]
-        cols = table.columns[:4]
-        bars = _bars_of(tables, cols, table)
-        if bars:
-            out.append(bar_chart(table.title or "headline", _groups(bars), cols, bars))
+        out.extend(_bar_plots(table.title or "headline", table.columns[:4], table, ""))
     return out
 
 
@@ -568,25 +591,28 @@ def _key_of(rows: Sequence[Mapping[str, Any]]) -> str | None:
     return None
 
 
-def _ids_cell(values: Sequence[Any], marked: set[str], texts: Mapping[str, str]) -> str:
+def _ids_cell(
+    values: Sequence[Any], marked: set[str], texts: Mapping[str, str], used: set[str]
+) -> str:
+    """Message ids, each an `<i>` (a `<mark>` when it is evidence) in a `.ids` run; hovering
+    one whose text is known shows it (the text is stored once per page, in `.texts`)."""
     parts = []
     for v in values:
         s = str(v)
-        tip = texts.get(s)
-        title = f' title="{escape(tip[:160])}"' if tip else ""
-        cls = "id hit" if s in marked else "id"
-        tag = "mark" if s in marked else "span"
-        parts.append(f'<{tag} class="{cls}"{title}>{escape(s)}</{tag}>')
-    return " ".join(parts)
+        if s in texts:
+            used.add(s)
+        tag = "mark" if s in marked else "i"
+        parts.append(f"<{tag}>{escape(s)}</{tag}>")
+    return f'<span class="ids">{" ".join(parts)}</span>'
 
 
 def _scalar(v: Any) -> bool:
     return v is None or isinstance(v, str | int | float | bool)
 
 
-def _value_cell(value: Any, marked: set[str], texts: Mapping[str, str]) -> str:
+def _value_cell(value: Any, marked: set[str], texts: Mapping[str, str], used: set[str]) -> str:
     if isinstance(value, list) and value and all(_scalar(v) for v in value):
-        return _ids_cell(["null" if v is None else v for v in value], marked, texts)
+        return _ids_cell(["null" if v is None else v for v in value], marked, texts, used)
     if (
         isinstance(value, dict)
         and value
@@ -616,63 +642,115 @@ def _value_cell(value: Any, marked: set[str], texts: Mapping[str, str]) -> str:
     return f'<div class="{cls}">{escape(text[:MAX_CELL])}</div>'
 
 
-def drilldown_html(run: Run, view: TrackView) -> str:
-    """The run's items grouped by probe (question, item, episode): one column per system,
-    one line per field; evidence ids marked wherever they appear."""
-    rows = run.items
-    if not rows:
+Member = tuple[Run, dict[str, Any]]
+
+
+def _grouped(runs: Sequence[Run]) -> tuple[dict[str, list[Member]], list[str | None]]:
+    """Item rows of every run grouped by (subject and) probe, question, item or episode,
+    so runs of one track line up group by group; and each run's grouping field."""
+    groups: dict[str, list[Member]] = {}
+    keys: list[str | None] = []
+    for run in runs:
+        key = _key_of(run.items) if run.items else None
+        keys.append(key)
+        for i, row in enumerate(run.items):
+            label = str(row.get(key, i)) if key else str(i)
+            subject = row.get("subject")
+            gkey = f"{subject} / {label}" if isinstance(subject, str) else label
+            groups.setdefault(gkey, []).append((run, row))
+    return groups, keys
+
+
+def _field_row(name: str, members: Sequence[Member], cell: Callable[[Any], str]) -> str:
+    """One field across the columns: one cell when every column holds the same value."""
+    values = [row.get(name, _MISSING) for _, row in members]
+    if len(values) > 1 and _MISSING not in values:
+        first = json.dumps(values[0], sort_keys=True, default=str)
+        if all(json.dumps(v, sort_keys=True, default=str) == first for v in values[1:]):
+            return (
+                f'<tr><th>{escape(name)}</th><td class="same" colspan="{len(values)}">'
+                f"{cell(values[0])}</td></tr>"
+            )
+    cells = "".join(f"<td>{cell(v) if v is not _MISSING else ''}</td>" for v in values)
+    return f"<tr><th>{escape(name)}</th>{cells}</tr>"
+
+
+_MISSING: Any = object()
+
+
+def drilldown_html(runs: Sequence[Run], view: TrackView) -> str:
+    """The runs' items grouped by probe (question, item, episode): one column per system
+    (per run and system when several runs are compared), one line per field, a field with
+    one value across the columns in one cell; evidence ids marked wherever they appear;
+    each message's text once on the page (hover an id to read it)."""
+    if not any(r.items for r in runs):
         return "<p>No items.jsonl rows in this run.</p>"
-    key = _key_of(rows)
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for i, row in enumerate(rows):
-        label = str(row.get(key, i)) if key else str(i)
-        subject = row.get("subject")
-        gkey = f"{subject} / {label}" if isinstance(subject, str) else label
-        groups.setdefault(gkey, []).append(row)
+    multi = len(runs) > 1
+    groups, keys = _grouped(runs)
+    key = next((k for k in keys if k), None)
+    texts: dict[tuple[str, str], str] = {k: v for r in runs for k, v in r.texts.items()}
+    evidence: dict[tuple[str, str], list[str]] = {k: v for r in runs for k, v in r.evidence.items()}
     shown = list(groups.items())[:MAX_GROUPS]
-    out = []
-    skip = {key, "subject"}
+    out: list[str] = []
+    stored: dict[tuple[str, str], str] = {}
+    skip = {*(k for k in keys if k), "subject"}
     for gkey, members in shown:
-        subject = str(members[0].get("subject", ""))
-        texts = {mid: t for (s, mid), t in run.texts.items() if s == subject}
-        marked = {str(v) for r in members for f in EVIDENCE_FIELDS for v in (r.get(f) or []) if v}
-        marked |= set(run.evidence.get((subject, str(members[0].get(key or "", ""))), []))
-        probe_text = texts.get(str(members[0].get(key or "", ""))) or members[0].get("text")
+        subject = str(members[0][1].get("subject", ""))
+        mine = {mid: t for (s, mid), t in texts.items() if s == subject}
+        probe = str(members[0][1].get(key or "", ""))
+        marked = {
+            str(v) for _, r in members for f in EVIDENCE_FIELDS for v in (r.get(f) or []) if v
+        }
+        marked |= set(evidence.get((subject, probe), []))
+        probe_text = mine.get(probe) or members[0][1].get("text")
         head = f'<span class="gkey">{escape(gkey)}</span>'
         if isinstance(probe_text, str):
             head += f' <span class="probe">{escape(probe_text[:200])}</span>'
-        verdicts = [r.get("judged") for r in members if "judged" in r]
+        verdicts = [r.get("judged") for _, r in members if "judged" in r]
         if verdicts:
             head += (
                 f' <span class="n">{sum(bool(v) for v in verdicts)}/{len(verdicts)} judged</span>'
             )
-        systems = [system_of(r, view.system_fields) for r in members]
-        fields = [f for f in dict.fromkeys(k for r in members for k in r) if f not in skip]
-        lines = []
-        for f in fields:
-            cells = "".join(
-                f"<td>{_value_cell(r[f], marked, texts) if f in r else ''}</td>" for r in members
-            )
-            lines.append(f"<tr><th>{escape(f)}</th>{cells}</tr>")
-        evidence = "".join(
-            f'<li><mark class="id">{escape(m)}</mark> {escape(texts[m][:300])}</li>'
+        systems = [
+            f"{run.label}: {system_of(r, view.system_fields)}"
+            if multi
+            else system_of(r, view.system_fields)
+            for run, r in members
+        ]
+        fields = [f for f in dict.fromkeys(k for _, r in members for k in r) if f not in skip]
+        shown_as_header = next((f for f in view.system_fields if f in fields), None)
+        fields = [f for f in fields if f != shown_as_header]
+        used: set[str] = set()
+
+        cell = partial(_value_cell, marked=marked, texts=mine, used=used)
+        lines = [_field_row(f, members, cell) for f in fields]
+        stored.update({(subject, m): mine[m] for m in used})
+        evidence_li = "".join(
+            f'<li><mark class="id">{escape(m)}</mark> {escape(mine[m][:300])}</li>'
             for m in sorted(marked)
-            if m in texts
+            if m in mine
         )
-        ev = f'<div class="evidence">evidence:<ul>{evidence}</ul></div>' if evidence else ""
+        ev = f'<div class="evidence">evidence:<ul>{evidence_li}</ul></div>' if evidence_li else ""
         heads = "".join(f"<th>{escape(s)}</th>" for s in systems)
         out.append(
-            f'<details class="item"><summary>{head}</summary>{ev}<div class="scroll">'
-            f'<table class="drill"><thead><tr><th></th>{heads}</tr></thead>'
-            f"<tbody>{''.join(lines)}</tbody></table></div></details>"
+            f'<details class="item" data-subject="{escape(subject)}"><summary>{head}</summary>'
+            f'{ev}<div class="scroll"><table class="drill"><thead><tr><th></th>{heads}</tr>'
+            f"</thead><tbody>{''.join(lines)}</tbody></table></div></details>"
         )
+    rows = sum(len(r.items) for r in runs)
     more = len(groups) - len(shown)
     note = f'<p class="note">{more} more groups are not shown (items.jsonl has them all).</p>'
+    store = "".join(
+        f'<p data-s="{escape(s)}" data-m="{escape(m)}">{escape(t[:MAX_TIP])}</p>'
+        for (s, m), t in stored.items()
+    )
     return (
-        f'<p class="note">{len(rows)} rows in {len(groups)} groups by '
-        f"{escape(key or 'row')}; evidence ids are <mark>marked</mark>.</p>"
+        f'<p class="note">{rows} rows in {len(groups)} groups by '
+        f"{escape(key or 'row')}; evidence ids are <mark>marked</mark>; hover an id to read "
+        "its message.</p>"
         + "".join(out)
         + (note if more > 0 else "")
+        + (f'<div class="texts" hidden>{store}</div>' if store else "")
     )
 
 
@@ -718,6 +796,38 @@ def facts_html(run: Run) -> str:
         f"<details><summary>manifest.json</summary><pre>"
         f"{escape(json.dumps(m, indent=2, ensure_ascii=False))}</pre></details>"
     )
+
+
+def judges_html(run: Run) -> str:
+    """The judge panel's agreement (`dialogbench score` with several judges): Krippendorff's
+    alpha over the rows every judge scored, and each headline figure per judge with its
+    spread (max - min); empty when the run was not re-judged by a panel."""
+    agreement = run.judges.get("agreement") or {}
+    spread = run.judges.get("spread") or {}
+    if not agreement and not spread:
+        return ""
+    judges = [str(j) for j in agreement.get("judges") or []]
+    alpha = agreement.get("krippendorff_alpha")
+    said = "undefined" if not isinstance(alpha, int | float) else f"{alpha:.3f}"
+    head = "".join(f"<th>{escape(j)}</th>" for j in judges) + "<th>spread</th>"
+    rows = "".join(
+        f"<tr><th>{escape(str(fig))}</th>"
+        + "".join(f'<td class="fig">{_fmt(_number(per.get(j)))}</td>' for j in [*judges, "spread"])
+        + "</tr>"
+        for fig, per in spread.items()
+        if isinstance(per, dict)
+    )
+    return (
+        f'<div class="judges"><h4>Judge agreement ({len(judges)} judges, dialogbench score)</h4>'
+        f"<p>Krippendorff's alpha ({escape(str(agreement.get('level', '')))}): <b>{said}</b> "
+        f"over {escape(str(agreement.get('rows', '?')))} rows every judge scored.</p>"
+        f'<div class="scroll"><table class="plain judges"><thead><tr><th>headline figure</th>'
+        f"{head}</tr></thead><tbody>{rows}</tbody></table></div></div>"
+    )
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 # -- the page -----------------------------------------------------------------------------
@@ -767,9 +877,10 @@ def track_section(track: str, runs: Sequence[Run]) -> str:
         parts.append("</details>")
     for r in runs:
         parts.append(
-            f'<div class="run"><h3>Run {escape(r.label)}</h3>{facts_html(r)}'
-            f"<h4>Items</h4>{drilldown_html(r, view)}</div>"
+            f'<div class="run"><h3>Run {escape(r.label)}</h3>{facts_html(r)}{judges_html(r)}</div>'
         )
+    items = "Items, run by run side by side" if multi else "Items"
+    parts.append(f"<h3>{items}</h3>{drilldown_html(runs, view)}")
     parts.append("</section>")
     return "".join(parts)
 

@@ -6,7 +6,7 @@ Every function returns one `<svg>` element as text; every label in it is escaped
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 
@@ -22,6 +22,8 @@ PALETTE = (
     "#9c6b4e",
     "#9498a0",
 )
+DASHES = ("", "7 4", "2 3", "10 3 2 3")
+"""Line dash patterns, in turn with the colours."""
 W, H = 640, 300
 LEFT, RIGHT, TOP, BOTTOM = 56, 16, 28, 70
 
@@ -62,15 +64,26 @@ def _ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     return out
 
 
-def _frame(title: str, body: str, legend: Sequence[str], label: str = "") -> str:
+LEGEND_SHORT = 22
+"""Legend names up to this long sit four to a row; longer ones get a row each, in full."""
+LABEL_CHARS = 24
+"""Axis labels are cut to this many characters (the bar's tooltip has the full name)."""
+CHAR_W = 6.6
+"""About how wide one character of the 11 px axis font is, in px."""
+
+
+def _frame(title: str, body: str, legend: Sequence[str], label: str = "", height: int = H) -> str:
+    per_row = 4 if all(len(n) <= LEGEND_SHORT for n in legend) else 1
+    width = 150 if per_row == 4 else W - LEFT
     items = "".join(
-        f'<g transform="translate({LEFT + 4 + (i % 4) * 150},{H + 8 + (i // 4) * 16})">'
+        f'<g class="legend" transform="translate({LEFT + 4 + (i % per_row) * width},'
+        f'{height + 8 + (i // per_row) * 16})">'
         f'<rect width="10" height="10" fill="{color(i)}"/>'
-        f'<text x="14" y="9">{escape(name[:22])}</text></g>'
+        f'<text x="14" y="9">{escape(name if per_row == 1 else name[:LEGEND_SHORT])}</text></g>'
         for i, name in enumerate(legend)
     )
-    rows = (len(legend) + 3) // 4
-    total = H + 12 + rows * 16
+    rows = (len(legend) + per_row - 1) // per_row
+    total = height + 12 + rows * 16
     return (
         f'<svg class="plot" role="img" viewBox="0 0 {W} {total}" width="{W}" height="{total}" '
         f'xmlns="http://www.w3.org/2000/svg" aria-label="{escape(title)}">'
@@ -78,6 +91,22 @@ def _frame(title: str, body: str, legend: Sequence[str], label: str = "") -> str
         f'<text class="axis" x="12" y="{TOP - 6}">{escape(label)}</text>'
         f"{body}{items}</svg>"
     )
+
+
+def _x_label(name: str, cx: float, y: float) -> str:
+    """An axis label under a group, written upwards (its box is one line wide, so labels
+    of neighbouring groups never overlap), cut to `LABEL_CHARS` with the full name kept."""
+    short = name if len(name) <= LABEL_CHARS else name[: LABEL_CHARS - 1] + "…"
+    return (
+        f'<text class="axis xlabel" transform="translate({_num(cx + 4)},{_num(y)}) rotate(-90)" '
+        f'text-anchor="end"><title>{escape(name)}</title>{escape(short)}</text>'
+    )
+
+
+def _label_room(names: Sequence[str]) -> int:
+    """The height under the plot that the longest (cut) axis label needs."""
+    longest = max([0, *(min(len(n), LABEL_CHARS) for n in names)])
+    return int(12 + longest * CHAR_W)
 
 
 def _y_axis(lo: float, hi: float, y: object) -> str:
@@ -100,15 +129,14 @@ def bar_chart(
     bars: Mapping[tuple[str, str], Bar],
     *,
     label: str = "",
+    y_range: tuple[float, float] | None = None,
 ) -> str:
     """Grouped bars (one group per entry of `groups`, one colour per series) with interval
-    whiskers where a bar has them. Missing (group, series) pairs are left empty."""
-    values = [v for b in bars.values() for v in (b.value, b.low, b.high) if v is not None]
-    values = [v for v in values if math.isfinite(v)]
-    lo = min([0.0, *values])
-    hi = max([1e-9, *values])
-    if hi - lo < 1e-9:
-        hi = lo + 1.0
+    whiskers where a bar has them. Missing (group, series) pairs are left empty. Charts
+    meant to be read side by side (small multiples) share one `y_range`."""
+    lo, hi = y_range if y_range is not None else bar_range(bars.values())
+    room = _label_room(groups)
+    height = H - BOTTOM + room
     plot_w, plot_h = W - LEFT - RIGHT, H - TOP - BOTTOM
 
     def y(v: float) -> float:
@@ -142,15 +170,20 @@ def bar_chart(
                     f"M{_num(cx - 3)},{_num(y(b.low))}h6M{_num(cx - 3)},{_num(y(b.high))}h6"
                     '"/>'
                 )
-        cx = LEFT + gi * gw + gw / 2
-        parts.append(
-            f'<text class="axis" transform="translate({_num(cx)},{H - BOTTOM + 12}) rotate(30)">'
-            f"{escape(g[:24])}</text>"
-        )
+        parts.append(_x_label(g, LEFT + gi * gw + gw / 2, H - BOTTOM + 6))
     parts.append(
         f'<line class="zero" x1="{LEFT}" x2="{W - RIGHT}" y1="{_num(y(0))}" y2="{_num(y(0))}"/>'
     )
-    return _frame(title, "".join(parts), list(series), label)
+    return _frame(title, "".join(parts), list(series), label, height)
+
+
+def bar_range(bars: Iterable[Bar]) -> tuple[float, float]:
+    """The value axis that shows every bar and whisker, and zero."""
+    values = [v for b in bars for v in (b.value, b.low, b.high) if v is not None]
+    values = [v for v in values if math.isfinite(v)]
+    lo = min([0.0, *values])
+    hi = max([1e-9, *values])
+    return (lo, hi) if hi - lo >= 1e-9 else (lo, lo + 1.0)
 
 
 def line_chart(
@@ -163,8 +196,11 @@ def line_chart(
     x_names: Mapping[float, str] | None = None,
     diagonal: bool = False,
     y_range: tuple[float, float] = (0.0, 1.0),
+    bands: Mapping[str, Sequence[tuple[float, float, float]]] | None = None,
 ) -> str:
-    """Lines through (x, y) points, one colour per entry; `diagonal` draws y = x (ROC)."""
+    """Lines through (x, y) points, one colour and dash pattern per entry, so a line drawn
+    over an identical one leaves it visible (the legend says which are the same);
+    `bands` shades each line's interval, (x, low, high) points; `diagonal` draws y = x."""
     xs = [x for pts in lines.values() for x, _ in pts]
     tx = (lambda v: math.log10(v)) if x_log else (lambda v: v)
     x_lo, x_hi = (tx(min(xs)), tx(max(xs))) if xs else (0.0, 1.0)
@@ -192,24 +228,40 @@ def line_chart(
             f'<text class="axis" x="{_num(px(t))}" y="{H - BOTTOM + 16}" text-anchor="middle">'
             f"{escape(name)}</text>"
         )
+    for i, name in enumerate(lines):
+        band = sorted((bands or {}).get(name, ()))
+        if len(band) >= 2:
+            upper = "L".join(f"{_num(px(x))},{_num(py(hi))}" for x, _, hi in band)
+            lower = "L".join(f"{_num(px(x))},{_num(py(lo))}" for x, lo, _ in reversed(band))
+            parts.append(
+                f'<path class="band" d="M{upper}L{lower}Z" fill="{color(i)}">'
+                f"<title>{escape(name)}: 95% interval</title></path>"
+            )
+    legend: list[str] = []
+    seen: dict[tuple[tuple[float, float], ...], str] = {}
     for i, (name, pts) in enumerate(lines.items()):
+        same = seen.setdefault(tuple(pts), name) if pts else name
+        legend.append(name if same == name else f"{name} (same as {same})")
         if not pts:
             continue
         d = "M" + "L".join(f"{_num(px(x))},{_num(py(y))}" for x, y in pts)
+        dash = DASHES[i % len(DASHES)]
         parts.append(
-            f'<path class="line" d="{d}" stroke="{color(i)}"><title>{escape(name)}</title></path>'
+            f'<path class="line" d="{d}" stroke="{color(i)}"'
+            + (f' stroke-dasharray="{dash}"' if dash else "")
+            + f"><title>{escape(name)}</title></path>"
         )
         if len(pts) <= 24:
             parts.extend(
-                f'<circle cx="{_num(px(x))}" cy="{_num(py(y))}" r="2.5" fill="{color(i)}">'
-                f"<title>{escape(f'{name}: {y:.3f} at {x:g}')}</title></circle>"
+                f'<circle cx="{_num(px(x))}" cy="{_num(py(y))}" r="{3.5 - (i % 3)}" '
+                f'fill="{color(i)}"><title>{escape(f"{name}: {y:.3f} at {x:g}")}</title></circle>'
                 for x, y in pts
             )
     parts.append(
         f'<text class="axis" x="{W - RIGHT}" y="{H - BOTTOM + 34}" text-anchor="end">'
         f"{escape(x_label)}</text>"
     )
-    return _frame(title, "".join(parts), list(lines), y_label)
+    return _frame(title, "".join(parts), legend, y_label)
 
 
 def box_chart(title: str, samples: Mapping[str, Sequence[float]], *, label: str = "") -> str:
@@ -223,6 +275,7 @@ def box_chart(title: str, samples: Mapping[str, Sequence[float]], *, label: str 
 
     gw = plot_w / max(1, len(samples))
     parts = [_y_axis(lo, hi, y)]
+    height = H - BOTTOM + _label_room(list(samples))
     for i, (name, got) in enumerate(samples.items()):
         s = sorted(v for v in got if math.isfinite(v))
         if not s:
@@ -236,7 +289,6 @@ def box_chart(title: str, samples: Mapping[str, Sequence[float]], *, label: str 
             f'width="{_num(bw)}" height="{_num(max(0.5, y(q[1]) - y(q[3])))}" '
             f'fill="{color(i)}"/><line class="median" x1="{_num(cx - bw / 2)}" '
             f'x2="{_num(cx + bw / 2)}" y1="{_num(y(q[2]))}" y2="{_num(y(q[2]))}"/></g>'
-            f'<text class="axis" transform="translate({_num(cx)},{H - BOTTOM + 12}) rotate(30)">'
-            f"{escape(name[:24])}</text>"
+            + _x_label(name, cx, H - BOTTOM + 6)
         )
-    return _frame(title, "".join(parts), list(samples), label)
+    return _frame(title, "".join(parts), list(samples), label, height)

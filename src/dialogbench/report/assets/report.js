@@ -12,3 +12,21 @@
     }
   });
 })();
+// Hovering a message id shows its text: each text is stored once, in a hidden `.texts`
+// block per track, as element text (read with textContent, never run).
+(function () {
+  "use strict";
+  var texts = Object.create(null);
+  var stores = document.querySelectorAll(".texts p");
+  for (var i = 0; i < stores.length; i++) {
+    var p = stores[i];
+    texts[p.getAttribute("data-s") + "\u0001" + p.getAttribute("data-m")] = p.textContent;
+  }
+  document.addEventListener("mouseover", function (e) {
+    var el = e.target && e.target.closest ? e.target.closest(".ids > i, .ids > mark") : null;
+    if (!el || el.hasAttribute("title")) { return; }
+    var item = el.closest("details.item");
+    var key = (item ? item.getAttribute("data-subject") : "") + "\u0001" + el.textContent;
+    if (key in texts) { el.setAttribute("title", texts[key]); }
+  });
+})();
