@@ -708,22 +708,29 @@ def test_embedded_model_short_run(tmp_path: Path) -> None:
         n_boot=100,
     )
     try:
-        result = run_track(
+        finished = run_track(
             INTERACTION,
             as_demo_set([episode("e", ("Ana", "Bo"))]),
             tmp_path,
             config,
             {"model": model},
-        ).result()
+        )
     finally:
         asyncio.run(model.aclose())
+    result = finished.result()
     (row,) = items(tmp_path).values()
     c = result.counts["all"]
     assert c["ended_by_marker"] + c["hit_max_turns"] + c["failed"] == 1
     assert c["judge_scored"] + c["judge_unscored"] == 1 - c["failed"]
     assert row["n_turns"] <= 2 and all(t["content"] for t in row["turns"])
     if row["failure"]:
-        assert row["failure"]["kind"] == "malformed" and row["failure"]["raw"]
+        # a 135M model may write JSON that is not a turn (malformed, its raw reply kept) or,
+        # under the grammar, only whitespace: an empty reply, a failed call after its retries
+        # (on a loaded machine, a timeout likewise); either is recorded with its error
+        failure = row["failure"]
+        assert failure["kind"] in ("malformed", "call") and failure["error"]
+        assert failure["kind"] == "call" or failure["raw"]
+        assert finished.exit_code != 0  # a failed episode is counted and said by the status
     elif not row["judged"]:
         assert row["judge_raw"] and row["judge_error"] and row["average"] is None
     assert result.usage["roles"]["model"]["completion_tokens"] > 0
