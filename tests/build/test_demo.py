@@ -669,6 +669,28 @@ def test_paper_protocol_shows_each_built_item_its_dialogue(tmp_path: Path) -> No
             line = item.transcript.splitlines()[item.target]
             label = "需要分析的对话：" if item.lang == "zh" else "Utterance to analyze:"
             assert f"\n{label}\n{line}\n" in content
+    # issue 25.2: every judge request holds its item's gold as the build released it, verbatim,
+    # its labels in the item's language (a Chinese persona's 男/女 and ["开放性", "高"])
+    judged = [r["messages"][-1]["content"] for r in requests if len(r["messages"]) == 2]
+    assert len(judged) == len(demo.items)
+    released = {
+        i["dataset_id"] + ":" + i["type"]: json.dumps(i["answer"], ensure_ascii=False)
+        for name in ("element_awareness_en.json", "element_awareness_zh.json")
+        for i in json.loads((out / name).read_text("utf-8"))
+    }
+    golds = Counter(released[f"{i.dialogue_id}:{i.task}"] for i in demo.items)
+    for gold, n in golds.items():  # (a scripted build may give two dialogues one gold)
+        assert sum(f"<reference>\n{gold}\n</reference>" in text for text in judged) == n, gold
+    zh_personas = [
+        released[k] for k in released if k.endswith(":persona") and "开放性" in released[k]
+    ]
+    assert zh_personas, "the Chinese items' Big Five are written in Chinese"
+    for gold in zh_personas:
+        answer = json.loads(gold)  # {participant1: ..., participant2: ...}
+        for person in answer.values():
+            assert person.get("gender", "男") in ("男", "女")
+            assert all(level in ("高", "低") for _, level in person.get("big_five", []))
+            assert "male" not in gold and "High" not in gold and "Low" not in gold
 
 
 def test_chinese_demo_seed_lines_split_on_the_full_width_colon(tmp_path: Path) -> None:

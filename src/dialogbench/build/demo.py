@@ -68,6 +68,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_mod
 from dialogbench.build import demo_prompts as bp
 from dialogbench.build.demo_prompts import GoalType
 from dialogbench.data.demo.items import PARTICIPANTS
+from dialogbench.data.demo.labels import written
 from dialogbench.data.demo.model import (
     AGE_BANDS,
     TRAITS,
@@ -1178,19 +1179,20 @@ def vote(
 # -- DEMO's release format ------------------------------------------------------------------
 
 
-def _big_five_pairs(traits: Mapping[str, str]) -> list[list[str]]:
-    return [[t, traits[t].capitalize()] for t in TRAITS if t in traits]
+def _big_five_pairs(traits: Mapping[str, str], lang: Lang) -> list[list[str]]:
+    return [[written(t, lang), written(traits[t], lang)] for t in TRAITS if t in traits]
 
 
-def person_answer(p: Persona) -> dict[str, Any]:
-    """A persona in the awareness answer's shape."""
+def person_answer(p: Persona, lang: Lang) -> dict[str, Any]:
+    """A persona in the awareness answer's shape, its labels as DEMO writes them in `lang`
+    (`男`, `中年期` with its years, `["开放性", "低"]`)."""
     out: dict[str, Any] = {"name": p.name}
     for key in ("gender", "age", "education", "occupation", "culture", "speaking_style", "hobby"):
         value = getattr(p, key)
         if value:
-            out[key] = value
+            out[key] = written(value, lang) if key in ("gender", "age") else value
     if p.big_five:
-        out["big_five"] = _big_five_pairs(p.big_five)
+        out["big_five"] = _big_five_pairs(p.big_five, lang)
     return out
 
 
@@ -1222,7 +1224,9 @@ def release_records(d: DemoDialogue, seed: int) -> tuple[list[dict[str, Any]], d
         "goal_completion": d.epilogue.goal_completion,
         "reason": d.epilogue.completion_reason,
     }
-    persona = dict(zip(PARTICIPANTS, (person_answer(p1), person_answer(p2)), strict=True))
+    persona = dict(
+        zip(PARTICIPANTS, (person_answer(p1, d.lang), person_answer(p2, d.lang)), strict=True)
+    )
     s = d.scene
     scene = {
         "topic": s.topic,
@@ -1241,7 +1245,7 @@ def release_records(d: DemoDialogue, seed: int) -> tuple[list[dict[str, Any]], d
         "person": u.speaker,
         "content": u.text,
         "intent": labels.intent,
-        "sentiment": labels.sentiment,
+        "sentiment": written(labels.sentiment, d.lang) if labels.sentiment else None,
         "emotion": labels.emotion,
         "stance": [x.model_dump() for x in labels.stance],
         "strategy": labels.strategy.model_dump() if labels.strategy else None,

@@ -24,6 +24,7 @@ from dialogbench.tracks.demo.awareness import (
 )
 
 JUDGE_SYSTEMS = {f.system for f in FRAMINGS.values()}
+FIXTURES = Path(__file__).resolve().parents[2] / "data" / "demo" / "fixtures"
 _CANDIDATE = re.compile(r"<candidate>\n(.*?)\n</candidate>", re.DOTALL)
 
 
@@ -42,6 +43,9 @@ def released(n: int, instruction: str | None = "default") -> AwarenessItem:
         transcript=transcript,
         gold={"goal1": "get firewood", "goal2": "get water", "goal_completion": 7},
         instruction=text,
+        released_answer=None
+        if text is None
+        else '{"goal": {"goal1": "get firewood", "goal2": "get water", "goal completion": 7}}',
     )
 
 
@@ -136,3 +140,53 @@ def test_free_form_answers_read_like_the_release() -> None:
     assert free_form_answer(item, "no json here") is None
     assert free_form_answer(item, '{"goal": {"goal completion": "eleven"}}') is None
     assert free_form_answer(item, "[1, 2]") is None
+
+
+def test_paper_protocol_judges_against_demos_released_gold(tmp_path: Path) -> None:
+    """Issue 25.2: under --protocol paper the judge reads each item's gold exactly as DEMO's
+    file holds it, in its language (a Chinese item's "男", [["开放性", "低"], ...]), with
+    DEMO's one English rubric per element, and persona's instruction beside it."""
+    from dialogbench.data.demo.registry import load_demo
+    from dialogbench.tracks.demo.awareness_prompts import PAPER_RUBRICS, PAPER_TASK_HEAD
+
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    for lang in ("en", "zh"):
+        name = f"element_awareness_{lang}.json"
+        (folder / name).write_bytes((FIXTURES / name).read_bytes())
+    demo = load_demo(str(folder))
+    with ChatServer() as srv:  # logs every request; the judge's replies follow its schema
+        model = RoleSpec("openai-compatible/x", srv.base_url)
+        run_track(
+            AWARENESS, demo, tmp_path / "run", AwarenessConfig(protocol="paper"), {"model": model}
+        )
+        requests = srv.requests
+    judged = [r["messages"][1]["content"] for r in requests if len(r["messages"]) == 2]
+    assert len(judged) == len(demo.items)
+    raw = {
+        f"{i['dataset_id']}:{i['type']}": i["answer"]
+        for lang in ("en", "zh")
+        for i in json.loads((folder / f"element_awareness_{lang}.json").read_text("utf-8"))
+    }
+    for item in demo.items:
+        answer = raw[f"{item.dialogue_id}:{item.task}"]
+        text = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+        (request,) = [t for t in judged if f"<reference>\n{text.strip()}\n</reference>" in t]
+        rubric = PAPER_RUBRICS[item.task]
+        assert rubric.instructions in request  # one rubric per element, both languages
+        assert (PAPER_TASK_HEAD in request) == (item.task == "persona")
+        if item.lang == "zh" and item.task == "persona":
+            assert '"gender": "男"' in request and '["开放性", "低"]' in request
+            assert "male" not in request.split("<reference>")[1].split("</reference>")[0]
+    rows = [json.loads(x) for x in (tmp_path / "run" / "items.jsonl").read_text().splitlines()]
+    assert all(r["released_answer"] for r in rows)
+
+
+def test_paper_protocol_needs_the_released_answer(tmp_path: Path) -> None:
+    item = released(1).model_copy(update={"released_answer": None})
+    ds = DemoSet(name="built-elsewhere", items=[item], sha256="0" * 64, source="somewhere")
+    with ChatServer(reply=Scripted()) as srv:
+        model = RoleSpec("openai-compatible/scripted", srv.base_url)
+        with pytest.raises(DataError) as caught:
+            run_track(AWARENESS, ds, tmp_path, AwarenessConfig(protocol="paper"), {"model": model})
+    assert caught.value.field == "answer"

@@ -90,6 +90,62 @@ _SENTIMENT = {
 }
 
 
+_TO = "\N{FULLWIDTH TILDE}"  # between the years of DEMO's Chinese age bands
+
+WRITTEN: dict[str, dict[str, str]] = {
+    "en": {
+        "male": "Male",
+        "female": "Female",
+        "high": "High",
+        "low": "Low",
+        "positive": "Positive",
+        "negative": "Negative",
+        "neutral": "Neutral",
+        "openness": "Openness",
+        "conscientiousness": "Conscientiousness",
+        "extraversion": "Extraversion",
+        "agreeableness": "Agreeableness",
+        "neuroticism": "Neuroticism",
+        "childhood": "Childhood: 6-11 years old",
+        "adolescence": "Adolescence: 12-15 years old",
+        "youth": "Youth: 15-24 years old",
+        "adulthood": "Adulthood: 25-40 years old",
+        "middle age": "Middle age: 40-60 years old",
+        "old age": "Old age: over 60 years old",
+        "advanced age": "Advanced age: over 70 years old",
+    },
+    "zh": {
+        "male": "男",
+        "female": "女",
+        "high": "高",
+        "low": "低",
+        "positive": "正向",
+        "negative": "负向",
+        "neutral": "中性",
+        "openness": "开放性",
+        "conscientiousness": "尽责性",
+        "extraversion": "外向性",
+        "agreeableness": "谦逊性",
+        "neuroticism": "神经质",
+        "childhood": f"童年期：6{_TO}11岁",
+        "adolescence": f"少年期：12{_TO}15岁",
+        "youth": f"青年期：15{_TO}24岁",
+        "adulthood": f"成年期：25{_TO}40岁",
+        "middle age": f"中年期：40{_TO}60岁",
+        "old age": "老年期：60岁以上",
+        "advanced age": "高龄期：70岁以上",
+    },
+}
+"""A canonical label as DEMO's released answers write it in each language (the
+normalisers below read each of these back to its canonical value)."""
+
+
+def written(value: str, lang: str) -> str:
+    """`value` (a canonical gender, level, sentiment, trait or age band) as DEMO writes it
+    in `lang`; any other value as given."""
+    return WRITTEN.get(lang, {}).get(value, value)
+
+
 def _key(value: str) -> str:
     return " ".join(value.strip().lower().replace("_", " ").split())
 

@@ -169,7 +169,8 @@ class AwarenessItem(_Record):
     `gold` follows the paper's answer shape for the task (appendix G), holding only the
     fields the source labels; `target` is the utterance index for utterance mining.
     `instruction` is the released prompt when the item comes from DEMO's own files (their
-    wording is kept only to run their items as released; our prompts are our own).
+    wording is kept only to run their items as released; our prompts are our own), and
+    `released_answer` the released gold as written there.
     """
 
     id: str
@@ -185,6 +186,11 @@ class AwarenessItem(_Record):
         "offer them and the objective metrics score against them",
     )
     instruction: str | None = None
+    released_answer: str | None = Field(
+        default=None,
+        description="the gold as released in DEMO's file (its JSON text, in its language): "
+        "the judge's reference under `--protocol paper`",
+    )
 
 
 class DemoSet(BaseModel):

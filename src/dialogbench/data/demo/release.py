@@ -197,6 +197,7 @@ def load_awareness(path: Path, lang: str | None = None) -> tuple[list[AwarenessI
                 gold=gold,
                 options=gold_options(gold),
                 instruction=str(obj["instruction"]),
+                released_answer=released_text(obj["answer"]),
             )
         )
     warnings = [f"{path.name}: {n} x {what}" for what, n in sorted(notes.items())]
@@ -457,6 +458,12 @@ def _score(value: object, path: Path, record: str) -> int:
             fix="give an integer from 0 to 10",
         )
     return round(number)
+
+
+def released_text(answer: object) -> str:
+    """The released gold as the judge reads it: a string as written, an object as its JSON
+    text with every character kept (Chinese labels stay Chinese)."""
+    return answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
 
 
 def _answer_object(answer: object, path: Path, record: str) -> dict[str, Any]:

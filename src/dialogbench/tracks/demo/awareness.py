@@ -411,12 +411,14 @@ class AwarenessTrack(TrackBase[AwarenessConfig, AwarenessItem]):
         for item in items:  # bad gold fails here, before anything is written or asked
             asked_shape(item, str(data.source))
             objective_outcomes(item, None, str(data.source))
-            if config.protocol == "paper" and not item.instruction:
+            if config.protocol == "paper" and not (item.instruction and item.released_answer):
                 raise DataError(
                     **_where(item, str(data.source)),
-                    problem="--protocol paper asks DEMO's released instruction, and this item "
-                    "has none (it does not come from DEMO's files)",
-                    field="instruction",
+                    problem="--protocol paper asks DEMO's released instruction and gold "
+                    "answer, and this item lacks "
+                    + ("them" if not item.instruction else "its released answer")
+                    + " (it does not come from DEMO's files)",
+                    field="instruction" if not item.instruction else "answer",
                     fix="run DEMO's element_awareness_*.json files with --protocol paper, or "
                     "use --protocol schema (our prompt) for other corpora",
                 )
@@ -437,7 +439,7 @@ class AwarenessTrack(TrackBase[AwarenessConfig, AwarenessItem]):
         return Plan(
             units,
             warnings=list(data.warnings),
-            resolved={"prompt_sha256": ap.PROMPT_SHA256, "items": len(items)},
+            resolved={"prompt_sha256": _prompt_sha256(config), "items": len(items)},
             context=(data.name, participant_names(data)),
             dataset=info,
         )
@@ -481,6 +483,7 @@ class AwarenessTrack(TrackBase[AwarenessConfig, AwarenessItem]):
             "lang": item.lang,
             "target": item.target,
             "gold": item.gold,
+            **({"released_answer": item.released_answer} if config.protocol == "paper" else {}),
             "prediction": {
                 "parsed": answer,
                 "raw": got.raw,
@@ -507,6 +510,20 @@ class AwarenessTrack(TrackBase[AwarenessConfig, AwarenessItem]):
         candidate = judged_text(solved["prediction"], config.protocol)
         if candidate is None:
             fields = verdict_fields(None, skipped="the model call failed: no answer to judge")
+        elif config.protocol == "paper":  # DEMO's set-up: the gold as released, their criteria
+            judge = Judge(
+                models["judge"],
+                ap.PAPER_RUBRICS[unit.task],
+                config.judge_config(),
+                max_fixes=config.max_fixes,
+            )
+            verdict = await judge.score(
+                candidate,
+                reference=unit.released_answer,
+                context=ap.paper_judge_context(unit),
+                tag=JUDGE_TAG,
+            )
+            fields = verdict_fields(verdict)
         else:
             judge = Judge(
                 models["judge"],
@@ -596,6 +613,10 @@ def _table(title: str, table: Mapping[str, Mapping[str, Estimate]], row_label: s
 
 def _fmt(e: Estimate) -> str:
     return f"{e.value:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}] (n={e.n})"
+
+
+def _prompt_sha256(config: AwarenessConfig) -> str:
+    return ap.PAPER_PROMPT_SHA256 if config.protocol == "paper" else ap.PROMPT_SHA256
 
 
 def _as_json(value: Any) -> str:

@@ -346,6 +346,68 @@ RUBRICS: dict[Lang, dict[Task, Rubric]] = {
 """The judge's rubric for each language and task: two 0-10 dimensions."""
 
 
+# -- the judge under --protocol paper (DEMO's own judging set-up) ---------------------------
+#
+# DEMO judges both languages with one English prompt per element (appendix F): a strict
+# judge, the element's name, the two criteria, the 0-10 scale, the gold answer as released
+# and the prediction; for persona also the task's instruction (its text before the answer
+# template), which names the traits asked. The criteria below are our paraphrase of theirs;
+# the reply's shape is our judge's (docs/demo.md says where and why it differs).
+
+PAPER_ELEMENT: dict[Task, str] = {
+    "goal": "Goal",
+    "persona": "Persona",
+    "scene": "Scene",
+    "utterance": "Utterance",
+}
+
+PAPER_JUDGE_INSTRUCTIONS = (
+    "You are a fair and exacting judge. An assistant analysed a dialogue for one of its "
+    "elements ({element}); grade its answer against the gold answer, which is a correct "
+    "answer to the task by definition, and may be written in another language or shape than "
+    "the assistant's. Score each criterion from 0 to 10 on its own, without letting the other "
+    "sway it; an answer that meets a criterion fully gets 10 on it."
+)
+
+PAPER_ACCURACY = (
+    "How far the assistant's answer means the same as the gold answer (semantic agreement, "
+    "not wording)."
+)
+
+PAPER_HALLUCINATION = (
+    "The answer brings in nothing the gold answer neither states nor implies: no invented "
+    "or unsupported detail. 10: none at all."
+)
+
+PAPER_TASK_HEAD = "The task the assistant was given (its answer template left out):"
+"""Persona only: DEMO's judge sees the persona instruction, which names the fields asked."""
+
+
+def _paper_rubric(task: Task) -> Rubric:
+    return Rubric(
+        name=f"demo-awareness-{task}-paper",
+        instructions=PAPER_JUDGE_INSTRUCTIONS.format(element=PAPER_ELEMENT[task]),
+        dimensions=(
+            Dimension("accuracy", 0, 10, PAPER_ACCURACY),
+            Dimension("hallucination", 0, 10, PAPER_HALLUCINATION),
+        ),
+        compares_to="reference",
+        lang="en",
+    )
+
+
+PAPER_RUBRICS: dict[Task, Rubric] = {task: _paper_rubric(task) for task in PAPER_ELEMENT}
+"""The judge's rubric under `--protocol paper`, one per element for both languages."""
+
+
+def paper_judge_context(item: AwarenessItem) -> str | None:
+    """What DEMO's judge reads besides the gold and the answer: for persona, the released
+    instruction up to its JSON answer template; nothing for the other elements."""
+    if item.task != "persona" or not item.instruction:
+        return None
+    return f"{PAPER_TASK_HEAD}\n{item.instruction.split(chr(10) + '```json')[0].strip()}"
+
+
 PROMPT_SHA256 = prompt_digest(
     globals(),
     "SYSTEM DIALOGUE_HEAD TARGET_HEAD TASK_ASK ANSWER_HEAD LABELS_RULE KIND_HELP ALLOWED"
@@ -355,6 +417,14 @@ PROMPT_SHA256 = prompt_digest(
     rubrics={lang: [repr(r) for r in by_task.values()] for lang, by_task in RUBRICS.items()},
     framing={lang: asdict(FRAMINGS[lang]) for lang in RUBRICS},
 )
+
+PAPER_PROMPT_SHA256 = prompt_digest(
+    globals(),
+    "PROMPT_SHA256 PAPER_TASK_HEAD",
+    paper_rubrics=[repr(r) for r in PAPER_RUBRICS.values()],
+    framing=asdict(FRAMINGS["en"]),
+)
+"""`PROMPT_SHA256` under `--protocol paper`: its judge's wording as well."""
 
 # -- building the prompt --------------------------------------------------------------------
 
