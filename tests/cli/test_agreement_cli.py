@@ -24,6 +24,7 @@ def test_agreement_prints_the_paper_tables_and_writes_json(tmp_path: Path) -> No
     assert "1 blank scores left out" in result.output
     assert "the paper's Table 2" in result.output and "the paper's Table 6" in result.output
     assert "between humans" in result.output and "judge and human" in result.output
+    assert "the paper's Figure 3: human - judge score differences" in result.output
     saved = json.loads(out.read_text())
     pair = next(
         p

@@ -150,3 +150,40 @@ def test_undefined_figures_are_named_with_their_reason() -> None:
     assert undefined["pearson_p"] == "constant scores from both raters: no correlation"
     _, _, _, _, _, _, undefined = pair_agreement([], [])
     assert set(undefined.values()) == {"no item scored by both raters"}
+
+
+def test_figure3_differences_match_numpy(ratings_path: Path) -> None:
+    """The paper's Figure 3 statistic: human - judge per item, its mean, sample SD, the
+    share within 1.5 SD and the histogram, by plain numpy; only person-judge pairs."""
+    report = agreement_report(read_ratings(ratings_path), n_boot=300)
+    got = {(d.dimension, d.human, d.judge): d for d in report.differences}
+    assert set(got) == {(dim, h, "judge") for dim in SCORES for h in ("ann", "bob")}
+    for (dim, human, judge), d in got.items():
+        items = sorted(set(SCORES[dim][human]) & set(SCORES[dim][judge]))
+        diff = np.array([SCORES[dim][human][i] - SCORES[dim][judge][i] for i in items])
+        sd = diff.std(ddof=1)
+        assert d.n == len(items)
+        assert d.mean.value == pytest.approx(diff.mean())
+        assert d.sd.value == pytest.approx(sd)
+        assert d.within_1_5_sd.value == pytest.approx(np.mean(np.abs(diff) <= 1.5 * sd))
+        want: dict[str, int] = {}
+        for v in sorted(round(float(x)) for x in diff):
+            want[str(v)] = want.get(str(v), 0) + 1
+        assert d.histogram == want
+        for e in (d.mean, d.sd, d.within_1_5_sd):
+            assert e.ci_low <= e.value <= e.ci_high
+
+
+def test_figure3_resampled_sd_matches_a_loop() -> None:
+    """The vectorised SD under resampling equals a loop over explicit resamples."""
+    from dialogbench.stats.interrater import _sd
+
+    rng = np.random.default_rng(3)
+    d = rng.integers(-3, 4, size=12).astype(float)
+    w = np.zeros((5, 12))
+    for row in range(5):
+        for i in rng.integers(0, 12, size=12):
+            w[row, i] += 1
+    for row in range(5):
+        sample = np.repeat(d, w[row].astype(int))
+        assert _sd(d, w)[row] == pytest.approx(sample.std(ddof=1))

@@ -7,7 +7,9 @@ one from a run) and prints, per dimension, every pair of raters (Cohen's kappa, 
 and Spearman with p-values, 95% bootstrap intervals), every rater together (Fleiss' kappa,
 Krippendorff's alpha), and the paper's two tables against the reference rater (the only
 judge by default): Table 2 (Cohen's kappa per dimension and pooled) and Table 6
-(Pearson's r and its p-value per dimension). `stats.interrater` has the definitions.
+(Pearson's r and its p-value per dimension), and Figure 3's human - judge score differences
+(mean, SD, share within 1.5 SD, histogram) for every person and judge pair.
+`stats.interrater` has the definitions.
 """
 
 from __future__ import annotations
@@ -152,6 +154,25 @@ def table6(
     return table
 
 
+def figure3(report: AgreementReport) -> Table:
+    """The paper's Figure 3 in figures: human - judge score differences per dimension."""
+    columns = ("person", "judge", "dimension", "n", "mean", "SD", "within 1.5 SD", "histogram")
+    table = _table("the paper's Figure 3: human - judge score differences", columns, left=3)
+    for d in report.differences:
+        shown = " ".join(f"{k}:{v}" for k, v in d.histogram.items())
+        table.add_row(
+            d.human,
+            d.judge,
+            d.dimension,
+            str(d.n),
+            fmt(d.mean),
+            fmt(d.sd),
+            fmt(d.within_1_5_sd),
+            shown,
+        )
+    return table
+
+
 def agreement_cmd(
     ratings: Annotated[
         Path, typer.Argument(help="a ratings CSV: item,rater,dimension,score[,kind]")
@@ -176,6 +197,8 @@ def agreement_cmd(
         for d in [*dims, ALL] if len(dims) > 1 else dims:
             console.print(pairs_table(report, d))
         console.print(groups_table(report))
+        if report.differences:
+            console.print(figure3(report))
         ref = reference or default_reference(report.raters)
         if ref is not None:
             kappas, pearsons = paper_tables(report, ref)

@@ -10,7 +10,11 @@ alpha (interval and nominal) on every item at least two scored, missing ratings 
 A pair is "between humans", "between judges" or "judge and human" by the raters' kinds
 (`judging.ratings`). `paper_tables` gives the paper's two shapes against one reference
 rater (the judge): Table 2, Cohen's kappa of each other rater per dimension and over all
-dimensions pooled, and Table 6, Pearson's r with its p-value per dimension.
+dimensions pooled, and Table 6, Pearson's r with its p-value per dimension. For every
+person and judge pair, per dimension, `ScoreDifferences` is Figure 3: the distribution of
+human - judge scores, its mean and sample SD ("all below 1.5") and the share of items
+within 1.5 SD of zero difference ("over 80% within 1.5 standard deviations of the human
+scores", read as |human - judge| <= 1.5 SD), with intervals from resampling items.
 
 A figure that cannot be computed is NaN (null in JSON) and `PairAgreement.undefined` names
 it with the reason: a constant rater (no correlation, kappa 0 / 0 when both are constant),
@@ -80,6 +84,23 @@ class GroupAgreement(BaseModel):
     """Over the items at least two raters scored (n: how many)."""
 
 
+class ScoreDifferences(BaseModel):
+    """The paper's Figure 3 on one dimension: a person's score minus the judge's, per item
+    both scored (the distribution the figure plots, and the two figures its text gives)."""
+
+    dimension: str
+    human: str
+    judge: str
+    n: int
+    mean: Estimate
+    sd: Estimate
+    """Sample standard deviation (ddof 1) of the differences: "all below 1.5" in the paper."""
+    within_1_5_sd: Estimate
+    """Share of items whose |difference| is at most 1.5 SDs: "over 80%" in the paper."""
+    histogram: dict[str, int]
+    """Difference (rounded to a whole point) -> items, what the figure's density smooths."""
+
+
 class AgreementReport(BaseModel):
     """Everything `dialogbench agreement` prints."""
 
@@ -89,6 +110,7 @@ class AgreementReport(BaseModel):
     blank: int
     pairs: list[PairAgreement]
     groups: list[GroupAgreement]
+    differences: list[ScoreDifferences] = []
 
 
 def between(kind_a: str, kind_b: str) -> str:
@@ -149,6 +171,42 @@ def pair_agreement(
     )
 
 
+def _sd(d: npt.NDArray[np.float64], w: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Sample SDs of `d` under each row of resample counts `w` (NaN below two items)."""
+    n = w.sum(axis=1)
+    mean = w @ d / n
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sd: npt.NDArray[np.float64] = np.sqrt((w @ d**2 - n * mean**2).clip(min=0) / (n - 1))
+    return sd
+
+
+def score_differences(
+    human: Sequence[float], judge: Sequence[float], *, n_boot: int = 2000, seed: int = 0
+) -> tuple[Estimate, Estimate, Estimate, dict[str, int]]:
+    """(mean, SD, share within 1.5 SD, histogram) of human - judge over paired scores, each
+    with a bootstrap interval over items (the paper's Figure 3)."""
+    d = np.asarray(human, np.float64) - np.asarray(judge, np.float64)
+    n = len(d)
+    if n == 0:
+        return nan_estimate(), nan_estimate(), nan_estimate(), {}
+    w = resample_counts(n, n_boot, np.random.default_rng(seed))
+    ones = np.ones((1, n))
+    sd_point = float(_sd(d, ones)[0])
+    sds = _sd(d, w)
+    within = np.abs(d)[None, :] <= 1.5 * sds[:, None]
+    share_reps = np.where(np.isnan(sds), np.nan, (w * within).sum(axis=1) / w.sum(axis=1))
+    share = float(np.mean(np.abs(d) <= 1.5 * sd_point)) if not math.isnan(sd_point) else math.nan
+    counts: dict[str, int] = {}
+    for value in sorted(np.rint(d).astype(int).tolist()):
+        counts[str(value)] = counts.get(str(value), 0) + 1
+    return (
+        _estimate(float(d.mean()), w @ d / w.sum(axis=1), n),
+        _estimate(sd_point, sds, n),
+        _estimate(share, share_reps, n),
+        counts,
+    )
+
+
 def group_agreement(
     table: Mapping[str, Mapping[str, float]], *, n_boot: int = 2000, seed: int = 0
 ) -> tuple[Estimate, Estimate, Estimate]:
@@ -182,6 +240,7 @@ def agreement_report(ratings: Ratings, *, n_boot: int = 2000, seed: int = 0) -> 
     dimensions = ratings.dimensions()
     pairs: list[PairAgreement] = []
     groups: list[GroupAgreement] = []
+    differences: list[ScoreDifferences] = []
     for dimension in [*dimensions, ALL] if len(dimensions) > 1 else dimensions:
         table = ratings.table(None if dimension == ALL else dimension)
         raters = [r for r in kinds if r in table]
@@ -190,6 +249,22 @@ def agreement_report(ratings: Ratings, *, n_boot: int = 2000, seed: int = 0) -> 
             x = [table[a][i] for i in shared]
             y = [table[b][i] for i in shared]
             n, kappa, r, r_p, rho, rho_p, undefined = pair_agreement(x, y, n_boot=n_boot, seed=seed)
+            if between(kinds[a], kinds[b]) == "judge and human" and dimension != ALL:
+                human, judge = (a, b) if kinds[a] == "human" else (b, a)
+                xs, ys = (x, y) if human == a else (y, x)
+                mean, sd, within, histogram = score_differences(xs, ys, n_boot=n_boot, seed=seed)
+                differences.append(
+                    ScoreDifferences(
+                        dimension=dimension,
+                        human=human,
+                        judge=judge,
+                        n=n,
+                        mean=mean,
+                        sd=sd,
+                        within_1_5_sd=within,
+                        histogram=histogram,
+                    )
+                )
             pairs.append(
                 PairAgreement(
                     dimension=dimension,
@@ -225,6 +300,7 @@ def agreement_report(ratings: Ratings, *, n_boot: int = 2000, seed: int = 0) -> 
         blank=ratings.blank,
         pairs=pairs,
         groups=groups,
+        differences=differences,
     )
 
 
