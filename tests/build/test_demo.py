@@ -725,3 +725,64 @@ def test_chinese_demo_seed_lines_split_on_the_full_width_colon(tmp_path: Path) -
     fixtures = Path(__file__).resolve().parents[1] / "data" / "demo" / "fixtures"
     own = load_seeds(str(fixtures / "element_awareness_zh.json"), None).seeds
     assert own and all(s.lang == "zh" and len(s.speakers) == 2 for s in own)
+
+
+def test_conflict_verdicts_export_for_a_human_kappa(tmp_path: Path) -> None:
+    """Issue 25.8: `export conflicts` writes the conflict step's verdicts (1 reasonable, 0
+    not) as a ratings file with blank rows for people, and the question each combination
+    asked; filled in, `agreement` gives the people-vs-LLM kappa (the paper's 0.65/0.79)."""
+    out = tmp_path / "built"
+    with ChatServer(reply=Scripted()) as srv:
+        _build(CONFIG, out, srv.base_url)
+    verdicts = {
+        e["key"]: int(e["value"]["reasonable"])
+        for e in _entries(out, "conflict")
+        if e["status"] in ("ok", "rejected")
+    }
+    assert set(verdicts.values()) == {0, 1}  # the script rejects one pairing
+    csv_path = tmp_path / "conflicts.csv"
+    result = CliRunner().invoke(
+        app, ["export", "conflicts", str(out), "--out", str(csv_path), "--humans", "ann,bob"]
+    )
+    assert result.exit_code == 0, result.output
+    lines = csv_path.read_text("utf-8").splitlines()
+    assert lines[0] == "item,rater,dimension,score,kind"
+    rows = [line.split(",") for line in lines[1:]]
+    judged = {r[0]: int(r[3]) for r in rows if r[4] == "judge"}
+    assert judged == verdicts
+    assert sorted(r[0] for r in rows if r[4] == "human") == sorted([*verdicts] * 2)
+    shown = [json.loads(x) for x in csv_path.with_suffix(".jsonl").read_text("utf-8").splitlines()]
+    assert {s["item"] for s in shown} == set(verdicts)
+    assert all("reject me" in s["question"] for s in shown if not verdicts[s["item"]])
+    # ann agrees with the model everywhere; bob flips the first verdict
+    first = sorted(verdicts)[0]
+    filled = ["item,rater,dimension,score,kind"]
+    for item, rater, dimension, score, kind in rows:
+        if rater == "ann":
+            score = str(verdicts[item])
+        elif rater == "bob":
+            score = str(1 - verdicts[item] if item == first else verdicts[item])
+        filled.append(",".join((item, rater, dimension, score, kind)))
+    csv_path.write_text("\n".join(filled) + "\n", "utf-8")
+    agreement = tmp_path / "agreement.json"
+    result = CliRunner().invoke(
+        app, ["agreement", str(csv_path), "--n-boot", "50", "--out", str(agreement)]
+    )
+    assert result.exit_code == 0, result.output
+    from sklearn.metrics import cohen_kappa_score  # type: ignore[import-untyped]
+
+    pairs = {frozenset((p["a"], p["b"])): p for p in json.loads(agreement.read_text())["pairs"]}
+    judge = next(rater for _, rater, _, _, kind in rows if kind == "judge")
+    keys = sorted(verdicts)
+    bob = [1 - verdicts[k] if k == first else verdicts[k] for k in keys]
+    want = cohen_kappa_score([verdicts[k] for k in keys], bob)
+    assert pairs[frozenset((judge, "bob"))]["cohen_kappa"]["value"] == pytest.approx(want)
+    assert pairs[frozenset((judge, "ann"))]["cohen_kappa"]["value"] == pytest.approx(1.0)
+
+
+def test_conflict_export_refuses_a_folder_that_is_no_build(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["export", "conflicts", str(tmp_path), "--out", str(tmp_path / "c.csv")]
+    )
+    assert result.exit_code == 2 and "no conflict verdicts here" in result.output
+    assert "Traceback" not in result.output and not (tmp_path / "c.csv").exists()

@@ -86,7 +86,7 @@ from dialogbench.data.errors import DataError
 from dialogbench.data.io import source_name
 from dialogbench.models.model import Model
 from dialogbench.models.structured import Structured
-from dialogbench.models.types import GenerateConfig
+from dialogbench.models.types import ChatMessage, GenerateConfig
 from dialogbench.runner import Finished, Outcome, Plan, Progress, Role, TrackBase, run_track
 from dialogbench.runner.record import DatasetInfo, RunFolder, RunLock, digest, writing
 from dialogbench.runner.roles import Given
@@ -490,6 +490,18 @@ OUTPUT_FILES = tuple(
 """The release files a build may write (one pair per language with dialogues)."""
 
 
+def conflict_prompt(
+    lang: Lang, goal: Mapping[str, Any], people: tuple[Mapping[str, Any], Mapping[str, Any]]
+) -> list[ChatMessage]:
+    """Step 3's question on one combination: its scene, the two personas, the two goals."""
+    return bp.conflict_messages(
+        lang,
+        f"{goal['topic']}; {goal['time']}; {goal['location']}",
+        (bp.attributes_text(people[0]), bp.attributes_text(people[1])),
+        (goal["goal1"], goal["goal2"]),
+    )
+
+
 def _entry(key: str, got: Structured[Any], value: Any = None, **extra: Any) -> dict[str, Any]:
     """A unit's row from a structured reply: ok (with `value`), failed or unparsed."""
     retry = {"retry": got.retry} if got.retry else {}
@@ -723,14 +735,7 @@ class Builder:
         if key not in self.ready(done)[0]:  # a goal or persona failed: done again later
             return {"key": key, "status": "waiting", "lang": combo["lang"]}
         lang, goal = combo["lang"], ok(done, "distill")[combo["goal"]]["value"]
-        p1, p2 = self.people(done, combo)
-        scene = f"{goal['topic']}; {goal['time']}; {goal['location']}"
-        msgs = bp.conflict_messages(
-            lang,
-            scene,
-            (bp.attributes_text(p1), bp.attributes_text(p2)),
-            (goal["goal1"], goal["goal2"]),
-        )
+        msgs = conflict_prompt(lang, goal, self.people(done, combo))
         got = await models["model"].generate_structured(
             msgs,
             Assessment,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
 from dialogbench.lang import Lang
@@ -214,7 +215,7 @@ def distill_messages(lang: Lang, dialogue: str, speakers: tuple[str, str]) -> li
     return _messages(lang, text)
 
 
-def attributes_text(attributes: dict[str, Any]) -> str:
+def attributes_text(attributes: Mapping[str, Any]) -> str:
     """A persona's attributes, one `key: value` line each (lists joined with commas)."""
     lines = []
     for key, value in attributes.items():
