@@ -4,7 +4,9 @@ Each RUN_DIR is a finished demo-awareness or demo-interaction run; a model's two
 matched by the model under test in their manifests. Rows: per model, English, Chinese and
 both pooled; columns: the four awareness tasks and their average, the four interaction
 dimensions and their average, and DEMO's Overall (`tracks.demo.report`). Interaction runs
-judged with `--rubric sotopia` are shown in the paper's Table 4 shape instead.
+judged with `--rubric sotopia` are shown in the paper's Table 4 shape instead. Runs of
+different judges (a run and its `RUN/judges/<judge>/` re-judgings) get one table per judge:
+the paper's Table 8 is Table 3's shape judged by DeepSeek-V3.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dialogbench.data.demo.model import TASKS
 from dialogbench.judging.rubric_files import load_rubric_file
 from dialogbench.stats.bootstrap import Estimate
 from dialogbench.tracks.demo.interaction_prompts import DIMENSIONS
-from dialogbench.tracks.demo.report import paper_rows, read_run, sotopia_rows
+from dialogbench.tracks.demo.report import RunInfo, by_judge, paper_rows, read_run, sotopia_rows
 
 SHORT = {"goal": "Goa", "persona": "Per", "scene": "Sce", "utterance": "Utt"}
 SHORT_INT = {"goal": "Goa", "believability": "Bel", "skillfulness": "Ski", "realism": "Rea"}
@@ -32,14 +34,32 @@ def _cell(e: Estimate | None) -> str:
 
 
 def table3(runs: Sequence[Path], n_boot: int, seed: int) -> list[Table | Text]:
-    """What `report demo RUN_DIR...` prints."""
-    infos = [read_run(r) for r in runs]
+    """What `report demo RUN_DIR...` prints: per judge, Table 3's shape (and Table 4's)."""
+    groups = by_judge([read_run(r) for r in runs])
+    shown: list[Table | Text] = []
+    for judge, infos in groups.items():
+        shown += _tables(infos, judge if len(groups) > 1 else None, n_boot, seed)
+    if len(groups) > 1:
+        shown.append(
+            Text(
+                f"{len(groups)} judges, one table each (the paper's Tables 3 and 8 are this "
+                "shape, judged by GPT-4o and DeepSeek-V3)"
+            )
+        )
+    return shown
+
+
+def _tables(
+    infos: Sequence[RunInfo], judge: str | None, n_boot: int, seed: int
+) -> list[Table | Text]:
+    """The tables of the runs one judge judged (`judge` named when there are several)."""
+    by = f", judged by {judge}" if judge else ""
     shown: list[Table | Text] = []
     rows = paper_rows(infos, n_boot=n_boot, seed=seed)
     if rows:
         table = Table(
-            title="DEMO, the paper's Table 3 shape (judge 0-10, point estimates recomputed "
-            "from items.jsonl)",
+            title=f"DEMO{by}, the paper's Table 3 shape (judge 0-10, point estimates "
+            "recomputed from items.jsonl)",
             title_justify="left",
         )
         table.add_column("model", style="bold")
@@ -75,7 +95,7 @@ def table3(runs: Sequence[Path], n_boot: int, seed: int) -> list[Table | Text]:
     sotopia = sotopia_rows(infos)
     if sotopia:
         columns = list(dict.fromkeys(c for figures in sotopia.values() for c in figures))
-        table = Table(title="SOTOPIA, the paper's Table 4 shape", title_justify="left")
+        table = Table(title=f"SOTOPIA{by}, the paper's Table 4 shape", title_justify="left")
         table.add_column("model", style="bold")
         short = {d.name: d.short or d.name for d in load_rubric_file("sotopia").dimensions}
         for c in columns:

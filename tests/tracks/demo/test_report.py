@@ -21,7 +21,10 @@ def write_run(
     folder: Path, track: str, model: str, rows: list[dict[str, Any]], **extra: Any
 ) -> Path:
     folder.mkdir(parents=True)
-    manifest = {"track": track, "roles": {"model": {"model": model}}, "config": extra}
+    judge = extra.pop("judge", "gpt-4o")  # None: the judge falls back to the model
+    roles: dict[str, Any] = {"model": {"model": model}}
+    roles["judge"] = {"model": judge} if judge else {"same_as": "model"}
+    manifest = {"track": track, "roles": roles, "config": extra}
     (folder / "manifest.json").write_text(json.dumps(manifest))
     (folder / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return folder
@@ -126,3 +129,33 @@ def test_two_sotopia_runs_of_one_model_are_refused_naming_both(tmp_path: Path) -
     assert result.exit_code == 2, result.output
     text = " ".join(result.output.split())
     assert str(folders[0]) in text and str(folders[1]) in text, text
+
+
+def test_runs_of_two_judges_get_a_table_each(tmp_path: Path, runs: list[Path]) -> None:
+    """Issue 25.8 (Table 8's shape): a run and its re-judging by another judge
+    (`RUN/judges/<judge>/`) are one table per judge, never a second run of the model."""
+    rejudged = write_run(
+        runs[0] / "judges" / "deepseek",
+        "demo-awareness",
+        "m1",
+        [
+            aw("goal", "en", 9),
+            aw("persona", "en", 5),
+            aw("scene", "en", 6),
+            aw("utterance", "en", 7),
+        ],
+        judge="deepseek",
+    )
+    assert read_run(runs[0]).judge == "gpt-4o" and read_run(rejudged).judge == "deepseek"
+    self_judged = write_run(tmp_path / "self", "demo-awareness", "m3", [], judge=None)
+    assert read_run(self_judged).judge == "m3"  # the judge fell back to the model's own
+    result = runner.invoke(
+        app,
+        ["report", "demo", *map(str, runs), str(rejudged), "--n-boot", "50"],
+        terminal_width=250,
+    )
+    assert result.exit_code == 0, result.output
+    assert "judged by gpt-4o" in result.output and "judged by deepseek" in result.output
+    assert "2 judges, one table each" in result.output
+    deepseek = result.output.split("judged by deepseek")[1]
+    assert "6.750" in deepseek  # its awareness average: (9 + 5 + 6 + 7) / 4

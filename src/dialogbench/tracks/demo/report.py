@@ -19,6 +19,10 @@ result file it finds): each task's mean is then over its English and Chinese ite
 task still weighing the same in the average (DEMO weights tasks by their item counts,
 which is the same when, as in DEMO's release, every task has as many items).
 
+Runs judged by different judges (a run and its re-judgings by `dialogbench score`, under
+`RUN/judges/<judge>/`) are never mixed: `by_judge` groups them, one table per judge, the
+shape of the paper's Tables 3 (GPT-4o), 8 (DeepSeek-V3) and its Gemini table.
+
 Interaction runs judged with another rubric (`--rubric sotopia`) are not DEMO's Table 3;
 `sotopia_rows` gives them in the shape of the paper's Table 4 (one row per model, SOTOPIA's
 seven dimensions and their overall), from their summary.json.
@@ -54,6 +58,8 @@ class RunInfo:
     rubric: str
     rows: list[dict[str, Any]] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
+    judge: str = ""
+    """The model that judged it (a run re-judged by `dialogbench score` names its new judge)."""
 
 
 def read_run(path: Path) -> RunInfo:
@@ -67,13 +73,27 @@ def read_run(path: Path) -> RunInfo:
         raise DataError(
             manifest, f"written by {track!r}, not a DEMO track", field="track", fix="give DEMO runs"
         )
-    role = (meta.get("roles") or {}).get("model") or {}
+    roles = meta.get("roles") or {}
+    role = roles.get("model") or {}
     model = str(role.get("model") or path.name)
+    judge_role = roles.get("judge") or {}
+    if "same_as" in judge_role:  # the judge fell back to another role's model
+        judge_role = roles.get(str(judge_role["same_as"])) or {}
+    judge = str(judge_role.get("model") or "")
     rubric = str((meta.get("config") or {}).get("rubric", "demo"))
     rows = [json.loads(x) for x in items.read_text(encoding="utf-8").splitlines() if x.strip()]
     summary_path = path / "summary.json"
     summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.exists() else {}
-    return RunInfo(path, str(track), model, rubric, rows, summary)
+    return RunInfo(path, str(track), model, rubric, rows, summary, judge)
+
+
+def by_judge(runs: Sequence[RunInfo]) -> dict[str, list[RunInfo]]:
+    """The runs grouped by their judge, in the order first given: one table per judge (the
+    paper's Table 3 judged by GPT-4o, its Table 8 the same shape judged by DeepSeek-V3)."""
+    groups: dict[str, list[RunInfo]] = {}
+    for run in runs:
+        groups.setdefault(run.judge, []).append(run)
+    return groups
 
 
 def _awareness(rows: Sequence[dict[str, Any]], n_boot: int, seed: int) -> Any:
