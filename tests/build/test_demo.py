@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,13 @@ from dialogbench.build.demo import (
     build_demo,
     call_config,
     load_seeds,
+    read_passages,
     vote,
 )
 from dialogbench.build.demo_prompts import GOAL_TYPES
 from dialogbench.cli import app
 from dialogbench.data.demo.release import load_release
+from dialogbench.data.errors import DataError
 from dialogbench.models.model import RETRY_SEED_STEP
 from dialogbench.runner import Finished, run_track
 from dialogbench.runner.roles import RoleSpec
@@ -786,3 +789,61 @@ def test_conflict_export_refuses_a_folder_that_is_no_build(tmp_path: Path) -> No
     )
     assert result.exit_code == 2 and "no conflict verdicts here" in result.output
     assert "Traceback" not in result.output and not (tmp_path / "c.csv").exists()
+
+
+def test_personas_are_designed_from_web_texts(tmp_path: Path) -> None:
+    """Issue 25.8: with --persona-texts each persona's design prompt holds one web passage,
+    drawn by the seed (the same on a rerun), recorded with the persona; without, none."""
+    passages = ["A baker in Lyon writes about sourdough.", "A nurse on night shifts in Oslo."]
+    texts = tmp_path / "web.jsonl"
+    texts.write_text("".join(json.dumps({"text": p}) + "\n" for p in passages), "utf-8")
+
+    class Logged(Scripted):
+        def __init__(self) -> None:
+            super().__init__()
+            self.persona_prompts: list[str] = []
+
+        def __call__(self, body: Body) -> str:
+            if _schema(body)[0] == "PersonaDetails":
+                self.persona_prompts.append(_prompt(body))
+            return super().__call__(body)
+
+    config = BuildConfig(
+        seed_dataset="sample",
+        limit=2,
+        min_turns=4,
+        max_turns=4,
+        sotopia_pool=False,
+        persona_texts=str(texts),
+    )
+    script = Logged()
+    with ChatServer(reply=script) as srv:
+        _build(config, tmp_path / "b", srv.base_url)
+    assert script.persona_prompts
+    for prompt in script.persona_prompts:
+        assert sum(p in prompt for p in passages) == 1, prompt
+    recorded = {e["key"]: e["inspiration"] for e in _entries(tmp_path / "b", "persona")}
+    assert set(recorded.values()) <= set(passages)
+    again = Logged()
+    with ChatServer(reply=again) as srv:
+        _build(config, tmp_path / "again", srv.base_url)
+    assert {e["key"]: e["inspiration"] for e in _entries(tmp_path / "again", "persona")} == recorded
+    plain = Logged()
+    with ChatServer(reply=plain) as srv:
+        _build(replace(config, persona_texts=None), tmp_path / "plain", srv.base_url)
+    assert plain.persona_prompts and not any(
+        p in x for p in passages for x in plain.persona_prompts
+    )
+    assert all("inspiration" not in e for e in _entries(tmp_path / "plain", "persona"))
+
+
+def test_persona_texts_that_are_unusable_are_refused(tmp_path: Path) -> None:
+    bad = tmp_path / "web.jsonl"
+    bad.write_text('{"text": "fine"}\n{"body": "no text"}\n', "utf-8")
+    with pytest.raises(DataError) as caught:
+        read_passages(bad)
+    assert caught.value.record == "line 2" and caught.value.field == "text"
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n", "utf-8")
+    with pytest.raises(DataError, match="holds no passage"):
+        read_passages(empty)

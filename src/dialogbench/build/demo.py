@@ -151,6 +151,9 @@ class BuildConfig:
     seed: int = 0
     sotopia_pool: bool = True
     """Use SOTOPIA's agent profiles as the first English personas when they are on disk."""
+    persona_texts: str | None = None
+    """A file of web passages (one per line, or JSONL with a `text` field): each designed
+    persona is shown one, drawn by the seed, as the paper prompts with web texts."""
 
     def __post_init__(self) -> None:
         if self.limit is not None and self.limit < 1:
@@ -490,6 +493,45 @@ OUTPUT_FILES = tuple(
 """The release files a build may write (one pair per language with dialogues)."""
 
 
+def read_passages(path: Path) -> list[str]:
+    """The web passages of `--persona-texts`: one per non-blank line of a text file, or the
+    `text` of each line of a .jsonl file; `DataError` naming the line when one is unusable."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise DataError(
+            path, f"cannot read it: {e}", fix="give a UTF-8 text or JSONL file"
+        ) from None
+    passages: list[str] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        if path.suffix == ".jsonl":
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError(
+                    path,
+                    f"not JSON: {e.msg}",
+                    record=f"line {number}",
+                    fix="one JSON object a line",
+                ) from None
+            text = obj.get("text") if isinstance(obj, dict) else None
+            if not isinstance(text, str) or not text.strip():
+                raise DataError(
+                    path,
+                    "no text",
+                    record=f"line {number}",
+                    field="text",
+                    fix='give each line a non-empty "text" string',
+                )
+            line = text
+        passages.append(" ".join(line.split())[:2000])
+    if not passages:
+        raise DataError(path, "holds no passage", fix="one web passage per line")
+    return passages
+
+
 def conflict_prompt(
     lang: Lang, goal: Mapping[str, Any], people: tuple[Mapping[str, Any], Mapping[str, Any]]
 ) -> list[ChatMessage]:
@@ -562,7 +604,20 @@ class Builder:
 
     def __post_init__(self) -> None:
         self.personas = self._persona_plan()
+        self.inspirations = self._inspirations()
         self.combos = self._combinations()
+
+    def _inspirations(self) -> dict[str, str]:
+        """Persona key -> the web passage its design is shown (none without `persona_texts`;
+        SOTOPIA's profiles are complete already and get none)."""
+        if self.config.persona_texts is None:
+            return {}
+        passages = read_passages(Path(self.config.persona_texts))
+        return {
+            key: passages[random.Random(f"{self.config.seed}:texts:{key}").randrange(len(passages))]
+            for key in self.personas
+            if key not in self.from_sotopia
+        }
 
     def _persona_plan(self) -> dict[str, tuple[Lang, dict[str, Any]]]:
         """Persona key -> (language, sampled attributes); fixed by the seed and settings."""
@@ -672,7 +727,15 @@ class Builder:
                 "schemas_sha256": SCHEMAS_SHA256,
                 **some("seed_dataset", "seed_lines", "max_tokens", "max_fixes", "seed"),
             },
-            "persona": {"personas": digest(self.personas), **some("temperature")},
+            "persona": {
+                "personas": digest(self.personas),
+                **some("temperature"),
+                **(
+                    {"inspirations": digest(self.inspirations), "prompt": bp.INSPIRATION_SHA256}
+                    if self.inspirations
+                    else {}
+                ),
+            },
             "conflict": {"combinations": digest(combos)},
             "generate": some("dialogues", "min_turns", "max_turns"),
             "quality": {},
@@ -711,8 +774,9 @@ class Builder:
     async def persona(self, key: str, models: Models) -> dict[str, Any]:
         c = self.config
         lang, attrs = self.personas[key]
+        passage = self.inspirations.get(key)
         got = await models["model"].generate_structured(
-            bp.persona_messages(lang, attrs),
+            bp.persona_messages(lang, attrs, passage),
             PersonaDetails,
             self.gen("persona", lang, c.temperature),
             max_fixes=c.max_fixes,
@@ -721,7 +785,8 @@ class Builder:
         value = {**attrs, **got.value.model_dump()} if got.value else None
         if value is not None and "occupation" in attrs:
             value["occupation"] = attrs["occupation"]  # a seed profile's own stays
-        return _entry(key, got, value, lang=lang)
+        shown = {"inspiration": passage} if passage else {}
+        return _entry(key, got, value, lang=lang, **shown)
 
     # 3 ---------------------------------------------------------------------------------------
 

@@ -78,6 +78,16 @@ _PERSONA: dict[Lang, str] = {
     "culture（文化背景）和 speaking_style（说话风格）。上面的属性保持不变。",
 }
 
+INSPIRATION: dict[Lang, str] = {
+    "en": "\n\nFor ideas, here is a passage from the web. Let it suggest who this person "
+    "could be (their work, interests, circumstances), without copying it or contradicting "
+    "the attributes above:\n{passage}",
+    "zh": "\n\n以下是一段网络文本，供你构思：让它启发这个人可能是谁（工作、兴趣、处境），"
+    "但不要照抄，也不要与上面的属性矛盾：\n{passage}",
+}
+"""Step 2 with `--persona-texts`: the paper prompts persona design with diverse web texts."""
+INSPIRATION_SHA256 = hashlib.sha256(json.dumps(INSPIRATION, sort_keys=True).encode()).hexdigest()
+
 _CONFLICT: dict[Lang, str] = {
     "en": "Two people are to have a conversation. Check whether this combination makes "
     "sense.\n\nScene: {scene}\n\nParticipant 1:\n{p1}\nGoal of participant 1: {g1}\n\n"
@@ -227,9 +237,15 @@ def attributes_text(attributes: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def persona_messages(lang: Lang, attributes: dict[str, Any]) -> list[ChatMessage]:
-    """Step 2: expand sampled attributes into a full persona."""
-    return _messages(lang, _PERSONA[lang].format(attributes=attributes_text(attributes)))
+def persona_messages(
+    lang: Lang, attributes: dict[str, Any], passage: str | None = None
+) -> list[ChatMessage]:
+    """Step 2: expand sampled attributes into a full persona, inspired by `passage` (a web
+    text, `--persona-texts`) when given."""
+    text = _PERSONA[lang].format(attributes=attributes_text(attributes))
+    if passage:
+        text += INSPIRATION[lang].format(passage=passage)
+    return _messages(lang, text)
 
 
 def conflict_messages(

@@ -79,6 +79,13 @@ def build_demo_cmd(
     sotopia_pool: Annotated[
         bool, typer.Option(help="SOTOPIA's profiles first as English personas, when on disk")
     ] = True,
+    persona_texts: Annotated[
+        Path | None,
+        typer.Option(
+            help="web passages (one per line, or JSONL with 'text'): each persona's design is "
+            "shown one, as the paper prompts with web texts"
+        ),
+    ] = None,
 ) -> None:
     """Build a DEMO-style benchmark (see `dialogbench build demo --help`)."""
     from dialogbench.build.demo import BuildConfig, build_demo
@@ -97,6 +104,7 @@ def build_demo_cmd(
             max_fixes=max_fixes,
             seed=random_seed,
             sotopia_pool=sotopia_pool,
+            persona_texts=None if persona_texts is None else str(persona_texts),
         )
         main = RoleSpec(
             model,
