@@ -23,7 +23,14 @@ from dialogbench.data.demo.model import TASKS
 from dialogbench.judging.rubric_files import load_rubric_file
 from dialogbench.stats.bootstrap import Estimate
 from dialogbench.tracks.demo.interaction_prompts import DIMENSIONS
-from dialogbench.tracks.demo.report import RunInfo, by_judge, paper_rows, read_run, sotopia_rows
+from dialogbench.tracks.demo.report import (
+    RunInfo,
+    by_judge,
+    paper_rows,
+    played_sides,
+    read_run,
+    sotopia_rows,
+)
 
 SHORT = {"goal": "Goa", "persona": "Per", "scene": "Sce", "utterance": "Utt"}
 SHORT_INT = {"goal": "Goa", "believability": "Bel", "skillfulness": "Ski", "realism": "Rea"}
@@ -98,10 +105,13 @@ def _tables(
         table = Table(title=f"SOTOPIA{by}, the paper's Table 4 shape", title_justify="left")
         table.add_column("model", style="bold")
         short = {d.name: d.short or d.name for d in load_rubric_file("sotopia").dimensions}
+        table.add_column("plays")
         for c in columns:
             table.add_column(short.get(c, c), justify="right")
+        sides = played_sides(infos)
         for model, figures in sotopia.items():
-            table.add_row(model, *(_cell(figures.get(c)) for c in columns))
+            plays = sides.get(model.split(" (")[0], "-")
+            table.add_row(model, plays, *(_cell(figures.get(c)) for c in columns))
         shown.append(table)
     return shown
 

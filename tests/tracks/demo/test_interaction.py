@@ -382,6 +382,9 @@ def test_scripted_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         "judge_unscored": 1,
         "turns": 2 + 2 + 0 + 4 + 2,
         "turns_fixed": 1,
+        "played_as_p1": 0,
+        "played_as_p2": 0,
+        "self_play": 5,  # no partner: the model under test plays both sides of each run
     }
     assert c["zh"]["failed"] == 1 and c["en"]["runs"] == 2
     assert any("e-broken: failed at turn 1" in w for w in result.warnings)
@@ -567,6 +570,9 @@ def test_early_ended_and_goal_failed_episodes_are_judged_and_counted(tmp_path: P
         "judge_unscored": 0,
         "turns": 2 + 4 + 0,
         "turns_fixed": 0,
+        "played_as_p1": 0,
+        "played_as_p2": 0,
+        "self_play": 3,
     }
     assert result.usage["roles"]["model"]["failed_by_kind"] == {"schema": 1}
     assert any("1 of 3 episodes could not be played" in w for w in result.warnings)
@@ -683,6 +689,8 @@ def test_a_fixed_partner_on_both_sides(tmp_path: Path, monkeypatch: pytest.Monke
     assert [t["played_by"] for t in p1["turns"]] == ["under_test", "partner"]
     assert [t["played_by"] for t in p2["turns"]] == ["partner", "under_test"]
     assert result.counts["all"]["episodes"] == 1 and result.counts["all"]["runs"] == 2
+    sides = {k: result.counts["all"][k] for k in ("played_as_p1", "played_as_p2", "self_play")}
+    assert sides == {"played_as_p1": 1, "played_as_p2": 1, "self_play": 0}  # issue 25.8
     assert result.summary["en"]["goal"].value == 8.0 and result.summary["en"]["goal"].n == 2
     roles = result.usage["roles"]
     assert roles["partner"]["calls"] == 3 and roles["model"]["calls"] == 3

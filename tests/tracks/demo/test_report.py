@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from dialogbench.cli import app
 from dialogbench.data.errors import DataError
-from dialogbench.tracks.demo.report import POOLED, paper_rows, read_run, sotopia_rows
+from dialogbench.tracks.demo.report import POOLED, paper_rows, played_sides, read_run, sotopia_rows
 
 runner = CliRunner()
 
@@ -159,3 +159,18 @@ def test_runs_of_two_judges_get_a_table_each(tmp_path: Path, runs: list[Path]) -
     assert "2 judges, one table each" in result.output
     deepseek = result.output.split("judged by deepseek")[1]
     assert "6.750" in deepseek  # its awareness average: (9 + 5 + 6 + 7) / 4
+
+
+def test_sotopia_table_says_which_side_the_model_played(tmp_path: Path) -> None:
+    """Issue 25.8: SOTOPIA-hard's figures are one side's; the Table 4 shape says which."""
+    rows = [{"episode": f"e{i}", "lang": "en", "under_test": "p2"} for i in range(3)]
+    run = write_run(tmp_path / "s", "demo-interaction", "m1", rows, rubric="sotopia")
+    figure = {"value": 2.5, "ci_low": 2.0, "ci_high": 3.0, "n": 3}
+    (run / "summary.json").write_text(json.dumps({"en": {"goal": figure, "overall": figure}}))
+    mixed = [*rows, {"episode": "e9", "lang": "en", "under_test": "p1"}]
+    other = write_run(tmp_path / "t", "demo-interaction", "m2", mixed, rubric="sotopia")
+    (other / "summary.json").write_text(json.dumps({"en": {"goal": figure, "overall": figure}}))
+    assert played_sides([read_run(run), read_run(other)]) == {"m1": "p2", "m2": "p1 x1, p2 x3"}
+    result = runner.invoke(app, ["report", "demo", str(run)], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert "plays" in result.output and " p2 " in result.output

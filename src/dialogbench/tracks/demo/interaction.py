@@ -535,7 +535,8 @@ def _counts(rows: Sequence[dict[str, Any]], max_turns: int) -> dict[str, int]:
     """Endings and verdicts. Every played run (any ending but `failed`, which is a failed
     call) is judged: `played` = `judge_scored` + `judge_unscored`; `ended_early` (the end
     marker with fewer than `max_turns` turns) and `goal_failed` (a scored goal of 0) are
-    counted in the scores like any other."""
+    counted in the scores like any other. `played_as_p1` / `played_as_p2` / `self_play`:
+    runs where the model under test played the first, the second or both participants."""
     endings = [r["ending"] for r in rows]
     judged = [r for r in rows if r["ending"] != "failed"]
     return {
@@ -553,6 +554,10 @@ def _counts(rows: Sequence[dict[str, Any]], max_turns: int) -> dict[str, int]:
         "judge_unscored": sum(1 for r in judged if is_unscored(r)),
         "turns": sum(r["n_turns"] for r in rows),
         "turns_fixed": sum(r["turns_fixed"] for r in rows),
+        # which side the model under test played (SOTOPIA-hard's figures are one side's)
+        "played_as_p1": sum(1 for r in rows if r["under_test"] == "p1"),
+        "played_as_p2": sum(1 for r in rows if r["under_test"] == "p2"),
+        "self_play": sum(1 for r in rows if r["under_test"] == "both"),
     }
 
 

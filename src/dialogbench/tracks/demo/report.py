@@ -31,6 +31,7 @@ seven dimensions and their overall), from their summary.json.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,4 +180,20 @@ def sotopia_rows(runs: Sequence[RunInfo]) -> dict[str, dict[str, Estimate]]:
         for lang, figures in run.summary.items():
             name = run.model if lang == "en" else f"{run.model} ({lang})"
             out[name] = {k: Estimate.model_validate(v) for k, v in figures.items()}
+    return out
+
+
+def played_sides(runs: Sequence[RunInfo]) -> dict[str, str]:
+    """Model -> which participant it played in its SOTOPIA-judged runs ("p1", "p2", "both
+    (self-play)", or a mix with counts): SOTOPIA-hard's figures are those of one side."""
+    out: dict[str, str] = {}
+    for run in runs:
+        if run.track != "demo-interaction" or run.rubric == "demo":
+            continue
+        sides = Counter(str(r.get("under_test", "?")) for r in run.rows)
+        named = {"both": "both (self-play)"}
+        if len(sides) == 1:
+            out[run.model] = named.get(next(iter(sides)), next(iter(sides)))
+        else:
+            out[run.model] = ", ".join(f"{named.get(k, k)} x{n}" for k, n in sorted(sides.items()))
     return out
