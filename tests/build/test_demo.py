@@ -99,8 +99,10 @@ class Scripted:
                     "goal2": "buy it cheaply",
                     "goal_type": kind,
                     "topic": "a second-hand bicycle",
+                    "domain": "shopping",
                     "time": "Saturday morning",
                     "location": "a market",
+                    "atmosphere": "friendly haggling",
                 }
             )
         if name == "PersonaDetails":
@@ -847,3 +849,32 @@ def test_persona_texts_that_are_unusable_are_refused(tmp_path: Path) -> None:
     empty.write_text("\n\n", "utf-8")
     with pytest.raises(DataError, match="holds no passage"):
         read_passages(empty)
+
+
+def test_scene_domain_and_atmosphere_reach_the_dialogue(tmp_path: Path) -> None:
+    """Issue 25.8: distillation gives each scene its domain and atmosphere; they are shown
+    to the conflict check and to every turn's writer, and kept in dialogues.jsonl."""
+
+    class Logged(Scripted):
+        def __init__(self) -> None:
+            super().__init__(reject=False)
+            self.prompts: dict[str, list[str]] = {}
+
+        def __call__(self, body: Body) -> str:
+            self.prompts.setdefault(_schema(body)[0], []).append(_prompt(body))
+            return super().__call__(body)
+
+    script = Logged()
+    with ChatServer(reply=script) as srv:
+        _build(CONFIG, tmp_path / "b", srv.base_url)
+    distill = script.prompts["Distilled"][0]
+    assert "domain" in distill and "atmosphere" in distill
+    for name in ("Assessment", "Turn"):
+        assert script.prompts[name]
+        for prompt in script.prompts[name]:
+            assert "domain shopping" in prompt and "atmosphere friendly haggling" in prompt
+    lines = (tmp_path / "b" / "dialogues.jsonl").read_text("utf-8").splitlines()
+    assert lines and all(
+        (d["domain"], d["atmosphere"]) == ("shopping", "friendly haggling")
+        for d in map(json.loads, lines)
+    )

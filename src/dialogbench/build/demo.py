@@ -384,8 +384,12 @@ class Distilled(_Reply):
     goal2: NonBlank
     goal_type: GoalType
     topic: Label
+    domain: Label
+    """The area of life the conversation belongs to (work, family, study, health, ...)."""
     time: Label
     location: Label
+    atmosphere: Label
+    """The scene's emotional tone (relaxed, tense, festive, ...)."""
 
 
 class PersonaDetails(_Reply):
@@ -532,13 +536,20 @@ def read_passages(path: Path) -> list[str]:
     return passages
 
 
+def _scene_text(goal: Mapping[str, Any]) -> str:
+    """A distilled scene in one line: topic, domain, time, location, atmosphere (domain and
+    atmosphere only where the build distilled them)."""
+    keys = ("topic", "domain", "time", "location", "atmosphere")
+    return "; ".join(f"{k} {goal[k]}" for k in keys if goal.get(k))
+
+
 def conflict_prompt(
     lang: Lang, goal: Mapping[str, Any], people: tuple[Mapping[str, Any], Mapping[str, Any]]
 ) -> list[ChatMessage]:
     """Step 3's question on one combination: its scene, the two personas, the two goals."""
     return bp.conflict_messages(
         lang,
-        f"{goal['topic']}; {goal['time']}; {goal['location']}",
+        _scene_text(goal),
         (bp.attributes_text(people[0]), bp.attributes_text(people[1])),
         (goal["goal1"], goal["goal2"]),
     )
@@ -824,9 +835,8 @@ class Builder:
         lang: Lang = combo["lang"]
         p1, p2 = self.people(done, combo)
         lines = [
-            f"Scene: topic {goal['topic']}; time {goal['time']}; location {goal['location']}; "
-            f"medium {combo['medium']}; relationship {combo['relationship']}; familiarity "
-            f"{combo['familiarity']}/10",
+            f"Scene: {_scene_text(goal)}; medium {combo['medium']}; relationship "
+            f"{combo['relationship']}; familiarity {combo['familiarity']}/10",
             f"Participant 1 ({p1['name']}):\n{bp.attributes_text(p1)}",
             f"Goal of {p1['name']}: {goal['goal1']}",
             f"Participant 2 ({p2['name']}):\n{bp.attributes_text(p2)}",
@@ -1066,6 +1076,7 @@ class Builder:
         )
         extra = {
             "goal_type": goal["goal_type"],
+            **{k: goal[k] for k in ("domain", "atmosphere") if goal.get(k)},
             "attributes": [
                 {
                     k: p[k]

@@ -59,13 +59,16 @@ _DISTILL: dict[Lang, str] = {
     "{dialogue}\n</dialogue>\n\nGive: goal1 and goal2, what each of the two speakers wants "
     "to achieve in this conversation (one sentence each, speaker 1 is {p1}, speaker 2 is "
     "{p2}); goal_type, the kind of goal, one of: {types}; topic, what the conversation is "
-    "about; time and location, when and where it most plausibly happens. Describe goals "
-    "in general terms (no names), so they can be given to other people.",
+    "about; domain, the area of life it belongs to (work, family, study, health, leisure, "
+    "...); time and location, when and where it most plausibly happens; atmosphere, the "
+    "emotional tone of the scene (relaxed, tense, festive, ...). Describe goals in general "
+    "terms (no names), so they can be given to other people.",
     "zh": "阅读下面的对话，推断其背后的要素。\n\n<dialogue>\n{dialogue}\n</dialogue>\n\n"
     "请给出：goal1 和 goal2，两位说话人各自想在这次对话中达成的目标（各一句话，说话人1是"
     "{p1}，说话人2是{p2}）；goal_type，目标的类型，取以下之一：{types}；topic，对话的话题；"
-    "time 和 location，对话最可能发生的时间和地点。目标用概括的说法（不写人名），以便交给"
-    "其他人物使用。",
+    "domain，对话所属的生活领域（工作、家庭、学习、健康、休闲等）；time 和 location，对话最可能"
+    "发生的时间和地点；atmosphere，场景的情绪氛围（轻松、紧张、喜庆等）。目标用概括的说法"
+    "（不写人名），以便交给其他人物使用。",
 }
 
 _PERSONA: dict[Lang, str] = {
