@@ -878,3 +878,77 @@ def test_scene_domain_and_atmosphere_reach_the_dialogue(tmp_path: Path) -> None:
         (d["domain"], d["atmosphere"]) == ("shopping", "friendly haggling")
         for d in map(json.loads, lines)
     )
+
+
+def test_the_papers_pipeline_end_to_end_on_a_built_set(tmp_path: Path) -> None:
+    """Issue 25: build demo, then demo-awareness --protocol paper, then demo-interaction,
+    then report demo, on the built set in English and Chinese: every item and episode of
+    the build is answered and judged, and the report has a Table 3 row per language."""
+    import re
+
+    from dialogbench.judging.prompts import FRAMINGS
+    from dialogbench.testing.chatserver import default_reply
+    from dialogbench.tracks.demo import interaction_prompts as ip
+    from dialogbench.tracks.demo.awareness import AWARENESS, AwarenessConfig
+    from dialogbench.tracks.demo.interaction import INTERACTION, InteractionConfig
+
+    fixtures = Path(__file__).resolve().parents[1] / "data" / "demo" / "fixtures"
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    for lang in ("en", "zh"):
+        name = f"element_awareness_{lang}.json"
+        (seeds / name).write_bytes((fixtures / name).read_bytes())
+    out = tmp_path / "build"
+    config = BuildConfig(seed_dataset=str(seeds), min_turns=4, max_turns=6, sotopia_pool=False)
+    with ChatServer(reply=Scripted(reject=False)) as srv:
+        assert _build(config, out, srv.base_url)["complete"]
+    demo = load_release(out)
+    assert {i.lang for i in demo.items} == {e.lang for e in demo.episodes} == {"en", "zh"}
+
+    agents = {ip.EN.agent_system, ip.ZH.agent_system}
+    speaker = re.compile(r"^## (?:You are |你是)(.+)$", re.MULTILINE)
+
+    def reply(body: Body) -> str:
+        messages = body["messages"]
+        if messages[0]["role"] == "system" and messages[0]["content"] in agents:
+            found = speaker.search(messages[1]["content"])
+            assert found is not None
+            return json.dumps({"person": found.group(1), "content": "I see your point."})
+        return default_reply(body)  # the judges' replies follow their schemas
+
+    with ChatServer(reply=reply) as srv:
+        model = RoleSpec("openai-compatible/m", srv.base_url)
+        aw = run_track(
+            AWARENESS,
+            demo,
+            tmp_path / "aw",
+            AwarenessConfig(protocol="paper", n_boot=50),
+            {"model": model},
+        )
+        it = run_track(
+            INTERACTION,
+            demo,
+            tmp_path / "int",
+            InteractionConfig(max_turns=4, n_boot=50),
+            {"model": model},
+        )
+    assert aw.exit_code == 0 and it.exit_code == 0
+    aw_rows = (tmp_path / "aw" / "items.jsonl").read_text("utf-8").splitlines()
+    int_rows = [
+        json.loads(x) for x in (tmp_path / "int" / "items.jsonl").read_text("utf-8").splitlines()
+    ]
+    assert len(aw_rows) == len(demo.items) and len(int_rows) == len(demo.episodes)
+    assert all(r["judged"] and r["n_turns"] == 4 for r in int_rows)
+    assert not {f.system for f in FRAMINGS.values()} & agents
+    result = CliRunner().invoke(
+        app,
+        ["report", "demo", str(tmp_path / "aw"), str(tmp_path / "int"), "--n-boot", "50"],
+        terminal_width=250,
+    )
+    assert result.exit_code == 0, result.output
+    table = result.output.split("Table 3 shape")[1]
+    rows = [line.split("│")[1:3] for line in table.splitlines() if line.count("│") > 10]
+    langs = [
+        lang.strip() for model, lang in rows if "openai-compatible/m" in model or not model.strip()
+    ]
+    assert langs == ["en", "zh", "pooled"], table
