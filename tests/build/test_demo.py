@@ -191,6 +191,18 @@ def _entries(out: Path, stage: str) -> list[dict[str, Any]]:
 CONFIG = BuildConfig(seed_dataset="sample", limit=4, min_turns=4, max_turns=6, sotopia_pool=False)
 
 
+def _bilingual_seeds(tmp_path: Path) -> BuildConfig:
+    """A build seeded in both languages from DEMO's own files (the test fixtures), the
+    Chinese one's speaker lines with DEMO's full-width "：" as they are."""
+    fixtures = Path(__file__).resolve().parents[1] / "data" / "demo" / "fixtures"
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    for lang in ("en", "zh"):
+        name = f"element_awareness_{lang}.json"
+        (seeds / name).write_bytes((fixtures / name).read_bytes())
+    return BuildConfig(seed_dataset=str(seeds), min_turns=4, max_turns=6, sotopia_pool=False)
+
+
 @pytest.fixture(autouse=True)
 def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
@@ -635,16 +647,7 @@ def test_paper_protocol_shows_each_built_item_its_dialogue(tmp_path: Path) -> No
                 reply = json.dumps(turn, ensure_ascii=False)
             return reply
 
-    # seeds in both languages: DEMO's own files (the test fixtures), the Chinese one's
-    # speaker lines with DEMO's full-width "：" as they are
-    fixtures = Path(__file__).resolve().parents[1] / "data" / "demo" / "fixtures"
-    seeds = tmp_path / "seeds"
-    seeds.mkdir()
-    for lang in ("en", "zh"):
-        name = f"element_awareness_{lang}.json"
-        (seeds / name).write_bytes((fixtures / name).read_bytes())
-    out = tmp_path / "build"
-    config = BuildConfig(seed_dataset=str(seeds), min_turns=4, max_turns=6, sotopia_pool=False)
+    out, config = tmp_path / "build", _bilingual_seeds(tmp_path)
     with ChatServer(reply=Distinct(reject=False)) as srv:
         summary = _build(config, out, srv.base_url)
     assert summary["complete"]
@@ -892,14 +895,7 @@ def test_the_papers_pipeline_end_to_end_on_a_built_set(tmp_path: Path) -> None:
     from dialogbench.tracks.demo.awareness import AWARENESS, AwarenessConfig
     from dialogbench.tracks.demo.interaction import INTERACTION, InteractionConfig
 
-    fixtures = Path(__file__).resolve().parents[1] / "data" / "demo" / "fixtures"
-    seeds = tmp_path / "seeds"
-    seeds.mkdir()
-    for lang in ("en", "zh"):
-        name = f"element_awareness_{lang}.json"
-        (seeds / name).write_bytes((fixtures / name).read_bytes())
-    out = tmp_path / "build"
-    config = BuildConfig(seed_dataset=str(seeds), min_turns=4, max_turns=6, sotopia_pool=False)
+    out, config = tmp_path / "build", _bilingual_seeds(tmp_path)
     with ChatServer(reply=Scripted(reject=False)) as srv:
         assert _build(config, out, srv.base_url)["complete"]
     demo = load_release(out)

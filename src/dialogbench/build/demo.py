@@ -83,7 +83,7 @@ from dialogbench.data.demo.model import (
     UtteranceLabels,
 )
 from dialogbench.data.errors import DataError
-from dialogbench.data.io import source_name
+from dialogbench.data.io import json_lines, source_name
 from dialogbench.models.model import Model
 from dialogbench.models.structured import Structured
 from dialogbench.models.types import ChatMessage, GenerateConfig
@@ -501,27 +501,16 @@ def read_passages(path: Path) -> list[str]:
     """The web passages of `--persona-texts`: one per non-blank line of a text file, or the
     `text` of each line of a .jsonl file; `DataError` naming the line when one is unusable."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise DataError(
             path, f"cannot read it: {e}", fix="give a UTF-8 text or JSONL file"
         ) from None
-    passages: list[str] = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        if path.suffix == ".jsonl":
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(
-                    path,
-                    f"not JSON: {e.msg}",
-                    record=f"line {number}",
-                    fix="one JSON object a line",
-                ) from None
-            text = obj.get("text") if isinstance(obj, dict) else None
-            if not isinstance(text, str) or not text.strip():
+    if path.suffix == ".jsonl":
+        raw: list[str] = []
+        for number, obj in json_lines(path, text, "one JSON object a line"):
+            passage = obj.get("text") if isinstance(obj, dict) else None
+            if not isinstance(passage, str) or not passage.strip():
                 raise DataError(
                     path,
                     "no text",
@@ -529,11 +518,12 @@ def read_passages(path: Path) -> list[str]:
                     field="text",
                     fix='give each line a non-empty "text" string',
                 )
-            line = text
-        passages.append(" ".join(line.split())[:2000])
-    if not passages:
+            raw.append(passage)
+    else:
+        raw = [line for line in text.splitlines() if line.strip()]
+    if not raw:
         raise DataError(path, "holds no passage", fix="one web passage per line")
-    return passages
+    return [" ".join(p.split())[:2000] for p in raw]
 
 
 def _scene_text(goal: Mapping[str, Any]) -> str:
