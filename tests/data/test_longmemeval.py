@@ -236,4 +236,4 @@ def test_huge_question_id(tmp_path: Path) -> None:
     data = _instances()
     data[0]["question_id"] = "q" * 5_000_000
     e = _error(tmp_path, data)
-    assert e.field == "question_id" and "at most 256 characters" in str(e) and len(str(e)) < 400
+    assert e.field == "question_id" and "at most 200 bytes" in str(e) and len(str(e)) < 400

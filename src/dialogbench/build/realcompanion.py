@@ -90,7 +90,14 @@ from dialogbench.data.model import (
     Subject,
     TraceStage,
 )
-from dialogbench.data.release import CONVERSATION, SUBJECT_FILES, is_release, write_release
+from dialogbench.data.release import (
+    CONVERSATION,
+    SUBJECT_FILES,
+    check_release_names,
+    is_release,
+    write_release,
+)
+from dialogbench.data.safe_names import name_problem
 from dialogbench.models.model import Call, Model
 from dialogbench.models.structured import Structured
 from dialogbench.models.types import ChatMessage
@@ -1352,12 +1359,17 @@ def write_built(result: BuildResult, out: Path, finished: Finished) -> None:
         before = json.loads(old.read_text(encoding="utf-8")).get("output", {}).get("subjects", [])
         now = {s.id for s in result.dataset.subjects}
         for sid in before:
-            d = out / str(sid)
+            if not isinstance(sid, str) or name_problem(sid) is not None:
+                continue  # an edited build.json names no folder outside OUT
+            d = out / sid
+            if not d.resolve().is_relative_to(out.resolve()):
+                continue
             if sid not in now and d.is_dir() and (d / CONVERSATION).exists():
                 for f in SUBJECT_FILES:
                     (d / f).unlink(missing_ok=True)
                 if not any(d.iterdir()):
                     d.rmdir()
+    check_release_names(result.dataset, out)
     for s in result.dataset.subjects:  # a file this build leaves empty must not linger
         for f in SUBJECT_FILES[1:]:
             (out / s.id / f).unlink(missing_ok=True)

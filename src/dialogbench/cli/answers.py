@@ -26,7 +26,7 @@ from dialogbench.cli.run import build_config as build_track_config
 from dialogbench.cli.ui import console, generated, param, with_progress
 from dialogbench.data.registry import load_dataset
 from dialogbench.runner.record import Progress, RunFolder, write_json
-from dialogbench.runner.rescore import label, panel_figures
+from dialogbench.runner.rescore import labels, panel_figures
 from dialogbench.runner.roles import Role, RoleSpec
 from dialogbench.runner.runner import Finished, run_track
 from dialogbench.runner.status import EXIT_STATUS_HELP
@@ -130,11 +130,8 @@ def questions_command() -> Callable[..., None]:
 
 def _panel(data: Any, out: Path, config: Any, judges: list[RoleSpec]) -> int:
     """One run per judge in OUT/JUDGE/, then the judges' agreement and spread."""
-    labels = [label(j) for j in judges]
-    if len(set(labels)) < len(labels):
-        raise ValueError(f"give each judge once; repeated: {sorted(set(labels))}")
     runs: dict[str, Finished] = {}
-    for name, j in zip(labels, judges, strict=True):
+    for name, j in zip(labels(judges), judges, strict=True):
 
         def work(progress: Progress, j: RoleSpec = j, name: str = name) -> Finished:
             return run_track(ANSWERS, data, out / name, config, {"judge": j}, progress)

@@ -74,6 +74,7 @@ from dialogbench.data.io import (
 )
 from dialogbench.data.model import Dataset, Message, Question, Role, Subject
 from dialogbench.data.release import check_subject
+from dialogbench.data.safe_names import check_name, fold
 
 Rows = Literal["conversations", "turns", "nested"]
 OnMissingEvidence = Literal["drop-id", "drop-question", "fail"]
@@ -215,18 +216,23 @@ def import_chat_export(path: Path, config: ImportConfig) -> Dataset:
     files = _files(path)
     conversations = [conv for file in files for conv in _conversations(file, config)]
     notes = _Notes()
-    seen: dict[str, str] = {}
+    seen: dict[str, tuple[str, str]] = {}  # by fold(id): two ids that name one folder
     subjects = []
     for conv in conversations:
-        if conv.id in seen:
+        if (key := fold(conv.id)) in seen:
+            other, where = seen[key]
+            how = (
+                "repeats" if other == conv.id else f"differs only by case or accents from '{other}'"
+            )
             raise DataError(
                 conv.path,
-                f"conversation id '{conv.id}' repeats ({seen[conv.id]})",
+                f"conversation id '{conv.id}' {how} ({where})",
                 record=conv.record,
                 field=config.id_field,
-                fix="give every conversation a unique id",
+                fix="give every conversation a unique id (each names a folder of the release)",
             )
-        seen[conv.id] = conv.record if len(files) == 1 else f"{conv.record} of {conv.path.name}"
+        where = conv.record if len(files) == 1 else f"{conv.record} of {conv.path.name}"
+        seen[key] = (conv.id, where)
         subjects.append(_subject(conv, config, notes))
     if config.user_speakers is not None:
         present = {s for subject in subjects for s in subject.speakers}
@@ -418,20 +424,14 @@ def _is_question_list(value: Any, config: ImportConfig) -> bool:
 
 def _conversation_id(path: Path, record: str, value: Any, key: str | None) -> str:
     cid = as_text(value, path, record, key or "id").strip()
-    if not cid or cid in (".", "..") or "/" in cid or "\\" in cid:
-        raise DataError(
-            path,
-            f"conversation id {short(value)} cannot name a folder",
-            record=record,
-            field=key,
-            fix="use ids without slashes that are not empty, '.' or '..'",
-        )
-    return cid
+    return check_name(cid, path=path, record=record, field=key, what="it names a folder")
 
 
 def _default_id(path: Path, index: int, count: int) -> str:
     """A conversation without an id: the file's stem, numbered when the file holds several."""
-    return path.stem if count == 1 else f"{path.stem}-{index}"
+    cid = path.stem if count == 1 else f"{path.stem}-{index}"
+    what = "the file's name gives the conversation's id, which names a folder"
+    return check_name(cid, path=path, record=f"conversation {index}", field=None, what=what)
 
 
 def _conversation(

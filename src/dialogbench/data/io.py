@@ -433,6 +433,9 @@ def parse_record(
         elif err["type"] == "extra_forbidden":
             problem = "unknown field"
             fix = f"remove '{field}' or check its spelling"
+        elif err["type"] == "unsafe_name":  # data.safe_names: the name of a folder
+            problem = f"{short(err['input'])} {err['ctx']['problem']} (it names a folder)"
+            fix = err["ctx"]["fix"]
         else:
             if err["type"].endswith("_type"):
                 problem += f", found {json_type(err['input'])}"

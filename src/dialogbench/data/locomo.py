@@ -37,6 +37,7 @@ from dialogbench.data.io import (
 )
 from dialogbench.data.model import Dataset, Message, Question, Subject
 from dialogbench.data.release import check_subject, new_dataset
+from dialogbench.data.safe_names import check_name
 
 FILENAME = "locomo10.json"
 
@@ -65,7 +66,16 @@ def load_locomo(path: Path, name: str | None = None, raw: Any = None) -> Dataset
     if (warning := dates.warning(untimed)) is not None:
         warnings.append(warning)
     digest = sha256_file(path)
-    return new_dataset(path, name, subjects, digest, warnings=warnings, licence="CC BY-NC 4.0")
+    return new_dataset(
+        path,
+        name,
+        subjects,
+        digest,
+        warnings=warnings,
+        licence="CC BY-NC 4.0",
+        records=[f"sample {i}" for i in range(len(subjects))],
+        id_field="sample_id",
+    )
 
 
 def _require(path: Path, obj: dict[str, Any], key: str, record: str) -> Any:
@@ -86,6 +96,7 @@ def _load_sample(
     record = f"sample {index}"
     expect_object(sample, path, record, "each list item must be one LoCoMo sample")
     sid = as_text(_require(path, sample, "sample_id", record), path, record, "sample_id")
+    check_name(sid, path=path, record=record, field="sample_id", what="it names a folder")
     record = f"sample {index} ({clip(sid)})"
     conv = expect_object(
         _require(path, sample, "conversation", record),

@@ -40,6 +40,7 @@ from dialogbench.data.io import (
 )
 from dialogbench.data.model import Dataset, Message, Question, Role, Subject
 from dialogbench.data.release import check_subject, new_dataset
+from dialogbench.data.safe_names import check_name
 
 REQUIRED = (
     "question_id",
@@ -80,7 +81,16 @@ def load_longmemeval(path: Path, name: str | None = None, raw: Any = None) -> Da
             )
         first[subject.id] = index
         subjects.append(subject)
-    return new_dataset(path, name, subjects, sha256_file(path), warnings=warnings, licence="MIT")
+    return new_dataset(
+        path,
+        name,
+        subjects,
+        sha256_file(path),
+        warnings=warnings,
+        licence="MIT",
+        records=[f"instance {i}" for i in range(len(subjects))],
+        id_field="question_id",
+    )
 
 
 def _resolve(path: Path) -> Path:
@@ -113,6 +123,7 @@ def _load_instance(path: Path, index: int, inst: Any, warnings: list[str]) -> Su
     expect_object(inst, path, record, "each list item must be one LongMemEval instance")
     require_fields(inst, ("question_id",), path, record)
     qid = as_text(inst["question_id"], path, record, "question_id")
+    check_name(qid, path=path, record=record, field="question_id", what="it names a folder")
     record = f"instance {index} ({clip(qid)})"
     require_fields(inst, REQUIRED, path, record)
     sessions = _list(path, record, inst, "haystack_sessions")

@@ -56,6 +56,7 @@ from dialogbench.data.model import (
     Subject,
 )
 from dialogbench.data.release import check_subject, new_dataset
+from dialogbench.data.safe_names import check_name
 
 FILENAME = "memory_bank_en.json"
 QUESTIONS_FILENAME = "probing_questions_en.jsonl"
@@ -103,6 +104,7 @@ def load_memorybank(path: Path, name: str | None = None, raw: Any = None) -> Dat
         sha256=digest,
         warnings=warnings,
         licence="MIT",
+        id_field="(the user's name)",
     )
 
 
@@ -167,6 +169,7 @@ def _load_user(path: Path, key: str, user: Any, warnings: list[str]) -> Subject:
         raise DataError(
             path, "the user's name is empty", record=record, fix="give every user a non-empty name"
         )
+    check_name(name, path=path, record=record, field=None, what="the user's name names a folder")
     stated = user.get("name")
     if isinstance(stated, str) and stated.strip() and stated.strip() != name:
         warnings.append(f"{name}: field 'name' says {stated.strip()!r}; the key is used")

@@ -14,6 +14,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from dialogbench.data.safe_names import safe_name
+
 Role = Literal["user", "assistant", "system"]
 """`user` is a person under study; `assistant` the companion or other party.
 
@@ -50,6 +52,9 @@ Text = Annotated[str, AfterValidator(_utf8)]
 """Free text: any string that can be written as UTF-8."""
 Id = Annotated[str, Field(max_length=MAX_ID), AfterValidator(_utf8)]
 """An identifier, or a name used as one: at most MAX_ID characters of UTF-8-writable text."""
+FolderId = Annotated[Id, AfterValidator(safe_name)]
+"""An identifier that also names a folder (a subject's): one safe path component
+(`data.safe_names`: no `/`, `\\`, `..`, control character, over-long name)."""
 
 
 class _Record(BaseModel):
@@ -208,7 +213,7 @@ class Question(_Record):
 class Subject(_Record):
     """One person's record: the conversation and what was derived from it."""
 
-    id: Id
+    id: FolderId
     messages: list[Message]
     profile: list[ProfileClaim] = Field(default_factory=list)
     persona: list[PersonaEntry] = Field(default_factory=list)

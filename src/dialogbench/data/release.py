@@ -37,6 +37,7 @@ from dialogbench.data.model import (
     RECENT_WINDOW,
     ChatItem,
     Dataset,
+    FolderId,
     Id,
     Message,
     PersonaEntry,
@@ -46,6 +47,7 @@ from dialogbench.data.model import (
     Subject,
     Text,
 )
+from dialogbench.data.safe_names import check_name, check_unique, inside
 
 CONVERSATION = "conversation.jsonl"
 PROFILE = "profile.json"
@@ -113,6 +115,8 @@ def load_release(path: Path, name: str | None = None) -> Dataset:
         subjects=subjects,
         sha256=sha256_files(files, root=path),
         licence=meta.licence,
+        records=[f"subject folder '{d.name}'" for d in subject_dirs],
+        id_field="(the folder's name)",
     )
 
 
@@ -123,10 +127,18 @@ def new_dataset(
     sha256: str,
     warnings: list[str] | None = None,
     licence: str | None = None,
+    records: list[str] | None = None,
+    id_field: str | None = "id",
 ) -> Dataset:
-    """The `Dataset` a loader read from `path`; a `DataError` if it holds no subject."""
+    """The `Dataset` a loader read from `path`; a `DataError` if it holds no subject, or two
+    whose ids would name one folder (`records` names each subject's record, `id_field`
+    what the file calls the id)."""
     if not subjects:
         raise DataError(path, "the dataset holds no subjects", fix="add at least one conversation")
+    names = records or [f"subject '{s.id}'" for s in subjects]
+    check_unique(
+        ((s.id, r) for s, r in zip(subjects, names, strict=True)), path=path, field=id_field
+    )
     return Dataset(
         name=name,
         subjects=subjects,
@@ -194,12 +206,15 @@ def _load_subject(folder: Path) -> Subject:
 def _subject_id(folder: Path) -> str:
     """The folder's name, which is the subject id (so it must be a valid id)."""
     try:
-        return TypeAdapter(Id).validate_python(folder.name)
+        return TypeAdapter(FolderId).validate_python(folder.name)
     except ValidationError as e:
+        err = e.errors()[0]
+        unsafe = err["type"] == "unsafe_name"
         raise DataError(
             folder,
-            f"the folder name is not a usable subject id: {e.errors()[0]['msg']}",
-            fix=f"rename the folder (at most {MAX_ID} characters)",
+            "the folder name is not a usable subject id: "
+            + (err["ctx"]["problem"] if unsafe else err["msg"]),
+            fix=err["ctx"]["fix"] if unsafe else f"rename the folder (at most {MAX_ID} characters)",
         ) from None
 
 
@@ -388,8 +403,20 @@ def write_profile_persona(
         )
 
 
+def check_release_names(dataset: Dataset, path: Path) -> None:
+    """Refuse, before anything is written, a subject id that cannot name its folder in
+    `path`: an unsafe name, two that one file system takes for one, a folder outside."""
+    for s in dataset.subjects:
+        record = f"subject '{s.id}'"
+        check_name(s.id, path=path, record=record, field="id", what="it names the subject's folder")
+        inside(path / s.id, path, record=record, field="id")
+    check_unique(((s.id, f"subject '{s.id}'") for s in dataset.subjects), path=path, field="id")
+
+
 def write_release(dataset: Dataset, path: Path) -> None:
-    """Write `dataset` in the native format (the inverse of `load_release`)."""
+    """Write `dataset` in the native format (the inverse of `load_release`); nothing is
+    written when a subject id could not name its own folder inside `path`."""
+    check_release_names(dataset, path)
     path.mkdir(parents=True, exist_ok=True)
     meta = {
         "name": dataset.name,

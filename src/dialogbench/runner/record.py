@@ -37,6 +37,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from dialogbench import __version__
+from dialogbench.data.safe_names import check_name, inside
 from dialogbench.runner.status import FolderError, FolderLocked
 
 try:
@@ -201,7 +202,7 @@ class RunFolder:
         """Stored units of a stage by key (the last line wins). A line cut off by an
         interrupted write is dropped, and the file rewritten without it, so that the next
         unit is appended to a whole line."""
-        path = self.parts / f"{stage}.jsonl"
+        path = self.part(stage)
         if not path.exists():
             return {}
         out: dict[str, UnitRecord] = {}
@@ -229,13 +230,13 @@ class RunFolder:
         return out
 
     def drop(self, stage: StoredStage) -> None:
-        path = self.parts / f"{stage}.jsonl"
+        path = self.part(stage)
         with writing(path):
             path.unlink(missing_ok=True)
 
     def save(self, stage: StoredStage, record: UnitRecord) -> None:
         """Append one finished unit, flushed to disk before the call returns."""
-        path = self.parts / f"{stage}.jsonl"
+        path = self.part(stage)
         with writing(path), path.open("a", encoding="utf-8") as f:
             f.write(record.line() + "\n")
             f.flush()
@@ -249,10 +250,18 @@ class RunFolder:
                     out.write(json.dumps(row, ensure_ascii=False) + "\n")
             os.replace(tmp, self.path / "items.jsonl")
 
+    def part(self, stage: StoredStage) -> Path:
+        """`parts/<stage>.jsonl`, once the stage's name is checked as one file name."""
+        check_name(stage, path=self.parts, record=f"stage '{stage}'", field="name")
+        return self.parts / f"{stage}.jsonl"
+
     def write(self, name: str, content: Any) -> None:
         """A result file: JSON for `.json` names, text as given otherwise (`name` may name
-        a subfolder, e.g. `written/run-0/S1/profile.json`)."""
-        path = self.path / name
+        a subfolder, e.g. `written/run-0/S1/profile.json`; each of its parts must be a
+        safe name, and the file lies inside the run folder)."""
+        for part in name.split("/"):
+            check_name(part, path=self.path, record=f"result file '{name}'", field="name")
+        path = inside(self.path / name, self.path, record=f"result file '{name}'", field="name")
         with writing(path):
             path.parent.mkdir(parents=True, exist_ok=True)
             if isinstance(content, str):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 from dialogbench.data.errors import DataError
 from dialogbench.data.io import source_from_record
+from dialogbench.data.safe_names import encode_name, encode_names
 from dialogbench.judging.panel import rating_agreement
 from dialogbench.runner.options import kind_of
 from dialogbench.runner.record import Manifest, Progress, RunFolder, write_json
@@ -108,8 +108,18 @@ def solve_roles(track: Track[Any, Any], manifest: Manifest, run: Path) -> dict[s
 
 
 def label(spec: RoleSpec) -> str:
-    """A folder-safe name for a judge."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", spec.model).strip("_") or "judge"
+    """A folder-safe name for a judge (`data.safe_names.encode_name` of its model)."""
+    return encode_name(spec.model)
+
+
+def labels(specs: Sequence[RoleSpec]) -> list[str]:
+    """Folder-safe names for a panel's judges: two models that would share a folder
+    (`a/b` and `a_b`, or differing only by case) each get a short digest; a judge given
+    twice is refused."""
+    names = encode_names([j.model for j in specs])
+    if len(set(names)) < len(names):
+        raise ValueError(f"give each judge once; repeated: {sorted(set(names))}")
+    return names
 
 
 def rescore(
@@ -137,13 +147,10 @@ def rescore(
         given = {**base, "judge": judges[0]}
         target = out if out is not None else run / "judges" / label(judges[0])
         return Rescored({label(judges[0]): _one(track, data, run, target, config, given, progress)})
-    labels = [label(j) for j in judges]
-    if len(set(labels)) < len(labels):
-        raise ValueError(f"give each judge once; repeated: {sorted(set(labels))}")
     root = out if out is not None else run / "judges"
     runs = {
         name: _one(track, data, run, root / name, config, {**base, "judge": j}, progress)
-        for name, j in zip(labels, judges, strict=True)
+        for name, j in zip(labels(judges), judges, strict=True)
     }
     result = Rescored(runs, *panel_figures(track, runs))
     write_json(
