@@ -74,7 +74,7 @@ from dialogbench.data.io import (
 )
 from dialogbench.data.model import Dataset, Message, Question, Role, Subject
 from dialogbench.data.release import check_subject
-from dialogbench.data.safe_names import check_name, fold
+from dialogbench.data.safe_names import check_name, collision, fold
 
 Rows = Literal["conversations", "turns", "nested"]
 OnMissingEvidence = Literal["drop-id", "drop-question", "fail"]
@@ -221,12 +221,9 @@ def import_chat_export(path: Path, config: ImportConfig) -> Dataset:
     for conv in conversations:
         if (key := fold(conv.id)) in seen:
             other, where = seen[key]
-            how = (
-                "repeats" if other == conv.id else f"differs only by case or accents from '{other}'"
-            )
             raise DataError(
                 conv.path,
-                f"conversation id '{conv.id}' {how} ({where})",
+                f"conversation id {collision(conv.id, other)} ({where})",
                 record=conv.record,
                 field=config.id_field,
                 fix="give every conversation a unique id (each names a folder of the release)",
@@ -424,7 +421,7 @@ def _is_question_list(value: Any, config: ImportConfig) -> bool:
 
 def _conversation_id(path: Path, record: str, value: Any, key: str | None) -> str:
     cid = as_text(value, path, record, key or "id").strip()
-    return check_name(cid, path=path, record=record, field=key, what="it names a folder")
+    return check_name(cid, path=path, record=record, field=key)
 
 
 def _default_id(path: Path, index: int, count: int) -> str:

@@ -434,7 +434,7 @@ def parse_record(
             problem = "unknown field"
             fix = f"remove '{field}' or check its spelling"
         elif err["type"] == "unsafe_name":  # data.safe_names: the name of a folder
-            problem = f"{short(err['input'])} {err['ctx']['problem']} (it names a folder)"
+            problem = f"{short(err['input'])} {err['ctx']['problem']}"
             fix = err["ctx"]["fix"]
         else:
             if err["type"].endswith("_type"):

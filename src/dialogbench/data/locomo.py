@@ -96,7 +96,7 @@ def _load_sample(
     record = f"sample {index}"
     expect_object(sample, path, record, "each list item must be one LoCoMo sample")
     sid = as_text(_require(path, sample, "sample_id", record), path, record, "sample_id")
-    check_name(sid, path=path, record=record, field="sample_id", what="it names a folder")
+    check_name(sid, path=path, record=record, field="sample_id")
     record = f"sample {index} ({clip(sid)})"
     conv = expect_object(
         _require(path, sample, "conversation", record),

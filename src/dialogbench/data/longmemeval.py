@@ -123,7 +123,7 @@ def _load_instance(path: Path, index: int, inst: Any, warnings: list[str]) -> Su
     expect_object(inst, path, record, "each list item must be one LongMemEval instance")
     require_fields(inst, ("question_id",), path, record)
     qid = as_text(inst["question_id"], path, record, "question_id")
-    check_name(qid, path=path, record=record, field="question_id", what="it names a folder")
+    check_name(qid, path=path, record=record, field="question_id")
     record = f"instance {index} ({clip(qid)})"
     require_fields(inst, REQUIRED, path, record)
     sessions = _list(path, record, inst, "haystack_sessions")

@@ -169,7 +169,7 @@ def _load_user(path: Path, key: str, user: Any, warnings: list[str]) -> Subject:
         raise DataError(
             path, "the user's name is empty", record=record, fix="give every user a non-empty name"
         )
-    check_name(name, path=path, record=record, field=None, what="the user's name names a folder")
+    check_name(name, path=path, record=record, field=None, what="the user's name is the subject id")
     stated = user.get("name")
     if isinstance(stated, str) and stated.strip() and stated.strip() != name:
         warnings.append(f"{name}: field 'name' says {stated.strip()!r}; the key is used")

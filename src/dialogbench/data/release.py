@@ -115,7 +115,7 @@ def load_release(path: Path, name: str | None = None) -> Dataset:
         subjects=subjects,
         sha256=sha256_files(files, root=path),
         licence=meta.licence,
-        records=[f"subject folder '{d.name}'" for d in subject_dirs],
+        records=[f"subject folder {short(d.name)}" for d in subject_dirs],
         id_field="(the folder's name)",
     )
 
@@ -204,16 +204,19 @@ def _load_subject(folder: Path) -> Subject:
 
 
 def _subject_id(folder: Path) -> str:
-    """The folder's name, which is the subject id (so it must be a valid id)."""
+    """The folder's name, which is the subject id (so it must be a valid id that can name
+    a folder anywhere the release is copied)."""
     try:
         return TypeAdapter(FolderId).validate_python(folder.name)
     except ValidationError as e:
         err = e.errors()[0]
         unsafe = err["type"] == "unsafe_name"
+        problem = f"{short(folder.name)} {err['ctx']['problem']}" if unsafe else err["msg"]
         raise DataError(
-            folder,
-            "the folder name is not a usable subject id: "
-            + (err["ctx"]["problem"] if unsafe else err["msg"]),
+            folder.parent,
+            f"the folder name is not a usable subject id: {problem}",
+            record=f"subject folder {short(folder.name)}",
+            field="(the folder's name)",
             fix=err["ctx"]["fix"] if unsafe else f"rename the folder (at most {MAX_ID} characters)",
         ) from None
 
@@ -408,7 +411,7 @@ def check_release_names(dataset: Dataset, path: Path) -> None:
     `path`: an unsafe name, two that one file system takes for one, a folder outside."""
     for s in dataset.subjects:
         record = f"subject '{s.id}'"
-        check_name(s.id, path=path, record=record, field="id", what="it names the subject's folder")
+        check_name(s.id, path=path, record=record, field="id", what="the subject's id")
         inside(path / s.id, path, record=record, field="id")
     check_unique(((s.id, f"subject '{s.id}'") for s in dataset.subjects), path=path, field="id")
 

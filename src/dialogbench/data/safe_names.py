@@ -79,15 +79,14 @@ def check_name(
     path: str | Path,
     record: str | None,
     field: str | None,
-    what: str = "it names a folder",
+    what: str | None = None,
 ) -> str:
     """`name`, if it can be one path component; else a `DataError` naming the file, the
-    record and the field (`what` says why the name matters)."""
+    record and the field (`what`, when given, says what the name is)."""
     problem = name_problem(name)
     if problem is not None:
-        raise DataError(
-            path, f"{_quoted(name)} {problem} ({what})", record=record, field=field, fix=FIX
-        )
+        problem = f"{_quoted(name)} {problem}" + (f" ({what})" if what else "")
+        raise DataError(path, problem, record=record, field=field, fix=FIX)
     return name
 
 
@@ -96,9 +95,7 @@ def safe_name(name: str) -> str:
     type `unsafe_name` whose context carries the fix (see `io.parse_record`)."""
     problem = name_problem(name)
     if problem is not None:
-        raise PydanticCustomError(
-            "unsafe_name", "{problem} (it names a folder)", {"problem": problem, "fix": FIX}
-        )
+        raise PydanticCustomError("unsafe_name", "{problem}", {"problem": problem, "fix": FIX})
     return name
 
 
@@ -112,15 +109,24 @@ def check_unique(
         key = fold(name)
         if key in first:
             other, where = first[key]
-            same = "repeats" if other == name else "differs only by case or Unicode form from"
             raise DataError(
                 path,
-                f"{_quoted(name)} {same} {_quoted(other)} ({where}): both would be one {what}",
+                f"{collision(name, other)} ({where}): both would be one {what}",
                 record=record,
                 field=field,
                 fix="give every subject its own id, differing in more than case or accents",
             )
         first[key] = (name, record)
+
+
+def collision(name: str, other: str) -> str:
+    """How `name` collides with `other`, shown so that the difference is visible: two
+    Unicode forms of one text are written with their code points."""
+    if name == other:
+        return f"{_quoted(name)} repeats"
+    if unicodedata.normalize("NFC", name) == unicodedata.normalize("NFC", other):
+        return f"{name!a} differs only by Unicode form (NFC/NFD) from {other!a}"
+    return f"{_quoted(name)} differs only by case from {_quoted(other)}"
 
 
 def encode_name(name: str, fallback: str = "judge") -> str:
