@@ -8,16 +8,22 @@ then JSON-object mode, then the prompt alone. The first refusal (HTTP 400 naming
 from __future__ import annotations
 
 import email.utils
+import importlib
 import json
 import re
 import time
 import urllib.parse
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-import openai
-
-from dialogbench.models.transport import AiohttpTransport, httpx
+from dialogbench.models.transport import (
+    DEFAULT_WIRE,
+    Reply,
+    WireError,
+    WireName,
+    make_wire,
+)
 from dialogbench.models.types import (
     ChatMessage,
     ErrorKind,
@@ -28,6 +34,7 @@ from dialogbench.models.types import (
 )
 
 JsonMode = Literal["json_schema", "json_object", "none"]
+JsonCodec = Literal["json", "orjson"]
 _RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 CONNECT_TIMEOUT_S = 10.0
 """At most this long to open a connection (the request timeout, when shorter): a host that
@@ -35,11 +42,13 @@ never answers the handshake is reported unreachable in seconds, not after a read
 
 
 class OpenAICompatible:
-    """A chat-completions endpoint reached with the `openai` SDK (its own retries off).
+    """A chat-completions endpoint, reached over `wire` (`models/transport.py`; aiohttp by
+    default, or the `openai` SDK with its own retries off).
 
     Errors name the URL tried (without credentials) and say why; the API key (and any
     password in the base URL) is masked in every reply and error, raw, JSON-escaped and
-    URL-encoded.
+    URL-encoded. Bodies are written and read with orjson where it is installed (`codec`),
+    else the standard library's json; what either cannot take goes to the standard one.
     """
 
     hedgeable = True
@@ -52,6 +61,10 @@ class OpenAICompatible:
         base_url: str,
         api_key: str | None,
         timeout_s: float = 30.0,
+        *,
+        wire: WireName = DEFAULT_WIRE,
+        codec: JsonCodec | None = None,
+        reuse: bool = True,
     ) -> None:
         self.name = name
         self.model = model
@@ -62,13 +75,17 @@ class OpenAICompatible:
         self.timeout_s = timeout_s
         self._url_problem = url_problem(base_url)
         self._mask = Masker([api_key or ""])
-        self._client = openai.AsyncOpenAI(
-            base_url=base_url if self._url_problem is None else "http://invalid.invalid",
-            api_key=api_key or "not-needed",
-            max_retries=0,
-            timeout=openai.Timeout(timeout_s, connect=min(timeout_s, CONNECT_TIMEOUT_S)),
-            http_client=openai.DefaultAsyncHttpxClient(transport=AiohttpTransport()),
+        self.wire = wire
+        self._wire = make_wire(
+            wire,
+            base_url if self._url_problem is None else "http://invalid.invalid",
+            api_key,
+            timeout_s,
+            min(timeout_s, CONNECT_TIMEOUT_S),
+            reuse=reuse,
         )
+        self.codec: JsonCodec = codec or ("orjson" if _orjson is not None else "json")
+        self._dumps, self._loads = _codec(self.codec)
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAICompatible({self.name!r}, endpoint={self.endpoint!r})"
@@ -97,70 +114,59 @@ class OpenAICompatible:
             request = self._request(messages, config)
             started = time.perf_counter()
             try:
-                # the SDK's generic POST: its auth, pool, timeouts and typed errors, without
-                # the per-call cost of typed request/response models (~1 ms of CPU a call)
-                body = await self._client.post(
-                    "/chat/completions",
-                    cast_to=str,
-                    content=json.dumps(request).encode(),
-                    options={"headers": {"Content-Type": "application/json"}},
-                )
-            except openai.BadRequestError as e:
-                if "response_format" in request and self._step_down(e):
-                    continue
+                reply = await self._wire.post("/chat/completions", self._dumps(request))
+            except WireError as e:
+                raise self._wire_error(e) from None
+            if reply.status == 400 and "response_format" in request and self._step_down(reply):
+                continue
+            if reply.status == 400:
                 raise ModelError(
-                    f"{self.name}: request rejected: {self._detail(e)}",
+                    f"{self.name}: request rejected: {self._detail(reply)}",
                     retryable=False,
                     status=400,
-                ) from None
-            except openai.APIStatusError as e:
-                raise self._status_error(e) from None
-            except (openai.APIConnectionError, openai.APITimeoutError) as e:
-                raise self._connection_error(e) from None
-            except (openai.APIResponseValidationError, ValueError, TypeError) as e:
-                raise ModelError(
-                    f"{self.name}: unreadable response from {self.url}: {self._mask(str(e))}",
-                    retryable=True,
-                    kind="unreadable",
-                ) from None
-            return self._output(body, time.perf_counter() - started)
+                )
+            if reply.status >= 300:  # a redirect not followed counts as an error, as before
+                raise self._status_error(reply)
+            return self._output(reply.body, time.perf_counter() - started)
 
-    def _connection_error(self, e: openai.APIConnectionError) -> ModelError:
-        cause = e.__cause__
+    def _wire_error(self, e: WireError) -> ModelError:
+        """A request without a reply, as a `ModelError` naming the URL (masked)."""
         where = self.url
-        if isinstance(cause, httpx.ConnectTimeout | httpx.ConnectError):
-            why = self._mask(str(cause)) or type(cause).__name__
+        why = self._mask(e.why)
+        if e.kind == "unreachable":
             return ModelError(
-                f"{self.name}: cannot reach {where}: {why}", retryable=True, kind="unreachable"
-            )
-        if isinstance(cause, httpx.UnsupportedProtocol):
-            return ModelError(
-                f"{self.name}: cannot reach {where}: {self._mask(str(cause))}",
-                retryable=False,
+                f"{self.name}: cannot reach {where}: {why or 'no connection'}",
+                retryable=True,
                 kind="unreachable",
             )
-        if isinstance(e, openai.APITimeoutError) or isinstance(cause, httpx.TimeoutException):
+        if e.kind == "bad_url":
+            return ModelError(
+                f"{self.name}: cannot reach {where}: {why}", retryable=False, kind="unreachable"
+            )
+        if e.kind == "timeout":
             return ModelError(
                 f"{self.name}: no reply from {where} within {self.timeout_s:g} s",
                 retryable=True,
                 kind="timeout",
             )
-        why = self._mask(str(cause)) if cause is not None else str(e)
+        if e.kind == "unreadable":
+            return ModelError(
+                f"{self.name}: unreadable response from {where}: {why}",
+                retryable=True,
+                kind="unreadable",
+            )
         return ModelError(
             f"{self.name}: {why or 'connection dropped'} ({where})", retryable=True, kind="server"
         )
 
-    def _detail(self, e: openai.APIStatusError) -> str:
+    def _detail(self, reply: Reply) -> str:
         """The error body (masked before it is cut, so no piece of a key survives)."""
-        try:
-            body = e.response.text
-        except Exception:  # the body may already be gone
-            body = ""
-        return self._mask(body or str(e))[:500]
+        body = reply.body.decode("utf-8", "replace")
+        return self._mask(body or f"Error code: {reply.status}")[:500]
 
-    def _status_error(self, e: openai.APIStatusError) -> ModelError:
-        status = e.status_code
-        detail = self._detail(e)
+    def _status_error(self, reply: Reply) -> ModelError:
+        status = reply.status
+        detail = self._detail(reply)
         kind: ErrorKind | None = None
         if status == 404:
             kind = "rejected" if _names_a_model(detail) else "unreachable"
@@ -174,16 +180,17 @@ class OpenAICompatible:
             f"{self.name}: HTTP {status}: {detail}",
             retryable=status in _RETRYABLE_STATUS,
             status=status,
-            retry_after=retry_after_s(e.response.headers) if e.response is not None else None,
+            retry_after=retry_after_s(reply.headers),
             kind=kind,
         )
 
-    def _output(self, body: str, latency: float) -> ModelOutput:
+    def _output(self, body: bytes | str, latency: float) -> ModelOutput:
         """The reply in `body`; an empty one (no choices, content "" or null) is an error."""
         try:
-            resp = json.loads(body)
+            resp = self._loads(body)
         except ValueError:
-            start = self._mask(body.strip()[:80])
+            text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+            start = self._mask(text.strip()[:80])
             raise ModelError(
                 f"{self.name}: unreadable response from {self.url} (not JSON: {start!r}); "
                 "is the base URL an OpenAI-compatible API?",
@@ -252,15 +259,51 @@ class OpenAICompatible:
         req.update(config.extra)
         return req
 
-    def _step_down(self, e: openai.BadRequestError) -> bool:
-        text = self._detail(e).lower()
+    def _step_down(self, reply: Reply) -> bool:
+        text = self._detail(reply).lower()
         if "response_format" not in text and "json_schema" not in text:
             return False
         self.json_mode = "json_object" if self.json_mode == "json_schema" else "none"
         return True
 
     async def aclose(self) -> None:
-        await self._client.close()
+        await self._wire.aclose()
+
+
+_orjson: Any
+try:  # optional: a faster JSON codec, used where installed
+    _orjson = importlib.import_module("orjson")
+except ImportError:  # pragma: no cover - depends on the environment
+    _orjson = None
+
+
+def orjson_installed() -> bool:
+    """Whether orjson can be imported (then it is the default codec)."""
+    return _orjson is not None
+
+
+def _codec(name: JsonCodec) -> tuple[Callable[[Any], bytes], Callable[[bytes | str], Any]]:
+    """(dumps, loads) of `name`; orjson's fall back to json on what orjson refuses (integers
+    past 64 bits, lone surrogates, NaN), so both read and write the same documents."""
+    if name == "json":
+        return (lambda obj: json.dumps(obj).encode()), json.loads
+    if _orjson is None:
+        raise ValueError("the orjson codec needs orjson (pip install orjson)")
+    fast_dumps, fast_loads, fast_error = _orjson.dumps, _orjson.loads, _orjson.JSONDecodeError
+
+    def dumps(obj: Any) -> bytes:
+        try:
+            return fast_dumps(obj)  # type: ignore[no-any-return]
+        except TypeError:
+            return json.dumps(obj).encode()
+
+    def loads(body: bytes | str) -> Any:
+        try:
+            return fast_loads(body)
+        except fast_error:
+            return json.loads(body)
+
+    return dumps, loads
 
 
 def safe_url(url: str) -> str:

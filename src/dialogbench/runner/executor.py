@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from dialogbench.runner.heap import frozen_heap
 from dialogbench.runner.record import Progress, StoredStage, UnitRecord
 from dialogbench.runner.roles import Given
 from dialogbench.runner.track import Need, Plan, Track
@@ -86,14 +87,17 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
-    """Every unit in this process, on one asyncio loop."""
+    """Every unit in this process, on one asyncio loop, with what was alive before the
+    units start (dataset, plan, saved records) out of the garbage collector's walks
+    (`runner/heap.py`)."""
 
     name = "local"
 
     def run(self, work: Work) -> tuple[int, int]:
         from dialogbench.runner.runner import work_units
 
-        return asyncio.run(work_units(work))
+        with frozen_heap():
+            return asyncio.run(work_units(work))
 
 
 EXECUTORS = ("local", "ray")
