@@ -14,6 +14,7 @@ import asyncio
 import gzip
 import json
 import socket
+import threading
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -220,3 +221,28 @@ def test_http11_a_reply_cut_short_is_a_dropped_connection() -> None:
     cut = RawServer(lambda r: [_head(f"Content-Length: {len(BODY)}") + BODY[:9]], close=True)
     (error,) = asyncio.run(cut.posts(1))
     assert isinstance(error, WireError) and error.kind == "dropped" and "mid-reply" in error.why
+
+
+def test_http11_closes_after_its_event_loop_ended() -> None:
+    """A model used in one `asyncio.run` and closed in another (as the tracks do) closes
+    without error, and a call on the new loop opens a fresh connection."""
+    server = RawServer(FRAMINGS["content-length"])
+
+    async def serve() -> tuple[asyncio.Server, int]:
+        srv = await asyncio.start_server(server._serve, "127.0.0.1", 0)
+        return srv, srv.sockets[0].getsockname()[1]
+
+    loop = asyncio.new_event_loop()
+    srv, port = loop.run_until_complete(serve())
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    client = Http11Wire(f"http://127.0.0.1:{port}/v1", "k", 2.0, 2.0)
+    try:
+        first = asyncio.run(client.post("/chat/completions", b"{}"))
+        second = asyncio.run(client.post("/chat/completions", b"{}"))
+        asyncio.run(client.aclose())
+    finally:
+        loop.call_soon_threadsafe(srv.close)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+    assert first.body == second.body == BODY and server.connections == 2

@@ -24,6 +24,7 @@ its cause. Everything else (the errors by status, Retry-After, masking, parsing)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import socket
 import urllib.parse
@@ -369,7 +370,9 @@ class _Http11(asyncio.Protocol):
         self.closed = True
         self.reusable = False
         if self.transport is not None:
-            self.transport.abort()
+            # its event loop may have ended: the socket went with it
+            with contextlib.suppress(RuntimeError):
+                self.transport.abort()
 
     def data_received(self, data: bytes) -> None:
         if self._waiter is None or self._waiter.done():
