@@ -53,6 +53,7 @@ def test_persists_across_instances_and_counts_hits(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite"
     first = ResponseCache(path)
     first.put(_key(), ModelOutput(text="x"))
+    assert first.stats()["session"]["stored"] == 1
     first.close()
     again = ResponseCache(path)
     assert again.get(_key()) is not None
@@ -65,6 +66,7 @@ def test_persists_across_instances_and_counts_hits(tmp_path: Path) -> None:
         "unreadable": 0,
         "unstored": 0,
         "evicted_unusable": 0,
+        "stored": 0,
     }
 
 

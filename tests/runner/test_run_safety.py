@@ -10,10 +10,12 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -202,8 +204,8 @@ def test_two_runs_into_one_folder(tmp_path: Path, env: dict[str, str]) -> None:
         assert first.returncode == ExitCode.INTERRUPTED, err
         assert "Traceback" not in err
         assert (
-            f"interrupted: 2 of 6 units (and 4 more solved, not yet judged) saved in {out}; "
-            "rerun the same command to resume"
+            f"interrupted: 2 of 6 units (and 4 more solved, not yet judged) saved in {out} "
+            "(8 model replies in the response cache); rerun the same command to resume"
         ) in " ".join(err.split())
         assert not (out / ".lock").exists()
 
@@ -214,6 +216,76 @@ def test_two_runs_into_one_folder(tmp_path: Path, env: dict[str, str]) -> None:
         )
         assert again.returncode == ExitCode.OK, again.stderr
         assert [b["model"] for b in srv.requests] == ["j"] * 4
+
+
+def detection_argv(out: Path, url: str) -> list[str]:
+    """detection's model detector over 12 probes: one unit, one batch of 12 calls."""
+    return [
+        sys.executable, "-c", ECHO_CLI.format(repo=str(REPO)), "run", "detection",
+        "--dataset", "sample", "--out", str(out), "--limit", "12", "--n-boot", "20",
+        "--detectors", "model-context", "--model", "openai-compatible/m", "--base-url", url,
+        "--api-key-env", "DUMMY_KEY",
+    ]  # fmt: skip
+
+
+def cached_replies(path: Path) -> int:
+    """Replies in the response cache at `path`, read as another process sees them."""
+    if not path.exists():
+        return 0
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)) as db:
+            return int(db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+
+
+def bodies(srv: ChatServer) -> list[str]:
+    return [json.dumps(b, sort_keys=True) for b in srv.requests]
+
+
+def test_ctrl_c_keeps_the_answered_calls_of_an_unfinished_unit(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """A unit that is one batch of calls (detection's model detector: every probe) is cut
+    by Ctrl-C after some of its calls were answered: those replies are kept in the
+    response cache at once, not only once the whole batch is done, so the rerun sends
+    exactly the calls that were not answered (first + rerun == a clean run, no repeats)."""
+    answered, out, cache = 5, tmp_path / "run", tmp_path / "cache.sqlite"
+    with ChatServer(rules=lambda n, body: ok() if n <= answered else delay(600)) as srv:
+        first = subprocess.Popen(
+            detection_argv(out, srv.base_url), env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        wait_for("5 cached replies", lambda: cached_replies(cache) == answered, first)
+        wait_for("the rest in flight", lambda: srv.request_count > answered, first)
+        first.send_signal(signal.SIGINT)
+        _, err = first.communicate(timeout=WAIT_S)
+        assert first.returncode == ExitCode.INTERRUPTED, err
+        assert "Traceback" not in err
+        assert (
+            f"interrupted: 0 of 1 units saved in {out} (5 model replies in the response "
+            "cache); rerun the same command to resume"
+        ) in " ".join(err.split())
+        kept = bodies(srv)[:answered]
+        srv.reset()
+        srv.rules = None
+        again = subprocess.run(
+            detection_argv(out, srv.base_url), env=env, capture_output=True, text=True,
+            timeout=300,
+        )  # fmt: skip
+        assert again.returncode == ExitCode.OK, again.stderr
+        rerun = bodies(srv)
+        srv.reset()
+        clean = subprocess.run(
+            detection_argv(tmp_path / "clean", srv.base_url),
+            env={**env, "DIALOGBENCH_CACHE": str(tmp_path / "clean.sqlite")},
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert clean.returncode == ExitCode.OK, clean.stderr
+        total = bodies(srv)
+    assert len(total) == len(set(total)) == 12
+    assert not set(kept) & set(rerun)  # nothing answered before is asked again
+    assert sorted(kept + rerun) == sorted(total)
 
 
 def test_a_lock_left_by_a_killed_run_is_stale(tmp_path: Path, env: dict[str, str]) -> None:

@@ -149,6 +149,9 @@ class ResponseCache:
         """Replies that could not be stored (a damaged file)."""
         self.evicted = 0
         """Unusable replies deleted in this session (`mark_unusable`)."""
+        self.stored = 0
+        """Replies stored in this session (`put`): what an interrupted run keeps of the
+        calls it made, beside its saved units."""
         self._reported: set[str] = set()
         self._pending_hits: Counter[tuple[str, str]] = Counter()
         self.miss_reasons: Counter[str] = Counter()
@@ -337,6 +340,7 @@ class ResponseCache:
                         time.time(),
                     ),
                 )
+                self.stored += 1
             except sqlite3.DatabaseError as e:
                 if not _damaged(e):
                     raise
@@ -477,6 +481,7 @@ class ResponseCache:
                 "unreadable": self.unreadable,
                 "unstored": self.unstored,
                 "evicted_unusable": self.evicted,
+                "stored": self.stored,
             },
         }
 

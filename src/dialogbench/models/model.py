@@ -286,13 +286,7 @@ class Model:
         call gives its (accounted) `ModelError` in place. With `store` False, fresh replies
         are left for the caller to store (once it knows they are usable)."""
         results: list[ModelOutput | ModelError | None]
-        if self.cache is None:
-            results = [None] * len(asks)
-        elif len(asks) == 1:
-            results = [_usable(self.cache.get(asks[0][2]))]
-        else:
-            hits = self.cache.get_many([k for _, _, k in asks])
-            results = [_usable(hits.get(k.digest)) for _, _, k in asks]
+        results = list(self._look_up([k for _, _, k in asks]))
 
         async def fresh(i: int) -> None:
             messages, config, key = asks[i]
@@ -307,6 +301,16 @@ class Model:
         else:
             await asyncio.gather(*[fresh(i) for i in misses])
         return [r for r in results if r is not None]
+
+    def _look_up(self, keys: list[CallKey]) -> list[ModelOutput | None]:
+        """The usable cached reply to each of `keys`, or None: one look-up for one key, a
+        few statements for many."""
+        if self.cache is None:
+            return [None] * len(keys)
+        if len(keys) == 1:
+            return [_usable(self.cache.get(keys[0]))]
+        hits = self.cache.get_many(keys)
+        return [_usable(hits.get(k.digest)) for k in keys]
 
     def _seeded(self, config: GenerateConfig, sample: int) -> GenerateConfig:
         if sample and config.seed is not None:
@@ -655,9 +659,9 @@ class Model:
         max_fixes: int = 2,
         tag: str = "",
     ) -> list[Structured[V]]:
-        """`generate_parsed` for many calls at once, round by round: every first attempt as
-        one batch (one cache look-up), then the corrections of the unusable replies as the
-        next batch, up to `max_fixes` rounds. Each call's requests are the ones
+        """`generate_parsed` for many calls at once: every first attempt looked up in one
+        batch (one cache look-up), then each call on its own, up to `max_fixes` corrections,
+        its replies stored as soon as it ends usable. Each call's requests are the ones
         `generate_parsed` would send (same conversation, config, sample and retry)."""
         configs = [self._seeded(c.config, c.sample) for c in calls]
         firsts = [
@@ -701,75 +705,85 @@ class Model:
         *,
         stale_ok: bool,
     ) -> list[int]:
-        """Ask the calls `todo` (each at its retry number) round by round, into `results`.
+        """Ask the calls `todo` (each at its retry number) into `results`: their first
+        requests looked up in the cache together, then each call on its own, its correction
+        sent as soon as its reply is found unusable.
 
-        A call's replies are stored in the cache only once its last one is usable (the
+        A call's replies are stored in the cache as soon as its last one is usable (the
         corrected ones with it, so a replay costs nothing), never before: an identical call
         of another unit running meanwhile asks for itself, and never replays a reply that
-        is about to be found unusable.
+        is about to be found unusable. Nothing waits for the rest of the batch, so a batch
+        cut short (Ctrl-C, a stopped run) keeps every call that had finished.
 
         A call whose last reply is still unusable is recorded in the cache (its replies
         deleted, its retry number moved on in `retries`) and charged as a failed call;
         except, with `stale_ok`, when that reply was replayed from the cache (kept by an
         older cache): such calls are returned, to be asked afresh."""
         cfgs = {i: self._retried(configs[i], retries[i]) for i in todo}
-        convos = {i: list(calls[i].messages) for i in todo}
-        chains: dict[int, list[CallKey]] = {i: [] for i in todo}
-        unstored: dict[int, list[tuple[CallKey, ModelOutput]]] = {i: [] for i in todo}
+        keys = {i: self._key(calls[i].messages, cfgs[i], calls[i].sample, retries[i]) for i in todo}
+        hits = dict(zip(todo, self._look_up([keys[i] for i in todo]), strict=True))
         stale: list[int] = []
-        for attempt in range(1, max_fixes + 2):
-            if not convos:
-                break
-            asks = [
-                (m, cfgs[i], self._key(m, cfgs[i], calls[i].sample, retries[i]))
-                for i, m in convos.items()
-            ]
-            outs = await self._fetch_many(asks, tag, store=False)
-            again: dict[int, list[ChatMessage]] = {}
-            for (i, convo), (_, _, key), got in zip(convos.items(), asks, outs, strict=True):
-                retry = retries[i]
-                if isinstance(got, ModelError):
+
+        async def ask(i: int) -> None:
+            convo, config, key, hit = list(calls[i].messages), cfgs[i], keys[i], hits[i]
+            retry = retries[i]
+            chain: list[CallKey] = []
+            unstored: list[tuple[CallKey, ModelOutput]] = []
+            for attempt in range(1, max_fixes + 2):
+                if attempt > 1:
+                    key = self._key(convo, config, calls[i].sample, retry)
+                    (hit,) = self._look_up([key])
+                try:
+                    if hit is None:
+                        got = await self._fresh(convo, config, key, tag, store=False)
+                    else:
+                        got = hit
+                except ModelError as e:  # accounted by _fresh
                     results[i] = Structured(
                         raw=results[i].raw,
-                        error=f"{CALL_FAILED}: {got}",
+                        error=f"{CALL_FAILED}: {e}",
                         attempts=attempt,
-                        kind=got.kind,
+                        kind=e.kind,
                         retry=retry,
                     )
-                    continue
-                chains[i].append(key)
+                    return
+                chain.append(key)
                 if not got.cached:
-                    unstored[i].append((key, got))
+                    unstored.append((key, got))
                 try:
                     value = parse(got.text)
                 except ValueError as e:
                     why, kind = str(e), unusable_kind(e)
                 else:
                     if self.cache is not None:  # the chain that ended usable, and only it
-                        for done, out in unstored[i]:
+                        for done, out in unstored:
                             self.cache.put(done, out)
                     self._account(tag, got)
                     results[i] = Structured(
                         value=value, raw=got.text, attempts=attempt, retry=retry
                     )
-                    continue
+                    return
                 results[i] = Structured(
                     raw=got.text, error=why, attempts=attempt, kind=kind, retry=retry
                 )
                 if attempt <= max_fixes:
                     self._account(tag, got)
-                    again[i] = [*convo, {"role": "assistant", "content": got.text}, correct(why)]
+                    convo = [*convo, {"role": "assistant", "content": got.text}, correct(why)]
                     continue
                 replayed = stale_ok and got.cached and self.cache is not None
                 if self.cache is not None:
-                    retries[i] = self.cache.mark_unusable(firsts[i], chains[i], retry, kind, why)
+                    retries[i] = self.cache.mark_unusable(firsts[i], chain, retry, kind, why)
                 if replayed:
                     stale.append(i)  # not a failure of this call: the cache kept a bad reply
                     self._account(tag, got)
                 else:
                     self._account(tag, got, error=Unusable(why, kind))
-            convos = again
-        return stale
+
+        if len(todo) == 1:  # no task of its own: a lone call keeps its place in line
+            await ask(todo[0])
+        else:
+            await asyncio.gather(*[ask(i) for i in todo])
+        return sorted(stale)
 
     async def generate_structured_many(
         self,
@@ -781,7 +795,7 @@ class Model:
         correction: str = CORRECTION,
     ) -> list[Structured[T]]:
         """`generate_structured` for many calls (each call's config gets the schema), sent
-        round by round as `generate_parsed_many` does."""
+        as `generate_parsed_many` sends them."""
         json_schema = schema.model_json_schema()
         shown = json.dumps(json_schema)
         calls = [

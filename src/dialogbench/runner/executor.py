@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from dialogbench.models.cache import ResponseCache
 from dialogbench.runner.heap import frozen_heap
 from dialogbench.runner.record import Progress, StoredStage, UnitRecord
 from dialogbench.runner.roles import Given
@@ -47,6 +48,13 @@ class Work:
     progress: Progress | None
     lost: Lost
     watch: Reachability
+    caches: dict[int, ResponseCache] = field(default_factory=dict)
+    """The response caches of the models opened in this process (by id), filled in as
+    they open: what they stored is told on Ctrl-C (replies of units not finished)."""
+
+    def replies_stored(self) -> int:
+        """Model replies stored in the response cache by this run (in this process)."""
+        return sum(c.stored for c in self.caches.values())
 
     def to_do(self) -> tuple[list[str], list[str]]:
         """The keys to solve, and the keys to score (judged tracks), in plan order."""

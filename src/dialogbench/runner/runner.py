@@ -265,7 +265,11 @@ def _locked(
     try:
         counts = (executor or LocalExecutor()).run(work)
     except KeyboardInterrupt:
-        raise Interrupted(f"interrupted: {saved()}; rerun the same command to resume") from None
+        replies = work.replies_stored()
+        kept_calls = f" ({replies} model replies in the response cache)" if replies else ""
+        raise Interrupted(
+            f"interrupted: {saved()}{kept_calls}; rerun the same command to resume"
+        ) from None
     if watch.stopped is not None:
         role = watch.stopped
         raise Unreachable(
@@ -467,6 +471,7 @@ async def work_units(work: Work) -> tuple[int, int]:
 
     async with opened(track.roles, given, sorted(wanted)) as models:
         watch.where = {role: public_url(m.provider.endpoint) for role, m in models.items()}
+        work.caches.update((id(m.cache), m.cache) for m in models.values() if m.cache)
 
         async def earlier_one(stage: str, key: str) -> None:
             spent: Scope = {}

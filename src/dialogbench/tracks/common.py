@@ -111,8 +111,8 @@ async def ask_each(
     tag: str,
     sample: int = 0,
 ) -> list[Structured[S]]:
-    """Every prompt's reply of `schema`: one batch (one cache look-up), then the corrections
-    of the unusable replies as the next batch, up to `max_fixes` times."""
+    """Every prompt's reply of `schema`: one cache look-up for the batch, then each prompt's
+    corrections of its unusable replies, up to `max_fixes` times (`Model.generate_parsed_many`)."""
     calls = [Call(list(p), config, sample) for p in prompts]
     return await model.generate_structured_many(calls, schema, max_fixes=max_fixes, tag=tag)
 
