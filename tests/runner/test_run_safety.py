@@ -178,6 +178,27 @@ def test_unreachable_on_the_command_line_exits_4(tmp_path: Path, env: dict[str, 
     assert "Traceback" not in got.stderr
 
 
+def test_a_base_url_without_v1_gets_one_diagnosis_in_run_and_models_check(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """The server answers 404 (it is there): both commands say the URL lacks /v1."""
+    with ChatServer(reply=golden_reply) as srv:
+        root = srv.base_url.removesuffix("/v1")
+        argv = echo_argv(tmp_path / "run", root)
+        argv[argv.index("6")] = "1"
+        ran = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+        checked = CliRunner().invoke(
+            app, ["models", "check", "--model", "openai-compatible/m", "--base-url", root]
+        )
+        assert srv.request_count == 0  # nothing reached the chat-completions route
+    said = f"server at {root} answered HTTP 404: the base URL probably lacks /v1 (try {root}/v1)"
+    assert ran.returncode == checked.exit_code == ExitCode.UNREACHABLE
+    for output in (ran.stderr, checked.output):
+        flat = " ".join(output.split())
+        assert said in flat and "could not be reached" not in flat, output
+    assert "Traceback" not in ran.stderr
+
+
 def test_two_runs_into_one_folder(tmp_path: Path, env: dict[str, str]) -> None:
     """A second process is refused, naming the holder; Ctrl-C ends the first cleanly,
     saying how to resume; the rerun resends exactly what was not done."""

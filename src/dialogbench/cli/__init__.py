@@ -51,7 +51,8 @@ from dialogbench.models import (
     make_provider,
 )
 from dialogbench.models.check import CheckReport, check_model
-from dialogbench.models.spec import DEFAULT_TIMEOUT_S
+from dialogbench.models.spec import DEFAULT_TIMEOUT_S, public_url
+from dialogbench.models.types import unreachable_reason
 from dialogbench.runner import REGISTRY as TRACKS
 from dialogbench.runner.status import ExitCode
 from dialogbench.stats.bootstrap import Estimate
@@ -290,9 +291,9 @@ def models_check(
             report = asyncio.run(go())
         except ModelError as e:
             if e.kind == "unreachable":
-                err.print(
-                    Text.assemble(("error: ", "bold red"), f"{spec.name} did not answer: {e}")
-                )
+                where = public_url(spec.base_url) if spec.base_url else spec.name
+                said = f"the server at {where} {unreachable_reason(e)}: {e}"
+                err.print(Text.assemble(("error: ", "bold red"), said))
                 raise typer.Exit(ExitCode.UNREACHABLE) from None
             raise ValueError(f"{spec.name} did not answer: {e}") from None
         console.print(f"{report.model} at {report.endpoint}")

@@ -168,6 +168,7 @@ class OpenAICompatible:
         status = reply.status
         detail = self._detail(reply)
         kind: ErrorKind | None = None
+        hint: str | None = None
         if status == 404:
             kind = "rejected" if _names_a_model(detail) else "unreachable"
             path = urllib.parse.urlsplit(self.endpoint).path
@@ -182,6 +183,7 @@ class OpenAICompatible:
             status=status,
             retry_after=retry_after_s(reply.headers),
             kind=kind,
+            hint=hint,
         )
 
     def _output(self, body: bytes | str, latency: float) -> ModelOutput:

@@ -138,12 +138,15 @@ class ModelError(RuntimeError):
         status: int | None = None,
         retry_after: float | None = None,
         kind: ErrorKind | None = None,
+        hint: str | None = None,
     ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.status = status
         self.retry_after = retry_after
         self.kind: ErrorKind = kind or _kind_of(status, retryable)
+        self.hint = hint
+        """What to change, when the client can tell (a base URL that lacks /v1, say)."""
 
     def with_message(self, message: str) -> ModelError:
         """The same error (kind, status, retry_after) with another message."""
@@ -153,7 +156,17 @@ class ModelError(RuntimeError):
             status=self.status,
             retry_after=self.retry_after,
             kind=self.kind,
+            hint=self.hint,
         )
+
+
+def unreachable_reason(error: BaseException | None) -> str:
+    """Why a server serves no calls, as a phrase after "the server at URL": the one
+    diagnosis `run` and `models check` both print. A server that answered HTTP 404 was
+    reached (its URL names no chat-completions route); any other failure was not."""
+    if isinstance(error, ModelError) and error.status == 404:
+        return f"answered HTTP 404: {error.hint or 'no chat-completions route at that URL'}"
+    return "could not be reached"
 
 
 @runtime_checkable

@@ -121,7 +121,7 @@ class UsageLedger:
         kind = failure_kind(error) if usage is None or error is not None else None
         with self._lock:
             _add(self._totals[(tag, model)], usage, cached, kind, hedged)
-        charge(role, model, usage, cached, kind, hedged=hedged)
+        charge(role, model, usage, cached, kind, hedged=hedged, error=error)
 
     def record_cached(self, tag: str, model: str, usages: list[Usage], *, role: str = "") -> None:
         """Account many cached calls at once."""
@@ -173,8 +173,9 @@ Scope = dict[str, tuple[str, UsageTotals]]
 
 _SCOPE: ContextVar[Scope | None] = ContextVar("dialogbench_usage_scope", default=None)
 
-CallWatcher = Callable[[str, Usage | None, bool, str | None], None]
-"""Told of every call charged to a role: (role, usage or None, cached, failure kind)."""
+CallWatcher = Callable[[str, Usage | None, bool, str | None, BaseException | None], None]
+"""Told of every call charged to a role: (role, usage or None, cached, failure kind, the
+failure itself where known)."""
 
 _WATCH: ContextVar[CallWatcher | None] = ContextVar("dialogbench_call_watch", default=None)
 
@@ -212,14 +213,16 @@ def charge(
     latency_s: float | None = None,
     *,
     hedged: int = 0,
+    error: BaseException | None = None,
 ) -> None:
     """Add one call to the current `usage_scope`, if any, under `role` (with its wall time
-    when the caller timed it, and the hedged duplicates it sent)."""
+    when the caller timed it, the hedged duplicates it sent and, for a failed call, its
+    error where known)."""
     if not role:
         return
     watcher = _WATCH.get()
     if watcher is not None:
-        watcher(role, usage, cached, kind)
+        watcher(role, usage, cached, kind, error)
     scope = _SCOPE.get()
     if scope is None:
         return

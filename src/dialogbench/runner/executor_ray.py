@@ -44,6 +44,7 @@ class Batch:
     """A role whose server could not be reached (the batch stopped there)."""
     where: dict[str, str] = field(default_factory=dict)
     failed: dict[str, int] = field(default_factory=dict)
+    why: dict[str, str] = field(default_factory=dict)
 
 
 class UnitWorker:
@@ -101,6 +102,7 @@ class UnitWorker:
         self.loop.run_until_complete(work_units(work))
         batch.stopped = work.watch.stopped
         batch.where, batch.failed = work.watch.where, work.watch.failed
+        batch.why = work.watch.why
         return batch
 
 
@@ -205,6 +207,7 @@ class RayExecutor:
                 work.lost[0].update(got.lost[0])
                 work.lost[1].update(got.lost[1])
                 work.watch.where.update(got.where)
+                work.watch.why.update(got.why)
                 for role, count in got.failed.items():
                     work.watch.failed[role] = work.watch.failed.get(role, 0) + count
                 if got.stopped is not None:

@@ -25,7 +25,7 @@ from dialogbench import __version__
 from dialogbench.data.io import recorded_command, recorded_source
 from dialogbench.models.model import Model
 from dialogbench.models.spec import public_url
-from dialogbench.models.types import ModelError, Usage
+from dialogbench.models.types import ModelError, Usage, unreachable_reason
 from dialogbench.models.usage import Scope, UsageTotals, failure_kind, usage_scope, watch_calls
 from dialogbench.runner.executor import Executor, LocalExecutor, Work
 from dialogbench.runner.options import by_stage, check
@@ -273,9 +273,9 @@ def _locked(
     if watch.stopped is not None:
         role = watch.stopped
         raise Unreachable(
-            f"the {role}'s server at {watch.where.get(role, '?')} could not be reached "
-            f"({watch.failed[role]} calls failed, none succeeded): check that it is running "
-            f"and the role's --base-url; {saved()}, rerun the same command to resume"
+            f"the {role}'s server at {watch.where.get(role, '?')} {watch.reason(role)} "
+            f"({watch.failed[role]} calls failed, none succeeded): {watch.advice(role)}; "
+            f"{saved()}, rerun the same command to resume"
         )
     done = [key for key in plan.units if key in kept[stage]]
     for st in track.stages:  # every finished earlier-stage unit, for aggregate
@@ -295,8 +295,8 @@ def _locked(
         if unreachable:
             role, url = next(iter(unreachable.items()))
             raise Unreachable(
-                f"the {role}'s server at {url} could not be reached: {first}; check that it "
-                "is running and the role's --base-url, then rerun the same command"
+                f"the {role}'s server at {url} {watch.reason(role)}: {first}; "
+                f"{watch.advice(role)}, then rerun the same command"
             )
         raise NothingFinished(
             f"no unit of the run finished: {first}; rerun the same command to retry"
@@ -353,14 +353,34 @@ class Reachability:
         self.where: dict[str, str] = {}
         """Role -> its server URL, without credentials (filled in by the runner)."""
         self.stopped: str | None = None
+        self.why: dict[str, str] = {}
+        """Role -> what its last unreachable call says (`unreachable_reason`)."""
         self.stop = asyncio.Event()
 
-    def __call__(self, role: str, usage: Usage | None, cached: bool, kind: str | None) -> None:
+    def reason(self, role: str) -> str:
+        """What stopped `role`, as `models check` says it."""
+        return self.why.get(role, unreachable_reason(None))
+
+    def advice(self, role: str) -> str:
+        """What to check: the URL's path after a 404, else the server and the URL."""
+        if self.reason(role) == unreachable_reason(None):
+            return "check that it is running and the role's --base-url"
+        return "fix the role's --base-url"
+
+    def __call__(
+        self,
+        role: str,
+        usage: Usage | None,
+        cached: bool,
+        kind: str | None,
+        error: BaseException | None = None,
+    ) -> None:
         if cached or role in self.reached:
             return
         if usage is not None or kind != "unreachable":
             self.reached.add(role)  # it answered (even an error means it is there)
             return
+        self.why[role] = unreachable_reason(error)
         self.failed[role] = self.failed.get(role, 0) + 1
         if self.failed[role] >= self.after and self.stopped is None:
             self.stopped = role
