@@ -22,7 +22,9 @@ from dialogbench.memory import (
     query_of,
     replay,
     replay_costs,
+    resolve_memory,
 )
+from dialogbench.memory.harness import ingested_positions
 from dialogbench.retrieval.base import build_probes
 from dialogbench.retrieval.bm25 import BM25Retriever
 
@@ -244,3 +246,47 @@ def test_wait_until_indexed_comes_between_ingest_and_recall() -> None:
         "indexed",
         "recall",
     ]
+
+
+# -- the ingestion window (issue 28.3: --limit bounds ingestion too) -------------------------
+
+
+@pytest.mark.parametrize("window", [1, 3, 5, 40])
+def test_the_ingested_positions_are_the_union_of_the_windows(window: int) -> None:
+    cutoffs = [30, 10, 12, 33, 0, 10]
+    union: set[int] = set()
+    for c in cutoffs:
+        union |= set(range(max(0, c - window), c))
+    assert ingested_positions(cutoffs, window) == sorted(union)
+    assert ingested_positions(cutoffs, None) == list(range(33))
+    assert len(ingested_positions(cutoffs, window)) <= len(cutoffs) * window
+
+
+def test_a_window_caps_what_a_stateful_system_ingests() -> None:
+    system = Recorder()
+    messages = conversation(50)
+    rep = replay(system, "s", messages, [query(30), query(10), query(33)], Budget(k=None), window=5)
+    ingests = [what for kind, what in system.log if kind == "ingest"]
+    assert ingests == [[5, 6, 7, 8, 9], [25, 26, 27, 28, 29], [30, 31, 32]]
+    assert rep.ingested == 13 and rep.window == 5 and rep.notes
+    by_id = {r.query.id: r for r in rep.recalled}
+    assert list(by_id["q10"].positions) == [9, 8, 7, 6, 5]
+    assert list(by_id["q33"].positions) == [32, 31, 30, 29, 28, 27, 26, 25, 9, 8, 7, 6, 5]
+    assert [by_id[q].ingested for q in ("q10", "q30", "q33")] == [5, 5, 3]
+
+
+@pytest.mark.parametrize("spec", ["full-context", "recency", "bm25"])
+def test_a_stateless_system_under_a_window_sees_only_the_windows_before_each_query(
+    spec: str,
+) -> None:
+    messages = conversation(60)
+    queries = [query(40, text="word3 word38 word12"), query(12, text="word3 word11")]
+    kept = ingested_positions([40, 12], 6)
+    system = resolve_memory(spec)
+    rep = replay(system, "s", messages, queries, Budget(k=20), window=6)
+    assert rep.ingested == len(kept) == 12
+    for r in rep.recalled:
+        visible = [p for p in kept if p < r.query.cutoff]
+        assert set(r.positions) <= set(visible) and r.invalid_ids == ()
+        if spec != "bm25":  # newest first: every visible message, as a brute-force list
+            assert list(r.positions) == visible[::-1]

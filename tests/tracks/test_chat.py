@@ -28,6 +28,7 @@ from dialogbench.runner.record import to_json
 from dialogbench.stats.bootstrap import resample_counts
 from dialogbench.testing import ChatServer, UnusableFirst
 from dialogbench.tracks.realcompanion import chat_prompts as cp
+from dialogbench.tracks.realcompanion import recall as rc
 from dialogbench.tracks.realcompanion.chat import (
     CHAT,
     COLD,
@@ -570,7 +571,7 @@ def test_memory_conditions_are_judged_with_the_others(
     monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
     ds = load_dataset("sample")
     specs = ("bm25", "full-context", NOTES_SPEC)
-    config = ChatConfig(n_boot=50, limit=8, memory=specs)
+    config = ChatConfig(n_boot=50, limit=8, memory=specs, memory_window=100_000)  # all of it
     out = tmp_path / "run"
     with ChatServer(reply=ScriptedMemory("<never>")) as srv:
         model = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
@@ -656,3 +657,48 @@ def test_a_failing_memory_system_fails_its_probes(
         assert CliRunner().invoke(app, argv).exit_code == 0
     rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
     assert not any(r.get("memory_error") for r in rows) and len(rows) == 8 * 6
+
+
+def test_limit_bounds_ingestion_and_the_run_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 28.3: under --limit a memory system ingests only the window before each probe
+    (at most limit x window messages), the recall stage records it, and the run says so
+    before it starts and with its results."""
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    ds = load_dataset("sample")
+    assert rc.ingest_window(ChatConfig(limit=2)) == rc.LIMITED_WINDOW
+    assert rc.ingest_window(ChatConfig()) is None
+    assert rc.ingest_window(ChatConfig(limit=2, memory_window=7)) == 7
+    drawn = limit_probes([p for s in ds.subjects for p in build_chat_probes(s)[0]], 2, 0)
+    window = 20  # the sample's histories are short: a window well inside them
+    expected = 0
+    for sid in {p.subject_id for p in drawn}:  # brute force: the union of the windows
+        seen: set[int] = set()
+        for p in drawn:
+            if p.subject_id == sid:
+                seen |= set(range(max(0, p.probe.position - window), p.probe.position))
+        expected += len(seen)
+    whole = sum(
+        max(p.probe.position for p in drawn if p.subject_id == sid)
+        for sid in {p.subject_id for p in drawn}
+    )
+    assert expected <= 2 * window < whole, "the sample's probes should lie past the window"
+    out = tmp_path / "run"
+    with ChatServer(reply=ScriptedMemory("<never>")) as srv:
+        argv = [
+            "run", "chat", "--dataset", "sample", "--limit", "2", "--memory", NOTES_SPEC,
+            "--memory-window", str(window), "--model", "openai-compatible/s",
+            "--base-url", srv.base_url, "--n-boot", "50", "--out", str(out),
+        ]  # fmt: skip
+        got = CliRunner().invoke(app, argv)
+    assert got.exit_code == 0, got.output
+    said = " ".join(got.output.split())
+    assert said.count("memory ingestion capped") == 2  # before the run, and with its results
+    assert f"{expected:,} messages in all" in said
+    costs = json.loads((out / "memory_costs.json").read_text())
+    assert costs["systems"]["notes"]["messages_ingested"] == expected
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["stages"]["recall"]["memory window"] == window
+    warned = json.loads((out / "warnings.json").read_text())["warnings"]
+    assert any(w.startswith("memory ingestion capped") for w in warned)

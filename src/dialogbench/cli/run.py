@@ -337,13 +337,18 @@ def run_command(track: Track[Any, Any]) -> Callable[..., None]:
         finished = with_progress(
             f"{track.name} on {data.name}",
             lambda progress: run_track(
-                track, data, out, config, given, progress, executor=executor
+                track, data, out, config, given, progress, executor=executor, say=notice
             ),
         )
         show(track, finished, config, given, data)
         return finished.exit_code
 
     return generated(params, body, track.summary)
+
+
+def notice(text: str) -> None:
+    """Say one of the plan's notices before the run starts (on stderr, above the bar)."""
+    err.print(Text.assemble(("note: ", "yellow"), text))
 
 
 def show(
@@ -360,6 +365,8 @@ def show(
                 f"note: the {role} is the {settings['same_as']} (pass --{role}-model to set it "
                 "apart)"
             )
+    for n in finished.notices:
+        console.print(Text.assemble(("note: ", "yellow"), n))
     known = set(getattr(data, "warnings", []))
     for w in finished.outcome.warnings:
         if w not in known:

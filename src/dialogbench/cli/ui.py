@@ -5,13 +5,22 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    Progress,
+    ProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 from rich.text import Text
 
@@ -51,16 +60,93 @@ def csv(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-def with_progress(label: str, work: Callable[[TrackProgress], T]) -> T:
-    """Run a track under a rich progress bar on stderr (gone when it finishes)."""
-    with Progress(
+PROGRESS_EVERY = 10.0
+"""Seconds between plain progress lines when stderr is not a terminal
+(`$DIALOGBENCH_PROGRESS_EVERY`; 0: a line at every update)."""
+
+
+def bar_columns() -> list[ProgressColumn]:
+    """The terminal bar: stage, bar, done/total, time elapsed and time left (an estimate)."""
+    return [
         TextColumn("{task.description}"),
         BarColumn(),
         TextColumn("{task.completed}/{task.total}"),
         TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    ) as bar:
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+    ]
+
+
+def time_left(done: int, total: int, elapsed: float) -> float | None:
+    """Seconds left at the stage's mean pace so far (None before the first unit is done or
+    when the total is unknown)."""
+    if done <= 0 or total <= 0 or elapsed <= 0:
+        return None
+    return elapsed * max(total - done, 0) / done
+
+
+def clock(seconds: float) -> str:
+    """`H:MM:SS`."""
+    whole = round(seconds)
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+def progress_every() -> float:
+    """`$DIALOGBENCH_PROGRESS_EVERY` seconds (default `PROGRESS_EVERY`); a bad value is a
+    usage error naming the variable."""
+    raw = os.environ.get("DIALOGBENCH_PROGRESS_EVERY", "").strip()
+    if not raw:
+        return PROGRESS_EVERY
+    try:
+        every = float(raw)
+    except ValueError:
+        every = -1.0
+    if not every >= 0:
+        raise ValueError(
+            f"DIALOGBENCH_PROGRESS_EVERY={raw!r} is not a number of seconds; set it to 0 "
+            "(a line at every update) or more, or unset it (every 10 s)"
+        )
+    return every
+
+
+class ProgressLines:
+    """Progress as plain lines on stderr (no cursor moves, no colour), one at most every
+    `every` seconds: what a CI log or a redirected run keeps."""
+
+    def __init__(self, label: str, every: float, now: Callable[[], float] = time.monotonic):
+        self.label, self.every, self.now = label, every, now
+        self.started = self.last = now()
+        self.stage = ""
+        self.stage_started = self.started
+
+    def __call__(self, what: str, done: int, total: int) -> None:
+        t = self.now()
+        if what != self.stage:  # each later stage paces its own estimate from its start
+            if self.stage:
+                self.stage_started = t
+            self.stage = what
+        if t - self.last < self.every:
+            return
+        self.last = t
+        sys.stderr.write(self.line(what, done, total, t) + "\n")
+        sys.stderr.flush()
+
+    def line(self, what: str, done: int, total: int, t: float) -> str:
+        """`LABEL: STAGE DONE/TOTAL (P%), elapsed H:MM:SS, eta H:MM:SS`."""
+        head = f"{self.label}: {what} {done}/{total}" if total else f"{self.label}: {what} {done}"
+        if total:
+            head += f" ({100 * done / total:.0f}%)"
+        left = time_left(done, total, t - self.stage_started)
+        eta = clock(left) if left is not None else "unknown"
+        return f"{head}, elapsed {clock(t - self.started)}, eta {eta}"
+
+
+def with_progress(label: str, work: Callable[[TrackProgress], T]) -> T:
+    """Run a track under a rich progress bar on stderr (gone when it finishes), or, when
+    stderr is not a terminal, with a plain line every few seconds (`ProgressLines`)."""
+    if not err.is_terminal:
+        return work(ProgressLines(label, progress_every()))
+    with Progress(*bar_columns(), console=err, transient=True) as bar:
         task = bar.add_task(label, total=None)
 
         def progress(what: str, done: int, total: int) -> None:

@@ -45,7 +45,8 @@ class Query:
     """The message the person sent, or the question."""
     kind: QueryKind
     cutoff: int
-    """Only messages at positions below this were shown; stateless systems must mask the rest."""
+    """Only messages at positions below this were shown; stateless systems must mask the rest
+    by `Message.position` (under an ingestion window they hold only some of the messages)."""
     speakers: tuple[str, ...] = ()
     """Whose messages the query is about (the probe's person, or the people a question names)."""
     asked_at: datetime | None = None

@@ -10,6 +10,7 @@ full-context
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 
 import numpy as np
@@ -52,8 +53,9 @@ class RetrieverMemory:
         if not queries:
             return []
         held = Subject(id=subject, messages=messages)
+        at = [m.position for m in messages]  # all of them, or a window's (`memory.replay`)
         probes = [
-            Probe(q.id, subject, q.kind, q.text, min(q.cutoff, len(messages)), (), q.speakers)
+            Probe(q.id, subject, q.kind, q.text, bisect_left(at, q.cutoff), (), q.speakers)
             for q in queries
         ]
         depth = budget.k if budget.k is not None else max(1, max(p.cutoff for p in probes))
@@ -83,7 +85,8 @@ class FullContextMemory:
         return [Memory(message_id=m.id) for m in self._messages.get(subject, [])]
 
     def recall(self, subject: str, query: Query, budget: Budget) -> Recall:
-        history = self._messages.get(subject, [])[: query.cutoff]
+        held = self._messages.get(subject, [])
+        history = held[: bisect_left([m.position for m in held], query.cutoff)]
         if budget.k is not None:
             history = history[-budget.k :] if budget.k else []
         return Recall(tuple(Memory(message_id=m.id) for m in reversed(history)))

@@ -9,6 +9,10 @@ anything. Per subject it:
    seen yet, calls `wait_until_indexed` when it has it, then recalls; a stateless one
    (`stateless = True`) is given the history up to the last query at once and must honour
    `Query.cutoff` itself (through `recall_batch` when it has it);
+   with a `window` of W, only the W messages before each query are ingested (what a
+   limited run may spend on ingestion: at most W per query): a stateful system is fed the
+   part of each query's window it has not seen, a stateless one the union of the windows
+   (so it must mask by `Message.position`, not by index, as the built-ins do);
 4. keeps the memories, best first, that fit `budget` (k memories, `tokens` tokens of
    memory text) and checks every message id among them: one that is not a message before
    the query (from its future, or unknown) is dropped from the memories and counted in
@@ -23,7 +27,7 @@ What the system reports spending (`SystemCost`): returned by `ingest` (summed in
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -63,6 +67,8 @@ class Replay:
     ingest_s: float = 0.0
     ingest_cost: SystemCost | None = None
     notes: list[str] = field(default_factory=list)
+    window: int | None = None
+    """The ingestion window (messages before each query), None: the whole history."""
 
 
 def _call(system: MemorySystem, what: str, fn: object, *args: object) -> object:
@@ -120,6 +126,19 @@ def _check(
     return tuple(kept), tuple(invalid), tuple(ids), tuple(cited)
 
 
+def ingested_positions(cutoffs: Iterable[int], window: int | None) -> list[int]:
+    """The positions a replay ingests for queries at `cutoffs`: every position below the
+    last cutoff, or with a `window`, the union of the `window` positions before each."""
+    cuts = sorted(set(cutoffs))
+    if window is None:
+        return list(range(cuts[-1])) if cuts else []
+    out: list[int] = []
+    for c in cuts:
+        start = max(c - window, out[-1] + 1 if out else 0)
+        out += range(start, c)
+    return out
+
+
 def replay(
     system: MemorySystem,
     subject_id: str,
@@ -127,10 +146,12 @@ def replay(
     queries: Sequence[Query],
     budget: Budget,
     count: TokenCount = approx_tokens,
+    window: int | None = None,
 ) -> Replay:
     """Feed `messages` (the subject's whole conversation, in order) to `system` up to each of
     `queries` and recall there; see the module docstring for the guarantees. `count` sizes
-    memories against `budget.tokens` (`costs.memory_text` says what is counted)."""
+    memories against `budget.tokens` (`costs.memory_text` says what is counted); `window`
+    caps what is ingested to that many messages before each query."""
     position = {m.id: m.position for m in messages}
     by_id = {m.id: m for m in messages}
 
@@ -144,7 +165,11 @@ def replay(
 
     order = sorted(range(len(queries)), key=lambda i: (queries[i].cutoff, i))
     out: list[Recalled | None] = [None] * len(queries)
-    result = Replay(subject_id, [])
+    result = Replay(subject_id, [], window=window)
+    if window is not None:
+        result.notes.append(f"ingested only the {window} messages before each query")
+    keep = ingested_positions((q.cutoff for q in queries), window)
+    seen = 0  # positions below this were offered to a stateful system (fed or skipped)
     if isinstance(system, Resettable):
         _call(system, f"reset (subject {subject_id!r})", system.reset, subject_id)
 
@@ -152,9 +177,14 @@ def replay(
     fed: list[tuple[int, float]] = []  # what the next recall's ingest was: messages, seconds
 
     def feed(upto: int) -> None:
-        if upto <= result.ingested:
+        nonlocal seen
+        if upto <= seen:
             return
-        batch = list(messages[result.ingested : upto])
+        start = seen if window is None else max(seen, upto - window)
+        batch = list(messages[start:upto])
+        seen = upto
+        if is_stateless(system) and window is not None:
+            batch = [messages[p] for p in keep]
         where = f"ingest (subject {subject_id!r}, {len(batch)} messages)"
         t0 = time.perf_counter()
         spent = _call(system, where, system.ingest, subject_id, batch)
@@ -165,8 +195,8 @@ def replay(
             _call(system, where, indexing.wait_until_indexed, subject_id)
         seconds = time.perf_counter() - t0
         result.ingest_s += seconds
-        fed.append((upto - result.ingested, seconds))
-        result.ingested = upto
+        fed.append((len(batch), seconds))
+        result.ingested += len(batch)
 
     def record(i: int, got: object, seconds: float) -> None:
         q = queries[i]
@@ -183,16 +213,16 @@ def replay(
     if is_stateless(system) and queries:
         feed(max(q.cutoff for q in queries))
         if isinstance(system, BatchRecall):
-            asked = [queries[i] for i in order]
+            batch = [queries[i] for i in order]
             t0 = time.perf_counter()
-            where = f"recall_batch (subject {subject_id!r}, {len(asked)} queries)"
-            got_all = _call(system, where, system.recall_batch, subject_id, asked, budget)
-            each = (time.perf_counter() - t0) / len(asked)
-            if not isinstance(got_all, list) or len(got_all) != len(asked):
+            where = f"recall_batch (subject {subject_id!r}, {len(batch)} queries)"
+            got_all = _call(system, where, system.recall_batch, subject_id, batch, budget)
+            each = (time.perf_counter() - t0) / len(batch)
+            if not isinstance(got_all, list) or len(got_all) != len(batch):
                 raise MemorySystemError(
                     f"memory system {_name(system)!r}: recall_batch returned "
                     f"{len(got_all) if isinstance(got_all, list) else type(got_all).__name__} "
-                    f"recalls for {len(asked)} queries"
+                    f"recalls for {len(batch)} queries"
                 )
             for i, got in zip(order, got_all, strict=True):
                 record(i, got, each)

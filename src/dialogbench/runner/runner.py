@@ -84,6 +84,8 @@ class Finished:
     """Damage found in the run folder and set right (also in `warnings`)."""
     lost: dict[str, str] = field(default_factory=dict)
     """Units not finished (a call failed) -> why (also in `warnings`)."""
+    notices: list[str] = field(default_factory=list)
+    """What the plan said before the run started (`Plan.notices`; also in `warnings`)."""
 
     def result(self) -> Any:
         """The track's typed result, holding the run's warnings (and usage, where it has a
@@ -170,6 +172,7 @@ def run_track(
     reuse: Path | None = None,
     solve: bool = True,
     executor: Executor | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> Finished:
     """Run `track` on loaded `data` into the folder `out` and return what it found.
 
@@ -177,7 +180,8 @@ def run_track(
     keeps what still matches; `reuse` names another finished run whose solved units are
     taken as they are (how `dialogbench score` re-judges without the model under test);
     `solve=False` refuses to call the solving roles at all. `executor` does the units
-    (`runner.executor`: in this process by default, or over a Ray cluster).
+    (`runner.executor`: in this process by default, or over a Ray cluster). `say` is given
+    each of the plan's notices (`Plan.notices`) before any unit runs.
     """
     config = track.config_type() if config is None else config
     given = dict(roles or {})
@@ -187,7 +191,17 @@ def run_track(
     folder = RunFolder(out)
     with RunLock(folder.path):
         return _locked(
-            track, data, folder, config, given, recorded_roles, progress, reuse, solve, executor
+            track,
+            data,
+            folder,
+            config,
+            given,
+            recorded_roles,
+            progress,
+            reuse,
+            solve,
+            executor,
+            say,
         )
 
 
@@ -202,8 +216,12 @@ def _locked(
     reuse: Path | None,
     solve: bool,
     executor: Executor | None,
+    say: Callable[[str], None] | None,
 ) -> Finished:
     plan = track.plan(data, config)
+    if say is not None:
+        for notice in plan.notices:
+            say(notice)
     info = plan.dataset or describe(data)
     info = info.model_copy(update={"source": recorded_source(info.source, folder.path)})
     manifest = Manifest(
@@ -303,7 +321,7 @@ def _locked(
         )
     rows = [row for key in done for row in kept[stage][key].rows]
     outcome = track.aggregate(plan, rows, config)
-    warnings = list(plan.warnings) + list(outcome.warnings) + folder.repairs
+    warnings = list(plan.warnings) + plan.notices + list(outcome.warnings) + folder.repairs
     warnings += [f"unit {key} not finished (rerun to retry): {why}" for key, why in lost.items()]
     by_kind = {role: dict(t.failed_by_kind) for role, t in spent.items() if t.failed_calls}
     failures = {
@@ -338,6 +356,7 @@ def _locked(
         failed_by_kind=by_kind,
         unreachable=unreachable,
         repairs=list(folder.repairs),
+        notices=list(plan.notices),
         lost=dict(lost),
     )
 

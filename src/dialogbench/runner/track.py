@@ -68,6 +68,9 @@ class Plan(Generic[U]):
     units: dict[str, U]
     """Unit key -> unit, in the order their rows go to items.jsonl."""
     warnings: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    """What the run says before it starts (large or capped planned work); also printed with
+    its results and kept in warnings.json."""
     resolved: dict[str, Any] = field(default_factory=dict)
     """Recorded in the manifest and part of the run's identity (prompt digests, ...)."""
     context: Any = None

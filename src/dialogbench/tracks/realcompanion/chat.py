@@ -148,6 +148,7 @@ class ChatConfig(shared.Sampled, shared.Judged):
     memory: tuple[str, ...] = rc.memory_option()
     memory_k: int | None = rc.memory_k_option(TOP_K, "default: 10, like C3 and C4")
     memory_tokens: int | None = rc.memory_tokens_option("default: no cap", approximate=True)
+    memory_window: int | None = rc.memory_window_option()
     limit: int | None = shared.limit("probes, drawn in turn from each stratum x need")
     seed: int = shared.seed("the limit draw, the replies and the bootstrap")
     n_boot: int = shared.n_boot()
@@ -276,9 +277,11 @@ def plan_recalls(
     subjects: dict[str, Subject],
     systems: Sequence[rc.System],
     budget: Budget,
+    window: int | None = None,
 ) -> rc.Recalls:
-    """The recall stage: one replay per subject and system, of that subject's probes."""
-    return rc.Recalls.plan(systems, [p.query for p in probes], subjects, budget)
+    """The recall stage: one replay per subject and system, of that subject's probes,
+    ingesting `window` messages before each (None: the whole history)."""
+    return rc.Recalls.plan(systems, [p.query for p in probes], subjects, budget, window=window)
 
 
 def with_memory(
@@ -339,7 +342,9 @@ class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
         plan = Plan(units, warnings=warnings, resolved=resolved, context=context)
         if systems:
             budget = Budget(k=config.memory_k, tokens=config.memory_tokens)
-            context.recalls = recalls = plan_recalls(probes, context.subjects, systems, budget)
+            context.recalls = recalls = plan_recalls(
+                probes, context.subjects, systems, budget, rc.ingest_window(config)
+            )
             needs = {
                 key: [recalls.need(s.name, p.subject_id) for s in systems]
                 for key, p in units.items()

@@ -162,6 +162,7 @@ class DetectionConfig(shared.Sampled):
     memory: tuple[str, ...] = rc.memory_option(
         rc.MEMORY_HELP + "; each gives a detector model-memory:NAME reading its recall"
     )
+    memory_window: int | None = rc.memory_window_option()
     seed: int = shared.seed("the probe limit, the replies and the bootstrap")
     n_boot: int = shared.n_boot()
     window: int = option(3, help="messages the model detectors see", min=1, max=1000)
@@ -355,7 +356,10 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
         if systems:
             budget = Budget(k=config.window)
             queries = [query_of(u.probe) for u in units]
-            context.recalls = recalls = rc.Recalls.plan(systems, queries, subjects, budget)
+            window = rc.ingest_window(config)
+            context.recalls = recalls = rc.Recalls.plan(
+                systems, queries, subjects, budget, window=window
+            )
             context.memory = [MEMORY_DETECTOR + s.name for s in systems]
             context.detectors += context.memory
             plan.units |= {name: name for name in context.memory}

@@ -137,6 +137,7 @@ class QuestionsConfig(shared.Sampled, shared.Judged):
     memory_tokens: int | None = rc.memory_tokens_option(
         "default: --context-tokens less the prompt's fixed parts"
     )
+    memory_window: int | None = rc.memory_window_option()
     limit: int | None = shared.limit("questions, drawn in turn from each category")
     seed: int = shared.seed("the limit draw, the answers and the bootstrap")
     n_boot: int = shared.n_boot()
@@ -320,8 +321,10 @@ def plan_recalls(
     systems: Sequence[rc.System],
     budget: Budget,
     counter: TokenCounter,
+    window: int | None = None,
 ) -> rc.Recalls:
-    """The recall stage: one replay per subject and system, of the subject's questions."""
+    """The recall stage: one replay per subject and system, of the subject's questions,
+    ingesting `window` messages before each (None: the whole history)."""
     return rc.Recalls.plan(
         systems,
         [a.query for a in asked],
@@ -329,6 +332,7 @@ def plan_recalls(
         budget,
         lambda subject: memory_counter(subject, counter),
         tokenizer=counter.name,
+        window=window,
     )
 
 
@@ -377,7 +381,9 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
             if memories:
                 assert counter is not None  # kept open: the recalls count memory tokens
                 budget = memory_budget(asked, counter, config)
-                context.recalls = plan_recalls(asked, subjects, memories, budget, counter)
+                context.recalls = plan_recalls(
+                    asked, subjects, memories, budget, counter, rc.ingest_window(config)
+                )
                 context.memory = [MEMORY_PREFIX + s.name for s in memories]
                 resolved = {
                     "memory budget": rc.budget_json(budget),

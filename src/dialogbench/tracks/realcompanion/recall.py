@@ -46,6 +46,7 @@ from dialogbench.memory import (
 )
 from dialogbench.memory.base import Memory, SystemCost
 from dialogbench.memory.costs import TokenCount, approx_tokens
+from dialogbench.memory.harness import ingested_positions
 from dialogbench.memory.registry import memory_name
 from dialogbench.models.embedding import EmbedderUnavailable
 from dialogbench.models.types import ErrorKind, ModelError, Usage
@@ -73,6 +74,32 @@ def memory_k_option(default: int | None, said: str) -> Any:
     """`memory_k`: the most memories per recall, from 1, `said` naming the default."""
     help = f"at most this many memories per recall, the same for every memory system ({said})"
     return option(default, help=help, min=1, panel=MEMORY_PANEL)
+
+
+LIMITED_WINDOW = 100
+"""Messages before each probe a memory system ingests in a run with `--limit` (unless
+`--memory-window` says otherwise): a limited run's ingestion is bounded too."""
+
+LARGE_INGEST = 1000
+"""Planned ingestion (messages, all systems) that the run announces before it starts."""
+
+
+def memory_window_option() -> Any:
+    """`memory_window`: messages before each probe a memory system ingests (None: all)."""
+    help = (
+        "ingest only this many messages before each probe into each memory system (default: "
+        f"the whole history; with --limit, {LIMITED_WINDOW}, so that a limited run's "
+        "ingestion is bounded too)"
+    )
+    return option(None, help=help, min=1, panel=MEMORY_PANEL)
+
+
+def ingest_window(config: Any) -> int | None:
+    """The run's ingestion window: `--memory-window`, else `LIMITED_WINDOW` under `--limit`."""
+    given: int | None = getattr(config, "memory_window", None)
+    if given is not None:
+        return given
+    return LIMITED_WINDOW if getattr(config, "limit", None) is not None else None
 
 
 def memory_tokens_option(said: str, *, approximate: bool = False) -> Any:
@@ -118,16 +145,28 @@ class RecallUnit:
     budget: Budget
     count: TokenCount | None = None
     """Sizes memories against `budget.tokens` (default: `approx_tokens`)."""
+    window: int | None = None
+    """Messages before each query that are ingested (None: the whole history)."""
+
+    def planned_ingest(self) -> int:
+        """How many messages the replay will hand to `ingest`."""
+        return len(ingested_positions((q.cutoff for q in self.queries), self.window))
 
 
 _LOCKS: dict[int, threading.Lock] = {}
 """One lock per memory system object: its replays run one at a time, off the event loop."""
 
 
-def recall_key(system: str, subject: str, queries: Sequence[Query]) -> str:
-    """`SYSTEM/SUBJECT#DIGEST`: the digest covers the queries, so a run that asks other
-    queries of the subject (another `--limit`) replays it again."""
-    asked = digest([[q.id, q.cutoff, q.text] for q in queries])[:12]
+def recall_key(
+    system: str, subject: str, queries: Sequence[Query], window: int | None = None
+) -> str:
+    """`SYSTEM/SUBJECT#DIGEST`: the digest covers the queries (and the ingestion window when
+    there is one), so a run that asks other queries of the subject (another `--limit`) or
+    ingests another window replays it again."""
+    material: list[Any] = [[q.id, q.cutoff, q.text] for q in queries]
+    if window is not None:
+        material.append(["window", window])
+    asked = digest(material)[:12]
     return f"{system}/{subject}#{asked}"
 
 
@@ -141,6 +180,8 @@ class Recalls:
     where: dict[tuple[str, str], str] = field(default_factory=dict)
     """(system name, subject) -> the recall unit's key."""
     tokenizer: str | None = None
+    window: int | None = None
+    """Messages before each query that are ingested (None: the whole history)."""
     _read: dict[str, dict[str, Recalled]] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -152,19 +193,22 @@ class Recalls:
         budget: Budget,
         count: Callable[[Subject], TokenCount] | None = None,
         tokenizer: str | None = None,
+        window: int | None = None,
     ) -> Recalls:
         """One recall unit per system and subject asked, of that subject's `queries` in the
-        order given; `count` gives a subject's token counter, named `tokenizer`."""
+        order given; `count` gives a subject's token counter, named `tokenizer`; `window`
+        caps ingestion at that many messages before each query (`ingest_window`)."""
         by_subject: dict[str, list[Query]] = {}
         for q in queries:
             by_subject.setdefault(q.subject_id, []).append(q)
-        out = cls(list(systems), budget, tokenizer=tokenizer)
+        out = cls(list(systems), budget, tokenizer=tokenizer, window=window)
         for system in systems:
             for sid, asked in by_subject.items():
                 subject = subjects[sid]
-                key = recall_key(system.name, sid, asked)
+                key = recall_key(system.name, sid, asked, window)
                 counter = count(subject) if count is not None else None
-                out.units[key] = RecallUnit(system, subject, tuple(asked), budget, counter)
+                unit = RecallUnit(system, subject, tuple(asked), budget, counter, window)
+                out.units[key] = unit
                 out.where[(system.name, sid)] = key
         return out
 
@@ -178,16 +222,49 @@ class Recalls:
 
     def resolved(self) -> dict[str, Any]:
         """What decides the recalls beyond the dataset: the recall stage's identity."""
-        return {
+        out: dict[str, Any] = {
             "memory systems": {s.name: s.spec for s in self.systems},
             "memory budget": budget_json(self.budget),
             "tokenizer": self.tokenizer,
         }
+        if self.window is not None:
+            out["memory window"] = self.window
+        return out
+
+    def planned_ingest(self) -> dict[str, int]:
+        """System name -> messages its replays will ingest, over every subject."""
+        out = {s.name: 0 for s in self.systems}
+        for unit in self.units.values():
+            out[unit.system.name] += unit.planned_ingest()
+        return out
+
+    def notices(self) -> list[str]:
+        """What the run says before it starts: a capped ingestion (always), a large one."""
+        planned = self.planned_ingest()
+        total = sum(planned.values())
+        subjects = len({u.subject.id for u in self.units.values()})
+        each = ", ".join(f"{name} {n:,}" for name, n in planned.items())
+        out = []
+        if self.window is not None:
+            out.append(
+                f"memory ingestion capped: each memory system ingests only the {self.window} "
+                "messages before each probe (--memory-window; the default under --limit), "
+                f"{total:,} messages in all ({each}); its recall of older evidence is not "
+                "comparable with a run over the whole history"
+            )
+        elif total >= LARGE_INGEST:
+            out.append(
+                f"memory ingestion planned: {total:,} messages of {subjects} subjects ({each});"
+                " a system that calls a model per message makes at least that many calls "
+                "(--memory-window N caps it at N messages before each probe)"
+            )
+        return out
 
     def into(self, plan: Plan[Any], needs: Mapping[str, Sequence[Need]]) -> None:
         """Add the recall stage to `plan`: its units, identity and each solve unit's needs."""
         plan.stages[RECALL.name] = dict(self.units)
         plan.stage_resolved[RECALL.name] = self.resolved()
+        plan.notices += self.notices()
         for key, wanted in needs.items():
             plan.needs[("solve", key)] = list(wanted)
 
@@ -257,7 +334,13 @@ async def run_recall(unit: RecallUnit) -> Rows:
     def go() -> Replay:
         with lock:
             return replay(
-                system.system, sid, unit.subject.messages, unit.queries, unit.budget, counter
+                system.system,
+                sid,
+                unit.subject.messages,
+                unit.queries,
+                unit.budget,
+                counter,
+                unit.window,
             )
 
     try:

@@ -122,6 +122,7 @@ class RetrievalConfig:
         "hybrid, full-context, module:Class, an entry point or http://... (docs/memory.md)"
     )
     memory_tokens: int | None = rc.memory_tokens_option("default: no cap; k is the largest --k")
+    memory_window: int | None = rc.memory_window_option()
 
     @property
     def depth(self) -> int:
@@ -210,7 +211,8 @@ class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
             depth = min(config.depth, max(p.cutoff for p in probes))
             queries = [query_of(p) for p in probes]
             budget = Budget(k=depth, tokens=config.memory_tokens)
-            context.recalls = rc.Recalls.plan(systems, queries, subjects, budget)
+            window = rc.ingest_window(config)
+            context.recalls = rc.Recalls.plan(systems, queries, subjects, budget, window=window)
             needs = {f"memory:{s.name}": context.recalls.needs_all(s.name) for s in systems}
             context.recalls.into(plan, needs)
         return plan
