@@ -562,3 +562,40 @@ def test_a_bad_memory_spec_is_a_usage_error(tmp_path: Path) -> None:
          "bm25,bm25", "--out", str(tmp_path / "y")],
     )  # fmt: skip
     assert twice.exit_code == 2 and "named 'bm25'" in " ".join(twice.output.split())
+
+
+def test_a_full_context_that_fell_back_is_flagged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 28.4: `full` answering from retrieval because the history did not fit is flagged
+    with its count (here every question: it silently equalled `retrieval` before) in
+    warnings.json, in the printed table's title and in the HTML report."""
+    from rich.console import Console
+
+    from dialogbench.report.html import write_report
+
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    ds = load_dataset("sample")
+    answers, _ = sample_answers(ds)
+    asked = [a for s in ds.subjects for a in build_asked(s, 10, Words(), 64)]
+    smallest = min(a.full_tokens or 0 for a in asked)
+    config = QuestionsConfig(context_tokens=smallest - 1, n_boot=50, limit=6)
+    out = tmp_path / "run"
+    with ChatServer(reply=Scripted(answers)) as srv:
+        model = RoleSpec("openai-compatible/scripted", base_url=srv.base_url)
+        finished = run_track(QuestionsTrack(Words()), ds, out, config, {"model": model})
+    rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
+    full = [r for r in rows if r["system"] == "full"]
+    assert full and all(r["fell_back"] for r in full)  # none fits a budget below the smallest
+    said = f"fell back to retrieval on {len(full)} of {len(full)} questions (all of them"
+    assert finished.outcome.flags["full"].startswith(said)
+    assert "retrieval" not in finished.outcome.flags
+    flagged = json.loads((out / "warnings.json").read_text())["flagged"]
+    assert flagged == finished.outcome.flags
+    console = Console(record=True, width=200)
+    for shown_item in QuestionsTrack(Words()).show(finished.outcome, config):
+        console.print(shown_item)
+    printed = " ".join(console.export_text().split())
+    assert f"context 'full' (95% bootstrap intervals) ⚑ full: {said}" in printed
+    page = write_report([out], tmp_path / "report.html").read_text()
+    assert "Context cut or fell back" in page and said in page

@@ -16,7 +16,9 @@ from dialogbench.cli import app
 from dialogbench.data.model import Message
 from dialogbench.data.registry import load_dataset
 from dialogbench.memory import Budget, Memory, Query, Recall, query_of, replay, replay_costs
+from dialogbench.memory.costs import approx_tokens
 from dialogbench.memory.registry import resolve_memory
+from dialogbench.report.html import write_report
 from dialogbench.retrieval.base import scoreable_probes
 from dialogbench.runner import run_track
 from dialogbench.stats.metrics import metric_table
@@ -270,3 +272,44 @@ def test_a_memory_service_over_http_end_to_end_through_the_cli(
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert "sk-test-4b3a2c1d0e9f" not in path.read_text(errors="replace"), path
+
+
+def test_memories_cut_by_the_budget_are_flagged_with_their_count(tmp_path: Path) -> None:
+    """Issue 28.4: a system whose memories the budget cut (here to nothing, for the notes
+    longer than the budget) is flagged, with the count, in warnings.json, in the printed
+    table and in the HTML report, never silently scored as if it had recalled nothing."""
+    data = load_dataset("sample")
+    spec, tokens = f"{__name__}:Notes", 6
+    out = tmp_path / "run"
+    argv = ["run", "retrieval", "--dataset", "sample", "--retrievers", "bm25", "--memory", spec]
+    argv += ["--memory-tokens", str(tokens), "--n-boot", "50", "--out", str(out)]
+    got = runner.invoke(app, argv, env={"COLUMNS": "200"})
+    assert got.exit_code == 0, got.output
+    # brute force: replay without a cap, then apply the token budget by hand, memory by memory
+    probes, _ = scoreable_probes(data)
+    by_subject = {s.id: s for s in data.subjects}
+    cut = emptied = recalls = 0
+    for sid in dict.fromkeys(p.subject_id for p in probes):
+        queries = [query_of(p) for p in probes if p.subject_id == sid]
+        rep = replay(resolve_memory(spec), sid, by_subject[sid].messages, queries, Budget())
+        lines = {m.id: f"{m.speaker}: {m.text}" for m in by_subject[sid].messages}
+        for r in rep.recalled:
+            recalls += 1
+            used, kept = 0, 0
+            for m in r.memories[:10]:
+                used += approx_tokens(m.text if m.text is not None else lines[m.message_id or ""])
+                if used > tokens:
+                    break
+                kept += 1
+            cut += kept < len(r.memories)
+            emptied += kept == 0 and len(r.memories) > 0
+    assert 0 < emptied <= cut <= recalls
+    said = f"the memory budget cut {cut} of {recalls} recalls, {emptied} to nothing"
+    flagged = json.loads((out / "warnings.json").read_text())["flagged"]
+    assert set(flagged) == {"memory:notes"} and flagged["memory:notes"].startswith(said)
+    printed = " ".join(got.output.split())
+    assert "memory:notes ⚑" in printed and said in printed
+    costs = json.loads((out / "memory_costs.json").read_text())["systems"]["memory:notes"]
+    assert (costs["budget_cut"], costs["cut_to_nothing"]) == (cut, emptied)
+    page = write_report([out], tmp_path / "report.html").read_text()
+    assert "Context cut or fell back" in page and said in page and 'class="flagmark"' in page

@@ -180,6 +180,8 @@ class Recalled:
     """Wall time of that ingest (and `wait_until_indexed`)."""
     context_tokens: int = 0
     """Tokens of the kept memories' text (`costs.memory_text`, the replay's token counter)."""
+    cut: int = 0
+    """Memories the system returned that the budget left out (past `k`, or past `tokens`)."""
 
     @property
     def id_memories(self) -> Sequence[Memory]:

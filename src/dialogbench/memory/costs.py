@@ -13,6 +13,10 @@ context tokens/query    tokens of the kept memories' text (an id memory: the mes
                         counter (`approx_tokens` unless a track passes its model's), mean
 invalid ids             ids returned that are not messages before the query (future or
                         unknown): dropped, never scored
+budget cut              recalls of which the budget (k memories, tokens of memory text) left
+                        out at least one memory the system returned
+cut to nothing          such recalls that kept no memory at all (their item is answered or
+                        scored with an empty context: flagged wherever the system is shown)
 system tokens           model calls and tokens the system reports spending itself
                         (`Recall.cost`), summed; null when it reports none
 """
@@ -42,6 +46,8 @@ DEFINITIONS = {
         "tokens of the kept memories' text (id memory: 'speaker: text'), by the run's counter"
     ),
     "invalid_ids": "ids recalled that are not messages before the query: dropped, never scored",
+    "budget_cut": "recalls of which the budget left out at least one memory returned",
+    "cut_to_nothing": "recalls of which the budget left out every memory returned",
     "system_tokens": "calls and tokens the system reports spending itself (Recall.cost)",
 }
 
@@ -88,8 +94,10 @@ def summarise_costs(
     context_tokens: Sequence[int],
     invalid_ids: int,
     system: SystemCost | None,
+    cut: Sequence[tuple[int, int]] = (),
 ) -> dict[str, Any]:
-    """One system's cost record, by the definitions above."""
+    """One system's cost record, by the definitions above; `cut` is each recall's memories
+    cut by the budget and memories kept."""
     return {
         "messages_ingested": ingested,
         "ingest_s": ingest_s,
@@ -101,6 +109,8 @@ def summarise_costs(
         "memories_per_query": float(np.mean(memories)) if memories else None,
         "context_tokens_per_query": float(np.mean(context_tokens)) if context_tokens else None,
         "invalid_ids": invalid_ids,
+        "budget_cut": sum(1 for n, _ in cut if n),
+        "cut_to_nothing": sum(1 for n, kept in cut if n and not kept),
         "system_tokens": None
         if system is None
         else {

@@ -93,7 +93,7 @@ def _check(
     position: dict[str, int],
     budget: Budget,
     size: SizeOf,
-) -> tuple[tuple[Memory, ...], tuple[str, ...], tuple[int, ...], tuple[int, ...]]:
+) -> tuple[tuple[Memory, ...], tuple[str, ...], tuple[int, ...], tuple[int, ...], int]:
     if not isinstance(recall, Recall):
         raise MemorySystemError(
             f"memory system {_name(system)!r}: recall() for query {query.id!r} returned "
@@ -104,11 +104,14 @@ def _check(
     ids: list[int] = []
     cited: list[int] = []
     used = 0
-    for m in recall.memories[: budget.k]:  # past the budget is not recalled
+    within = recall.memories[: budget.k]  # past the budget is not recalled
+    looked = 0
+    for m in within:
         if budget.tokens is not None:
             used += size(m)
             if used > budget.tokens:
                 break
+        looked += 1
         bad = [i for i in m.ids if position.get(i, query.cutoff) >= query.cutoff]
         invalid += bad
         if m.message_id is not None:
@@ -123,7 +126,8 @@ def _check(
                 if at < query.cutoff and at not in cited:
                     cited.append(at)
         kept.append(m)
-    return tuple(kept), tuple(invalid), tuple(ids), tuple(cited)
+    cut = len(recall.memories) - looked
+    return tuple(kept), tuple(invalid), tuple(ids), tuple(cited), cut
 
 
 def ingested_positions(cutoffs: Iterable[int], window: int | None) -> list[int]:
@@ -200,12 +204,12 @@ def replay(
 
     def record(i: int, got: object, seconds: float) -> None:
         q = queries[i]
-        memories, invalid, ids, cited = _check(system, q, got, position, budget, size)
+        memories, invalid, ids, cited, cut = _check(system, q, got, position, budget, size)
         assert isinstance(got, Recall)
         n, s = (sum(f[0] for f in fed), sum(f[1] for f in fed)) if fed else (0, 0.0)
         fed.clear()
         tokens = sum(size(m) for m in memories)
-        out[i] = Recalled(q, memories, seconds, got.cost, invalid, ids, cited, n, s, tokens)
+        out[i] = Recalled(q, memories, seconds, got.cost, invalid, ids, cited, n, s, tokens, cut)
 
     def asking(q: Query) -> str:
         return f"recall (subject {subject_id!r}, query {q.id!r})"
@@ -282,4 +286,5 @@ def replay_costs(
         context_tokens=[r.context_tokens for r in recalled],
         invalid_ids=sum(len(r.invalid_ids) for r in recalled),
         system=system,
+        cut=[(r.cut, len(r.memories)) for r in recalled],
     )

@@ -34,6 +34,7 @@ from typing import Any
 from dialogbench.data.errors import DataError
 from dialogbench.data.io import source_from_record
 from dialogbench.report.svg import Bar, bar_chart, bar_range, box_chart, line_chart
+from dialogbench.report.table import FLAG
 
 Path_ = tuple[str, ...]
 RUN_FILES = frozenset({"manifest.json", "summary.json", "usage.json", "warnings.json"})
@@ -355,7 +356,35 @@ def _cell(fig: Figure | None) -> str:
     )
 
 
-def table_html(table: FigureTable, multi: bool, css: str = "figures") -> str:
+def flagged(run: Run) -> dict[str, str]:
+    """System -> how its context was cut or fell back (warnings.json `flagged`)."""
+    flags = run.warnings.get("flagged")
+    return {str(k): str(v) for k, v in flags.items()} if isinstance(flags, dict) else {}
+
+
+def flags_html(runs: Sequence[Run]) -> str:
+    """The systems whose context was cut or fell back, run by run, above the figures."""
+    items = [
+        f"<li>{escape(r.label) + ': ' if len(runs) > 1 else ''}<b>{escape(name)}</b> {FLAG} "
+        f"{escape(what)}</li>"
+        for r in runs
+        for name, what in flagged(r).items()
+    ]
+    if not items:
+        return ""
+    return (
+        '<div class="flag"><b>Context cut or fell back</b> (these figures are not of the full '
+        f"context they name):<ul>{''.join(items)}</ul></div>"
+    )
+
+
+def table_html(
+    table: FigureTable,
+    multi: bool,
+    css: str = "figures",
+    flags: Mapping[str, Mapping[str, str]] | None = None,
+) -> str:
+    """`flags`: run label -> system -> its flag; a row or table naming the system is marked."""
     head = ("<th>run</th>" if multi else "") + "<th></th>"
     head += "".join(f"<th>{escape(c)}</th>" for c in table.columns)
     body = []
@@ -366,8 +395,13 @@ def table_html(table: FigureTable, multi: bool, css: str = "figures") -> str:
             if cells is None:
                 continue
             first = f'<td class="run">{escape(run)}</td>' if multi else ""
+            mine = (flags or {}).get(run, {})
+            said = [w for name, w in mine.items() if name in (row, *table.title.split(" · "))]
+            mark = (
+                f' <span class="flagmark" title="{escape(said[0])}">{FLAG}</span>' if said else ""
+            )
             body.append(
-                f"<tr>{first}<th>{escape(row)}</th>"
+                f"<tr>{first}<th>{escape(row)}{mark}</th>"
                 + "".join(_cell(cells.get(c)) for c in table.columns)
                 + "</tr>"
             )
@@ -854,11 +888,13 @@ def track_section(track: str, runs: Sequence[Run]) -> str:
         else:
             parts.append('<p class="ok">Comparable: same dataset, models, judge and budget.</p>')
     tables = figure_tables(runs, layout=view.layout)
+    flags = {r.label: flagged(r) for r in runs}
     parts.append("<h3>Figures (95% bootstrap intervals)</h3>")
-    parts.extend(table_html(t, multi) for t in tables[:1])
+    parts.append(flags_html(runs))
+    parts.extend(table_html(t, multi, flags=flags) for t in tables[:1])
     if len(tables) > 1:
         parts.append("<details><summary>more figures</summary>")
-        parts.extend(table_html(t, multi) for t in tables[1:])
+        parts.extend(table_html(t, multi, flags=flags) for t in tables[1:])
         parts.append("</details>")
     plots = figure_plots(tables) + item_plots(runs, view)
     if plots:

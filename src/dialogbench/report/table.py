@@ -9,6 +9,9 @@ from rich.table import Table
 
 from dialogbench.stats.bootstrap import Estimate
 
+FLAG = "⚑"
+"""Marks a system whose context was cut or fell back (`Outcome.flags`), in tables and the report."""
+
 
 def fmt(e: Estimate) -> str:
     """`0.456 [0.434, 0.478]`, or a dash where there is nothing to estimate."""
@@ -22,9 +25,13 @@ def summary_table(
     summary: Mapping[str, Mapping[str, Estimate]],
     metrics: Sequence[str],
     row_label: str = "retriever",
+    flags: Mapping[str, str] | None = None,
 ) -> Table:
-    """One row per system, one column per metric, each cell a value with its interval."""
-    table = Table(title=title, title_justify="left")
+    """One row per system, one column per metric, each cell a value with its interval; a
+    system in `flags` (`Outcome.flags`) is marked FLAG and its flag said under the table."""
+    flags = {k: v for k, v in (flags or {}).items() if k in summary}
+    caption = "\n".join(f"{FLAG} {name}: {what}" for name, what in flags.items()) or None
+    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     table.add_column(row_label, style="bold")
     for m in metrics:
         table.add_column(m, justify="right")
@@ -32,5 +39,5 @@ def summary_table(
     for name, row in summary.items():
         cells = [fmt(row[m]) if m in row else "" for m in metrics]
         n = max((row[m].n for m in metrics if m in row), default=0)  # of the cells shown
-        table.add_row(name, *cells, str(n))
+        table.add_row(f"{name} {FLAG}" if name in flags else name, *cells, str(n))
     return table

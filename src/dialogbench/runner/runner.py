@@ -322,6 +322,7 @@ def _locked(
     rows = [row for key in done for row in kept[stage][key].rows]
     outcome = track.aggregate(plan, rows, config)
     warnings = list(plan.warnings) + plan.notices + list(outcome.warnings) + folder.repairs
+    warnings += [f"flagged {name}: {what}" for name, what in outcome.flags.items()]
     warnings += [f"unit {key} not finished (rerun to retry): {why}" for key, why in lost.items()]
     by_kind = {role: dict(t.failed_by_kind) for role, t in spent.items() if t.failed_calls}
     failures = {
@@ -331,6 +332,8 @@ def _locked(
     }
     failures = {k: v for k, v in failures.items() if v}
     notes = {**outcome.notes}
+    if outcome.flags:
+        notes["flagged"] = dict(outcome.flags)
     if failures:
         notes["failures"] = failures
         if by_kind:

@@ -109,6 +109,9 @@ class Outcome:
     """The track's typed result, for the Python API and the printed tables."""
     failures: dict[str, int] = field(default_factory=dict)
     """Rows that could not be scored, by cause (counted, never scored 0)."""
+    flags: dict[str, str] = field(default_factory=dict)
+    """System (as its tables name it) -> how its context was cut or fell back, with the
+    count: marked in the printed tables and the report (warnings.json `flagged`)."""
 
 
 class Track(Protocol[C, U]):

@@ -395,6 +395,8 @@ class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
             result=result,
             failures={k: v for k, v in unscored.items() if v},
         )
+        if recalls is not None:
+            outcome.flags = rc.cut_flags(files["memory_costs.json"]["systems"], MEMORY_PREFIX)
         return outcome
 
     def show(self, outcome: Outcome, config: ChatConfig) -> list[Table | str]:
@@ -405,6 +407,7 @@ class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
             _table(
                 f"Chat: content match 0-3 (95% bootstrap intervals; {need})",
                 result.content_match,
+                flags=outcome.flags,
             ),
             _table("Paired gains", result.gains, "gain"),
             _table("Share of each gain from probes that need no memory", result.no_need_share),
@@ -439,9 +442,14 @@ class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
 CHAT = register(ChatTrack())
 
 
-def _table(title: str, table: dict[str, dict[str, Estimate]], label: str = "condition") -> Table:
+def _table(
+    title: str,
+    table: dict[str, dict[str, Estimate]],
+    label: str = "condition",
+    flags: Mapping[str, str] | None = None,
+) -> Table:
     columns = list(dict.fromkeys(col for row in table.values() for col in row))
-    return summary_table(title, table, columns, row_label=label)
+    return summary_table(title, table, columns, row_label=label, flags=flags)
 
 
 def _ids(messages: Sequence[Message]) -> list[str]:

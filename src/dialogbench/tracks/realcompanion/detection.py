@@ -432,7 +432,11 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
         failures |= {
             f"{name}: probes whose memory system failed": n for name, n in memory_failed.items()
         }
-        return outcome_of(result, files, failures)
+        outcome = outcome_of(result, files, failures)
+        if ctx.recalls is not None:
+            costs = files["memory_costs.json"]["systems"]
+            outcome.flags = rc.cut_flags(costs, MEMORY_DETECTOR)
+        return outcome
 
     def show(self, outcome: Outcome, config: DetectionConfig) -> list[Table | str]:
         result: DetectionResult = outcome.result
@@ -440,7 +444,7 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
         metrics = list(CONTRASTS)
         proportional = [f"{k}{PROPORTIONAL}" for k in CHAT_CONTRASTS]
         shown: list[Table | str] = [
-            summary_table(title, result.summary, metrics, "detector"),
+            summary_table(title, result.summary, metrics, "detector", outcome.flags),
             summary_table(
                 "On the proportional stratum alone, and the cue leakage (questions - chat)",
                 result.summary,

@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import math
 import warnings as warnings_module
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,7 +78,7 @@ from dialogbench.memory.costs import TokenCount
 from dialogbench.models.model import Call, Model
 from dialogbench.models.tokenizer import GGUFTokenizer, TokenCounter
 from dialogbench.models.types import ModelError
-from dialogbench.report.table import summary_table
+from dialogbench.report.table import FLAG, summary_table
 from dialogbench.retrieval.base import build_probes
 from dialogbench.retrieval.bm25 import BM25Retriever
 from dialogbench.runner import OptionError, Outcome, Plan, TrackBase, option, register
@@ -300,6 +300,20 @@ class Context:
     """The memory systems' names as systems (`memory:NAME`)."""
 
 
+def fell_back_flags(counts: Mapping[str, Mapping[str, int]]) -> dict[str, str]:
+    """`full` -> how often it fell back to `retrieval` (the history did not fit)."""
+    flags: dict[str, str] = {}
+    for system, c in counts.items():
+        n, of = c.get("fell_back", 0), c.get("questions", 0)
+        if n:
+            same = " (all of them: its figures are retrieval's)" if n == of else ""
+            flags[system] = (
+                f"fell back to retrieval on {n} of {of} questions{same}: the history did not "
+                "fit --context-tokens"
+            )
+    return flags
+
+
 def memory_budget(asked: Sequence[Asked], counter: TokenCounter, config: QuestionsConfig) -> Budget:
     """The one budget of every memory system (see the module docstring)."""
     tokens = config.memory_tokens
@@ -463,13 +477,19 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
             "answers the judge left unscored": unscored,
             "questions whose memory system failed": memory_failed,
         }
-        return outcome_of(result, files, failures)
+        outcome = outcome_of(result, files, failures)
+        outcome.flags = fell_back_flags(result.counts)
+        if ctx.recalls is not None:
+            outcome.flags |= rc.cut_flags(files["memory_costs.json"]["systems"], MEMORY_PREFIX)
+        return outcome
 
     def show(self, outcome: Outcome, config: QuestionsConfig) -> list[Table | str]:
         result: QuestionsResult = outcome.result
         shown: list[Table | str] = []
         for system, facets in result.summary.items():
             title = f"Questions, context '{system}' (95% bootstrap intervals)"
+            if system in outcome.flags:
+                title += f"\n{FLAG} {system}: {outcome.flags[system]}"
             columns = list(dict.fromkeys(col for row in facets.values() for col in row))
             shown += [
                 summary_table(title, facets, columns, row_label="questions"),

@@ -304,6 +304,21 @@ class Recalls:
         return {"budget": budget_json(self.budget), "definitions": DEFINITIONS, "systems": systems}
 
 
+def cut_flags(systems: Mapping[str, Mapping[str, Any]], prefix: str) -> dict[str, str]:
+    """`PREFIX + NAME` -> what the budget did to that system's context, for each system of
+    `memory_costs.json`'s `systems` whose budget cut any recall (`Outcome.flags`)."""
+    flags: dict[str, str] = {}
+    for name, c in systems.items():
+        cut, emptied, n = c.get("budget_cut", 0), c.get("cut_to_nothing", 0), c["recall_ms"]["n"]
+        if not cut:
+            continue
+        said = f"the memory budget cut {cut} of {n} recalls"
+        if emptied:
+            said += f", {emptied} to nothing (those items had no memory at all)"
+        flags[prefix + name] = said + " (raise --memory-tokens or --memory-k)"
+    return flags
+
+
 def memory_kind(message: str) -> ErrorKind:
     """The failure kind of a memory system's error, read from its message."""
     text = message.lower()
@@ -415,6 +430,7 @@ def replay_row(system: System, got: Replay) -> dict[str, Any]:
                 "ingested": r.ingested,
                 "ingest_s": r.ingest_s,
                 "context_tokens": r.context_tokens,
+                "cut": r.cut,
             }
             for r in got.recalled
         ],
@@ -439,6 +455,7 @@ def recalled_of(row: Mapping[str, Any], query: Query) -> Recalled:
         int(row["ingested"]),
         float(row["ingest_s"]),
         int(row["context_tokens"]),
+        int(row.get("cut", 0)),  # saved before the budget's cuts were counted: none known
     )
 
 

@@ -274,6 +274,7 @@ class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
             warnings=result.warnings,
             notes={"skipped": ctx.skipped},
             result=result,
+            flags=rc.cut_flags(result.costs, ""),
         )
         return outcome
 
@@ -292,6 +293,7 @@ class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
                 table,
                 cite_metrics if name.startswith(CITED) else metrics,
                 "memory system" if name.startswith(CITED) else "retriever",
+                outcome.flags,
             )
             for name, table in result.headline().items()
         ]
@@ -357,6 +359,7 @@ def _memory_row(
         ingested=r.ingested,
         ingest_ms=1000 * r.ingest_s,
         context_tokens=r.context_tokens,
+        cut=r.cut,
         system_cost=None if cost is None else vars(cost).copy(),
     )
     return row
@@ -383,6 +386,7 @@ def memory_costs(rows: Rows) -> dict[str, Any]:
         context_tokens=[r["context_tokens"] for r in rows],
         invalid_ids=sum(len(r["invalid_ids"]) for r in rows),
         system=system,
+        cut=[(r.get("cut", 0), r["id_memories"] + r["text_memories"]) for r in rows],
     )
 
 
