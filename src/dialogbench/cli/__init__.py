@@ -39,7 +39,7 @@ from dialogbench.data.download import download
 from dialogbench.data.errors import DataError
 from dialogbench.data.generic import FIELD_HELP, ImportConfig, flag, import_chat_export
 from dialogbench.data.registry import REGISTRY, load_dataset, locate, sniff_folder
-from dialogbench.data.release import is_release, write_release
+from dialogbench.data.release import is_release, write_new_release
 from dialogbench.models import (
     CallKey,
     ChatMessage,
@@ -361,6 +361,19 @@ def _import_command() -> Callable[..., None]:
             inspect.Parameter.KEYWORD_ONLY,
             annotation=Annotated[Path, typer.Option(help="release folder to write")],
         ),
+        inspect.Parameter(
+            "force",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=False,
+            annotation=Annotated[
+                bool,
+                typer.Option(
+                    "--force",
+                    help="replace an earlier release in --out whole (without it, a folder "
+                    "that holds files is refused)",
+                ),
+            ],
+        ),
     ]
     tuples = {f.name for f in fields(ImportConfig) if "tuple" in str(f.type)}
     for f in fields(ImportConfig):
@@ -381,7 +394,7 @@ def _import_command() -> Callable[..., None]:
             )
         )
 
-    def command(path: Path, out: Path, **options: Any) -> None:
+    def command(path: Path, out: Path, force: bool, **options: Any) -> None:
         """Convert another chat export into the release format, naming its fields."""
         with friendly_errors():
             for name, value in options.items():
@@ -390,7 +403,7 @@ def _import_command() -> Callable[..., None]:
                 elif value == "":
                     options[name] = None  # --answer-field "" : the export has none
             ds = import_chat_export(path, ImportConfig(**options))
-            write_release(ds, out)
+            write_new_release(ds, out, force=force)
             n_msg = sum(len(s.messages) for s in ds.subjects)
             console.print(
                 f"wrote {len(ds.subjects)} conversations, {n_msg} messages to {out}; "
