@@ -71,12 +71,16 @@ from dialogbench.data.io import (
     sha256_file,
     sha256_files,
     short,
+    with_caption,
 )
 from dialogbench.data.model import Dataset, Message, Question, Role, Subject
 from dialogbench.data.release import check_subject
 from dialogbench.data.safe_names import check_name, collision, fold
 
 Rows = Literal["conversations", "turns", "nested"]
+DANGLING_LIMIT = 0.25
+"""The share of cited evidence ids naming no turn (empty ones aside) above which an import
+stops unless `allow_dangling`: the turn ids are then probably read from the wrong place."""
 OnMissingEvidence = Literal["drop-id", "drop-question", "fail"]
 
 
@@ -94,6 +98,8 @@ class ImportConfig:
     session_time_suffix: str | None = None
     session_field: str | None = None
     text_field: str = "text"
+    caption_field: str | None = "blip_caption"
+    """An image a turn shares, written into its text as the LoCoMo loader does; optional."""
     speaker_field: str = "speaker"
     turn_id_field: str | None = None
     timestamp_field: str | None = None
@@ -111,6 +117,8 @@ class ImportConfig:
     """`CATEGORY=NAME` pairs (`1=multi-hop`); unnamed categories stay as written."""
     on_missing_evidence: OnMissingEvidence = "drop-id"
     """What a cited id that names no turn does: drop the id, drop the question, or fail."""
+    allow_dangling: bool = False
+    """Import even when more than `DANGLING_LIMIT` of the cited ids name no turn."""
     name: str | None = None
     """Dataset name; default the file's (or folder's) stem."""
     licence: str | None = None
@@ -159,6 +167,10 @@ FIELD_HELP = {
     "session_time_suffix": "session time (key = session key + suffix)",
     "session_field": "session",
     "text_field": "message text",
+    "caption_field": "image caption, appended to the text as the LoCoMo loader does "
+    "(optional per turn; '' leaves captions out)",
+    "allow_dangling": "import even when more than a quarter of the cited evidence ids name no turn "
+    "(each is dropped as --on-missing-evidence says)",
     "speaker_field": "speaker",
     "turn_id_field": "turn id",
     "timestamp_field": "timestamp",
@@ -170,6 +182,7 @@ FIELD_HELP = {
 }
 _OPTIONAL = {
     "id_field",
+    "caption_field",
     "body_field",
     "session_time_suffix",
     "session_field",
@@ -208,6 +221,14 @@ class _Notes:
     unnamed: Counter[str] = field(default_factory=Counter)
     unimported: Counter[str] = field(default_factory=Counter)
     """Question-like list key -> conversations holding one, when questions_field is unset."""
+    first_question: tuple[Path, str, Any] | None = None
+    answered: int = 0
+    """Questions that carry the answer field (null included)."""
+    unanswered: int = 0
+    cited: int = 0
+    """Evidence ids cited (after repair), those that name no turn included."""
+    dangling: list[tuple[_Conversation, str, list[str]]] = field(default_factory=list)
+    """(conversation, question record, the ids it cites that name no turn)."""
 
 
 def import_chat_export(path: Path, config: ImportConfig) -> Dataset:
@@ -231,6 +252,8 @@ def import_chat_export(path: Path, config: ImportConfig) -> Dataset:
         where = conv.record if len(files) == 1 else f"{conv.record} of {conv.path.name}"
         seen[key] = (conv.id, where)
         subjects.append(_subject(conv, config, notes))
+    _check_answers(notes, config)
+    _check_dangling(notes, config)
     if config.user_speakers is not None:
         present = {s for subject in subjects for s in subject.speakers}
         for speaker in config.user_speakers:
@@ -298,6 +321,72 @@ def _summary(notes: _Notes) -> list[str]:
             f"pass {flag('questions_field')} {key} to import it"
         )
     return out
+
+
+def _check_answers(notes: _Notes, config: ImportConfig) -> None:
+    """Answers are optional, but an answer field that no question carries is misnamed."""
+    if notes.first_question is None or not config.answer_field:
+        return
+    if not notes.answered:
+        path, record, question = notes.first_question
+        raise _missing(path, record, question, "answer_field", config.answer_field)
+    if notes.unanswered:
+        notes.warnings.append(
+            f"{notes.unanswered} questions have no '{config.answer_field}' and were imported "
+            "without an answer"
+        )
+
+
+def _check_dangling(notes: _Notes, config: ImportConfig) -> None:
+    """Stop when more than `DANGLING_LIMIT` of the cited ids name no turn (the turn ids are
+    probably read from the wrong place), unless `allow_dangling`."""
+    dropped = sum(len(ids) for _, _, ids in notes.dangling)
+    if config.allow_dangling or not dropped or dropped <= DANGLING_LIMIT * notes.cited:
+        return
+    conv, record, ids = notes.dangling[0]
+    key = _id_key(notes.dangling, config)
+    if key is not None:
+        cause = f"the turns carry the cited ids under '{key}': pass {flag('turn_id_field')} {key}"
+    elif config.turn_id_field:
+        cause = f"check {flag('turn_id_field')} {config.turn_id_field}"
+    else:
+        cause = (
+            f"the turns' ids are generated ('{_generated_id(config)}', ...), not the export's: "
+            f"pass {flag('turn_id_field')} with the key of the turns' own ids"
+        )
+    raise DataError(
+        conv.path,
+        f"{dropped} of {notes.cited} cited evidence ids name no turn (first: "
+        f"{', '.join(map(repr, ids[:3]))})",
+        record=record,
+        field=config.evidence_field,
+        fix=f"{cause}, or pass {flag('allow_dangling')} to import anyway (each dropped id "
+        "is then a warning)",
+    )
+
+
+def _generated_id(config: ImportConfig) -> str:
+    """The id a conversation's first turn gets without `turn_id_field`."""
+    return "session_1:0" if config.session_keys or config.rows == "nested" else "t0"
+
+
+def _id_key(
+    dangling: list[tuple[_Conversation, str, list[str]]], config: ImportConfig
+) -> str | None:
+    """The turn key whose values are most of the dangling ids: where the turns keep their ids."""
+    hits: Counter[str] = Counter()
+    for conv, _, ids in dangling:
+        values: dict[str, set[str]] = {}
+        for _, turn, _, _ in conv.turns:
+            for key, value in turn.items() if isinstance(turn, dict) else ():
+                if isinstance(value, str | int) and not isinstance(value, bool):
+                    values.setdefault(str(key), set()).add(str(value))
+        for key, found in values.items():
+            hits[key] += len(ids) - len(repair_evidence(ids, found).dropped)
+    hits.pop(config.turn_id_field or "", None)
+    total = sum(len(ids) for _, _, ids in dangling)
+    best = hits.most_common(1)
+    return best[0][0] if best and 2 * best[0][1] > total else None
 
 
 def _missing(path: Path, record: str, obj: Any, attr: str, key: str) -> DataError:
@@ -390,19 +479,44 @@ def _looks_like_conversation(obj: dict[str, Any], config: ImportConfig) -> bool:
     return _session_keys(body, config) if config.session_keys else config.turns_field in body
 
 
-def _layout_hint(obj: Any, config: ImportConfig) -> str | None:
-    """The options that would read `obj` as one conversation, when its keys tell."""
+def layout_options(obj: Any, config: ImportConfig) -> dict[str, Any]:
+    """The config values that would read `obj` as one conversation, when its keys tell
+    (`{}` when they do not): where its turns are."""
     if not isinstance(obj, dict):
-        return None
+        return {}
     if _session_keys(obj, config):
-        return flag("session_keys")
+        return {"session_keys": True, "body_field": None}
     for key, value in obj.items():
         if isinstance(value, dict) and _session_keys(value, config):
-            return f"{flag('session_keys')} {flag('body_field')} {key}"
+            return {"session_keys": True, "body_field": str(key)}
     for key, value in obj.items():
         if isinstance(value, list) and value and all(_is_turn(v, config) for v in value):
-            return f"{flag('turns_field')} {key}"
-    return None
+            return {"session_keys": False, "body_field": None, "turns_field": str(key)}
+    return {}
+
+
+def option_args(options: dict[str, Any]) -> list[str]:
+    """`data import`'s arguments that set config `options` (`{"rows": "nested"}` ->
+    `["--rows", "nested"]`; None -> `''`, the CLI's way to unset a field; a switch that is
+    off is left out)."""
+    args: list[str] = []
+    for attr, value in options.items():
+        if isinstance(value, bool):
+            args += [flag(attr)] if value else []
+        elif isinstance(value, tuple):
+            args += [flag(attr), ",".join(value)]
+        else:
+            args += [flag(attr), "''" if value is None else str(value)]
+    return args
+
+
+def _layout_hint(obj: Any, config: ImportConfig) -> str | None:
+    """The options, not given yet, that would read `obj` as one conversation."""
+    options = layout_options(obj, config)
+    missing = {a: v for a, v in options.items() if getattr(config, a) != v}
+    hint = " ".join(option_args(missing))
+    off = [flag(a) for a, v in missing.items() if v is False]
+    return " ".join([hint, *(f"without {f}" for f in off)]).strip() or None
 
 
 def _is_turn(value: Any, config: ImportConfig) -> bool:
@@ -475,7 +589,7 @@ def _conversation(
                 record=record,
                 field=f"{config.session_prefix}N",
                 fix=f"pass {layout}"
-                if layout and flag("body_field") in layout and not config.body_field
+                if layout
                 else f"check {flag('session_prefix')}, or pass {flag('turns_field')} "
                 "NAME without session keys",
             )
@@ -487,7 +601,7 @@ def _conversation(
             items = _list(path, record, body[skey], skey)
             turns += [(f"{record}, {skey}[{t}]", turn, skey, when) for t, turn in enumerate(items)]
     else:
-        if config.turns_field not in body and (layout := _layout_hint(body, config)):
+        if config.turns_field not in body and (layout := _layout_hint(row, config)):
             raise DataError(
                 path,
                 "configured field is missing",
@@ -589,6 +703,9 @@ def _subject(conv: _Conversation, config: ImportConfig, notes: _Notes) -> Subjec
     for record, turn, session, session_time in conv.turns:
         expect_object(turn, path, record, "each turn must be a JSON object")
         text = _field_text(path, record, turn, "text_field", config.text_field)
+        if config.caption_field and turn.get(config.caption_field) is not None:
+            caption = _field_text(path, record, turn, "caption_field", config.caption_field)
+            text = with_caption(text, caption)
         speaker = _field_text(path, record, turn, "speaker_field", config.speaker_field)
         if config.session_field:
             session = _field_text(path, record, turn, "session_field", config.session_field)
@@ -679,10 +796,14 @@ def _questions(
         record = f"{conv.record}, {qf}[{j}]"
         qid = f"{conv.id}-q{j}"
         text = _field_text(path, record, q, "question_field", config.question_field)
+        notes.first_question = notes.first_question or (path, record, q)
         answer: str | None = None
-        if config.answer_field:
-            raw = _get(path, record, q, "answer_field", config.answer_field)
+        if config.answer_field and config.answer_field in q:
+            notes.answered += 1
+            raw = q[config.answer_field]
             answer = None if raw is None else as_text(raw, path, record, config.answer_field)
+        elif config.answer_field:
+            notes.unanswered += 1
         written = "unspecified"
         if config.category_field:
             written = _field_text(path, record, q, "category_field", config.category_field)
@@ -692,7 +813,7 @@ def _questions(
         evidence: list[str] = []
         if config.evidence_field:
             raw = _get(path, record, q, "evidence_field", config.evidence_field)
-            kept = _evidence(path, record, qid, raw, ids, config, notes)
+            kept = _evidence(conv, record, qid, raw, ids, config, notes)
             if kept is None:
                 continue
             evidence = kept
@@ -709,7 +830,7 @@ def _questions(
 
 
 def _evidence(
-    path: Path,
+    conv: _Conversation,
     record: str,
     qid: str,
     raw: Any,
@@ -718,9 +839,14 @@ def _evidence(
     notes: _Notes,
 ) -> list[str] | None:
     """The usable evidence ids of question `qid`, or None when the question is dropped."""
+    path = conv.path
     key = config.evidence_field or "evidence"
     items = raw if isinstance(raw, list) else [] if raw is None else [raw]
     evidence = repair_evidence([as_text(item, path, record, key) for item in items], ids)
+    named = [item for item in evidence.dropped if item.strip()]  # an empty item cites nothing
+    notes.cited += len(evidence.ids) + len(named)
+    if named:
+        notes.dangling.append((conv, record, named))
     if evidence.dropped and config.on_missing_evidence == "fail":
         raise DataError(
             path,
