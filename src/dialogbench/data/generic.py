@@ -15,7 +15,10 @@ An `ImportConfig` says where each thing lives. Three layouts are read:
   list of lists of turn objects is one such conversation (a folder of one-episode files).
 
 Rows come from a JSON list, the list (or id -> conversation object) under
-`conversations_field`, a single conversation object, or the lines of a `.jsonl` file.
+`conversations_field`, a top-level object of conversations by id (each value a
+conversation), a single conversation object, or the lines of a `.jsonl` file (a line may
+hold a nested conversation). `dialogbench.data.sniff` tells which layout a file has and the
+options that read it (`data import --dry-run`).
 A folder is read as its `*.json` and `*.jsonl` files (not its subfolders), sorted by
 name, each holding one conversation or a list of them; errors name the file.
 
@@ -46,12 +49,18 @@ A conversation row holding a list of question-like objects (with a `question`, `
 naming the option.
 
 Every configured field that is missing raises `DataError` naming the file, the
-conversation or turn, the field and the option to pass (`text_field` -> `--text-field`).
+conversation or turn, the field and the option to pass (`text_field` -> `--text-field`);
+a layout the options do not fit names the options not given yet that would read it.
+Answers are optional per question (an answer field no question carries is an error); an
+image caption (`caption_field`) is written into the turn's text as `data/locomo.py` does.
+When more than `DANGLING_LIMIT` of the cited evidence ids name no turn the import stops,
+naming the turn key that holds them, unless `allow_dangling`.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -68,6 +77,7 @@ from dialogbench.data.io import (
     parse_record,
     read_json,
     read_jsonl,
+    read_jsonl_values,
     sha256_file,
     sha256_files,
     short,
@@ -234,7 +244,7 @@ class _Notes:
 def import_chat_export(path: Path, config: ImportConfig) -> Dataset:
     """Read a JSON or JSON Lines chat export (or a folder of them) laid out as `config` says."""
     path = Path(path)
-    files = _files(path)
+    files = export_files(path)
     conversations = [conv for file in files for conv in _conversations(file, config)]
     notes = _Notes()
     seen: dict[str, tuple[str, str]] = {}  # by fold(id): two ids that name one folder
@@ -269,7 +279,7 @@ def import_chat_export(path: Path, config: ImportConfig) -> Dataset:
     )
 
 
-def _files(path: Path) -> list[Path]:
+def export_files(path: Path) -> list[Path]:
     """`[path]`, or the `*.json` / `*.jsonl` files of the folder `path`, sorted by name."""
     if not path.is_dir():
         return [path]
@@ -421,13 +431,8 @@ def _rows(path: Path, config: ImportConfig) -> list[tuple[str, str | None, Any]]
                 field=config.conversations_field,
                 fix=f"leave {flag('conversations_field')} unset for .jsonl",
             )
-        if config.rows == "nested":
-            raise DataError(
-                path,
-                "nested conversations (lists of sessions) cannot be JSON Lines rows",
-                fix=f"pass a .json file with {flag('rows')} nested",
-            )
-        return [(f"line {n}", None, obj) for n, obj in read_jsonl(path)]
+        lines = read_jsonl(path) if config.rows == "turns" else read_jsonl_values(path)
+        return [(f"line {n}", None, row) for n, row in lines]
     raw = read_json(path)
     label = "turn" if config.rows == "turns" else "conversation"
     if config.conversations_field:
@@ -437,16 +442,8 @@ def _rows(path: Path, config: ImportConfig) -> list[tuple[str, str | None, Any]]
     elif isinstance(raw, dict):
         if config.rows == "conversations" and _looks_like_conversation(raw, config):
             return [("top level", None, raw)]
-        layout = _layout_hint(raw, config)
-        fix = f"pass {flag('conversations_field')} NAME with the key that holds the {config.rows}"
-        raise DataError(
-            path,
-            "the top level is an object, not a list",
-            record="top level",
-            fix=f"it looks like one conversation: pass {layout}"
-            if layout
-            else f"{fix} (keys here: {', '.join(map(str, raw))})",
-        )
+        if not _by_id(raw, config):
+            raise _top_level_error(path, raw, config)
     if isinstance(raw, dict):
         return [(f"{label}[{k!r}]", str(k), v) for k, v in raw.items()]
     if not isinstance(raw, list):
@@ -462,6 +459,39 @@ def _rows(path: Path, config: ImportConfig) -> list[tuple[str, str | None, Any]]
     if label == config.conversations_field:
         return [(f"{label}[{i}]", None, row) for i, row in enumerate(raw)]
     return [(f"{label} {i}", None, row) for i, row in enumerate(raw)]
+
+
+def _by_id(raw: dict[str, Any], config: ImportConfig) -> bool:
+    """True when every value of the top-level object `raw` is a conversation (by its id)."""
+    if config.rows == "nested":
+        return bool(raw) and all(_is_session_list(v) for v in raw.values())
+    return (
+        config.rows == "conversations"
+        and bool(raw)
+        and all(isinstance(v, dict) and _looks_like_conversation(v, config) for v in raw.values())
+    )
+
+
+def _top_level_error(path: Path, raw: dict[str, Any], config: ImportConfig) -> DataError:
+    """A top-level object read as no conversation: the options that would read it."""
+    first = next(iter(raw.values()), None)
+    if layout := _layout_hint(raw, config):
+        fix = f"it looks like one conversation: pass {layout}"
+    elif all(isinstance(v, dict) for v in raw.values()) and (layout := _layout_hint(first, config)):
+        fix = f"it looks like conversations by id: pass {layout}"
+    elif config.rows != "nested" and _is_session_list(first):
+        fix = f"it looks like conversations by id, lists of sessions: pass {flag('rows')} nested"
+    else:
+        fix = (
+            f"pass {flag('conversations_field')} NAME with the key that holds the "
+            f"{config.rows} (keys here: {', '.join(map(str, raw))})"
+        )
+    return DataError(path, "the top level is an object, not a list", record="top level", fix=fix)
+
+
+def _is_session_list(value: Any) -> bool:
+    """A conversation written as a list of sessions, each a list of turn objects."""
+    return isinstance(value, list) and bool(value) and all(_is_turn_list(v) for v in value)
 
 
 def _is_turn_list(value: Any) -> bool:
@@ -496,17 +526,16 @@ def layout_options(obj: Any, config: ImportConfig) -> dict[str, Any]:
 
 
 def option_args(options: dict[str, Any]) -> list[str]:
-    """`data import`'s arguments that set config `options` (`{"rows": "nested"}` ->
-    `["--rows", "nested"]`; None -> `''`, the CLI's way to unset a field; a switch that is
-    off is left out)."""
+    """`data import`'s arguments, quoted for a shell, that set config `options`
+    (`{"rows": "nested"}` -> `["--rows", "nested"]`; None -> `''`, the CLI's way to unset a
+    field; a switch that is off is left out)."""
     args: list[str] = []
     for attr, value in options.items():
         if isinstance(value, bool):
             args += [flag(attr)] if value else []
-        elif isinstance(value, tuple):
-            args += [flag(attr), ",".join(value)]
         else:
-            args += [flag(attr), "''" if value is None else str(value)]
+            text = ",".join(value) if isinstance(value, tuple) else value
+            args += [flag(attr), shlex.quote("" if text is None else str(text))]
     return args
 
 
@@ -519,8 +548,15 @@ def _layout_hint(obj: Any, config: ImportConfig) -> str | None:
     return " ".join([hint, *(f"without {f}" for f in off)]).strip() or None
 
 
+TEXT_KEYS = ("text", "content", "message", "utterance", "body", "says")
+"""Keys that commonly hold a turn's text, most likely first (also read by `sniff`)."""
+SPEAKER_KEYS = ("speaker", "role", "author", "sender", "from", "who", "name", "user")
+"""Keys that commonly hold a turn's speaker, most likely first."""
+
+
 def _is_turn(value: Any, config: ImportConfig) -> bool:
-    keys = {config.text_field, config.speaker_field, "text", "content", "speaker", "role"}
+    """A turn object: it has a text or speaker key (the configured ones or common ones)."""
+    keys = {config.text_field, config.speaker_field, *TEXT_KEYS, "speaker", "role"}
     return isinstance(value, dict) and bool(keys & set(value))
 
 

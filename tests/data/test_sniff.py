@@ -1,0 +1,171 @@
+"""Issue 26, point 1: every common nesting imports, and `data import --dry-run` prints the
+layout it sees and a command that imports it (run here as printed)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dialogbench.cli import app
+from dialogbench.data.generic import ImportConfig, import_chat_export
+from dialogbench.data.release import load_release
+from dialogbench.data.sniff import sniff
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+LAYOUTS = FIXTURES / "layouts"
+runner = CliRunner()
+
+CASES = {
+    # file -> conversations -> sessions -> turns, all bare lists
+    "layouts/nested_lists.json": (
+        "a list of 2 conversations, each a list of sessions, each a list of turns; "
+        "turn keys: text 'text', speaker 'speaker', timestamp 'time'",
+        "--rows nested --timestamp-field time",
+        {"nested_lists-0": 5, "nested_lists-1": 2},
+    ),
+    # the same, conversations as the values of an object by id
+    "layouts/nested_by_id.json": (
+        "an object of 2 conversations by id, each a list of sessions, each a list of turns; "
+        "turn keys: text 'content', speaker 'role', timestamp 'created_at'",
+        "--rows nested --text-field content --speaker-field role --timestamp-field created_at "
+        "--user-speakers user",
+        {"amy": 4, "bo": 3},
+    ),
+    # JSON Lines, one conversation (a list of sessions) a line
+    "layouts/nested_lines.jsonl": (
+        "JSON Lines of 2 conversations (one a line), each a list of sessions, each a list of "
+        "turns; turn keys: text 'text', speaker 'speaker'",
+        "--rows nested",
+        {"nested_lines-0": 3, "nested_lines-1": 3},
+    ),
+    # conversations by id, sessions as session_1..N keys with session_N_date_time
+    "layouts/sessions_by_key.json": (
+        "an object of 2 conversation objects by id; sessions as keys session_1 ... session_2; "
+        "turn keys: text 'text', speaker 'speaker', turn_id 'turn_id', caption 'blip_caption'; "
+        "session times under session_N_date_time; questions under 'questions' (question "
+        "'question', answer 'answer', evidence 'evidence', category 'category')",
+        "--session-keys --session-time-suffix _date_time --turn-id-field turn_id "
+        "--questions-field questions",
+        {"kai-noor": 7, "mo-pia": 3},
+    ),
+    # JSON Lines of conversation objects
+    "layouts/conversations.jsonl": (
+        "JSON Lines of 2 conversation objects (one a line); conversation id 'conversation_id'; "
+        "turns under 'messages'; turn keys: text 'body', speaker 'author', turn_id "
+        "'message_id', timestamp 'sent_at'; questions under 'questions' (question 'q', answer "
+        "'a', evidence 'evidence_ids', category 'type')",
+        "--id-field conversation_id --turns-field messages --text-field body --speaker-field "
+        "author --turn-id-field message_id --timestamp-field sent_at --questions-field "
+        "questions --question-field q --answer-field a --evidence-field evidence_ids "
+        "--category-field type",
+        {"c-101": 5, "c-102": 3},
+    ),
+    # one LoCoMo sample: a conversation object, not a list
+    "locomo_like_sample.json": (
+        "one conversation object; conversation id 'sample_id'; sessions as keys session_1 ... "
+        "session_2 under 'conversation'; turn keys: text 'text', speaker 'speaker', turn_id "
+        "'dia_id'; session times under session_N_date_time; questions under 'qa' (question "
+        "'question', answer 'answer', evidence 'evidence', category 'category')",
+        "--id-field sample_id --body-field conversation --session-keys --session-time-suffix "
+        "_date_time --turn-id-field dia_id --questions-field qa",
+        {"ana-ben": 6},
+    ),
+    # one row per turn, grouped by a thread id
+    "chat_export.jsonl": (
+        "JSON Lines of 5 turns (one a line), grouped into conversations by 'thread'; turn keys: "
+        "text 'content', speaker 'author', turn_id 'msg_id', timestamp 'ts'",
+        "--rows turns --id-field thread --text-field content --speaker-field author "
+        "--turn-id-field msg_id --timestamp-field ts",
+        {"t-100": 3, "t-200": 2},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_sniff_reads_each_layout(name: str) -> None:
+    layout, args, _ = CASES[name]
+    found = sniff(FIXTURES / name)
+    assert found.layout == layout
+    assert found.command(Path("in"), Path("out")) == f"dialogbench data import in --out out {args}"
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_dry_run_prints_a_command_that_imports(tmp_path: Path, name: str) -> None:
+    layout, args, messages = CASES[name]
+    path, out = FIXTURES / name, tmp_path / "imported"
+    dry = runner.invoke(app, ["data", "import", str(path), "--out", str(out), "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert not out.exists()  # a dry run writes nothing
+    lines = dry.output.splitlines()
+    assert lines[0].startswith("layout: " + layout[:60])
+    command = lines[lines.index("import it with:") + 1].strip()
+    assert (
+        command == f"{shlex.join(['dialogbench', 'data', 'import', str(path)])} --out {out} {args}"
+    )
+    argv = shlex.split(command)
+    assert argv[0] == "dialogbench"
+    done = runner.invoke(app, argv[1:])
+    assert done.exit_code == 0, done.output
+    release = load_release(out)
+    assert {s.id: len(s.messages) for s in release.subjects} == messages
+
+
+def test_dry_run_keeps_the_options_given(tmp_path: Path) -> None:
+    out = tmp_path / "x"
+    path = LAYOUTS / "nested_by_id.json"
+    dry = runner.invoke(
+        app,
+        [
+            "data",
+            "import",
+            str(path),
+            "--out",
+            str(out),
+            "--dry-run",
+            "--user-speakers",
+            "assistant",
+            "--force",
+        ],
+    )
+    assert dry.exit_code == 0, dry.output
+    assert "--user-speakers user" not in dry.output
+    assert dry.output.rstrip().endswith(
+        "--timestamp-field created_at --user-speakers assistant --force"
+    )
+
+
+def test_nested_layouts_import_with_the_documented_flags() -> None:
+    """The layouts the issue names, through the importer with `--rows nested` alone."""
+    by_id = import_chat_export(
+        LAYOUTS / "nested_by_id.json",
+        ImportConfig(rows="nested", text_field="content", speaker_field="role"),
+    )
+    amy = by_id.subjects[0]
+    assert [m.id for m in amy.messages] == [
+        "session_1:0",
+        "session_1:1",
+        "session_2:0",
+        "session_2:1",
+    ]
+    assert amy.messages[2].text == "I can order coffee in Portuguese now!"
+    lines = import_chat_export(LAYOUTS / "nested_lines.jsonl", ImportConfig(rows="nested"))
+    assert [m.session for m in lines.subjects[0].messages] == ["session_1"] * 2 + ["session_2"]
+
+
+def test_a_failed_import_points_at_dry_run(tmp_path: Path) -> None:
+    path = LAYOUTS / "nested_lists.json"
+    result = runner.invoke(app, ["data", "import", str(path), "--out", str(tmp_path / "x")])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "--rows nested" in result.output
+    assert f"--out {tmp_path / 'x'} --dry-run` prints the layout it sees" in result.output
+
+
+def test_sniff_of_no_layout_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps({"meta": 1, "notes": "none"}))
+    assert sniff(path).layout.endswith("(meta, notes) hold no conversations seen: no layout read")
+    assert sniff(path).options == {}
