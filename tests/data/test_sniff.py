@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from dialogbench.cli import app
 from dialogbench.data.generic import ImportConfig, import_chat_export
+from dialogbench.data.locomo import load_locomo
 from dialogbench.data.release import load_release
 from dialogbench.data.sniff import sniff
 
@@ -169,3 +171,47 @@ def test_sniff_of_no_layout_says_so(tmp_path: Path) -> None:
     path.write_text(json.dumps({"meta": 1, "notes": "none"}))
     assert sniff(path).layout.endswith("(meta, notes) hold no conversations seen: no layout read")
     assert sniff(path).options == {}
+
+
+def test_locomo_through_the_importer_equals_the_native_loader(
+    locomo_dir: Path, tmp_path: Path
+) -> None:
+    """Issue 26, point 4, on the real file: the command `--dry-run` prints imports LoCoMo
+    with its adversarial questions (no answer) and image captions, and BM25's figures on
+    the imported folder equal those of the native loader."""
+    source, out = locomo_dir / "locomo10.json", tmp_path / "imported"
+    dry = runner.invoke(app, ["data", "import", str(source), "--out", str(out), "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    lines = dry.output.splitlines()
+    argv = shlex.split(lines[lines.index("import it with:") + 1])
+    assert "--category-names" in argv and "--unanswerable-categories" in argv
+    done = runner.invoke(app, argv[1:])
+    assert done.exit_code == 0, done.output
+    imported, native = load_release(out), load_locomo(source)
+    assert [s.id for s in imported.subjects] == [s.id for s in native.subjects]
+    for mine, theirs in zip(imported.subjects, native.subjects, strict=True):
+        assert mine.messages == theirs.messages  # captions, ids, sessions and times alike
+        assert len(mine.questions) == len(theirs.questions)
+        for q, r in zip(mine.questions, theirs.questions, strict=True):
+            assert (q.id, q.text, q.category, q.evidence_ids, q.answerable) == (
+                r.id,
+                r.text,
+                r.category,
+                r.evidence_ids,
+                r.answerable,
+            )
+            if r.answerable:
+                assert q.answer == r.answer
+    adversarial = [q for s in imported.subjects for q in s.questions if not q.answerable]
+    assert len(adversarial) == 446
+    assert any("[shares an image: " in m.text for s in imported.subjects for m in s.messages)
+    figures: dict[str, Any] = {}
+    for name, dataset in (("native", "locomo"), ("imported", str(out))):
+        run = tmp_path / name
+        args = ["run", "retrieval", "--dataset", dataset, "--out", str(run)]
+        result = runner.invoke(app, [*args, "--retrievers", "bm25", "--n-boot", "50"])
+        assert result.exit_code == 0, result.output
+        summary = json.loads((run / "summary.json").read_text())
+        figures[name] = summary["all probes (pooled)"]["bm25"]
+    assert figures["imported"] == figures["native"]
+    assert round(figures["native"]["hit@5"]["value"], 3) == 0.456
