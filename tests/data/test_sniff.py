@@ -215,3 +215,25 @@ def test_locomo_through_the_importer_equals_the_native_loader(
         figures[name] = summary["all probes (pooled)"]["bm25"]
     assert figures["imported"] == figures["native"]
     assert round(figures["native"]["hit@5"]["value"], 3) == 0.456
+
+
+def test_sniff_of_a_folder_reads_its_first_file(tmp_path: Path) -> None:
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    for name in ("b", "a"):
+        turns = [{"author": name, "body": "hello"}]
+        (folder / f"{name}.json").write_text(json.dumps({"messages": turns}))
+    found = sniff(folder)
+    assert found.layout == (
+        "a folder of 2 export files; the first, a.json: one conversation object; turns under "
+        "'messages'; turn keys: text 'body', speaker 'author'"
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "x").write_text("earlier")
+    dry = runner.invoke(app, ["data", "import", str(folder), "--out", str(out), "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert "already holds files" in dry.output
+    command = dry.output.splitlines()[-1].strip()
+    assert command.endswith(" --turns-field messages --text-field body --speaker-field author")
+    assert (out / "x").read_text() == "earlier"

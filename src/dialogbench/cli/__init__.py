@@ -456,6 +456,9 @@ def _dry_run(path: Path, out: Path, given: ImportConfig, force: bool) -> None:
     console.print(f"would write {_counts(ds)} to {out}")
     _print_warnings(ds.warnings)
     command = Sniffed(found.layout, options).command(path, out, ["--force"] if force else [])
+    if out.is_dir() and any(out.iterdir()) and not force:
+        said = f"{out} already holds files: the import refuses it (--force replaces a release)"
+        console.print(Text.assemble(("note: ", "yellow"), said))
     console.print("import it with:")
     console.print(f"  {command}", soft_wrap=True, markup=False, highlight=False)
 
