@@ -44,6 +44,16 @@ CASES = {
         "--rows nested",
         {"nested_lines-0": 3, "nested_lines-1": 3},
     ),
+    # conversation objects -> a list of session objects -> turns
+    "layouts/sessions_list.json": (
+        "a list of 2 conversation objects; conversation id 'user_id'; sessions as a list under "
+        "'sessions', each an object with its turns under 'turns'; turn keys: text 'text', "
+        "speaker 'speaker'; session times under 'date'; questions under 'questions' (question "
+        "'question', answer 'answer', evidence 'evidence', category 'category')",
+        "--id-field user_id --sessions-field sessions --session-time-field date --user-speakers "
+        "user --questions-field questions",
+        {"u-17": 5, "u-18": 2},
+    ),
     # conversations by id, sessions as session_1..N keys with session_N_date_time
     "layouts/sessions_by_key.json": (
         "an object of 2 conversation objects by id; sessions as keys session_1 ... session_2; "
@@ -237,3 +247,38 @@ def test_sniff_of_a_folder_reads_its_first_file(tmp_path: Path) -> None:
     command = dry.output.splitlines()[-1].strip()
     assert command.endswith(" --turns-field messages --text-field body --speaker-field author")
     assert (out / "x").read_text() == "earlier"
+
+
+def test_sessions_field_reads_lists_and_objects(tmp_path: Path) -> None:
+    """Conversation objects whose sessions are a list: of turn lists, or of objects."""
+    ds = import_chat_export(
+        LAYOUTS / "sessions_list.json",
+        ImportConfig(
+            id_field="user_id",
+            sessions_field="sessions",
+            session_time_field="date",
+            questions_field="questions",
+        ),
+    )
+    bike = ds.subjects[0]
+    assert [m.id for m in bike.messages][2:4] == ["session_1:2", "session_2:0"]
+    assert [str(m.timestamp) for m in bike.messages][2:4] == [
+        "2024-03-01 20:15:00",
+        "2024-03-09 07:40:00",
+    ]
+    assert [q.evidence_ids for q in bike.questions] == [["session_1:2"], ["session_2:0"]]
+    bare = [
+        {"id": "c", "sessions": [[{"speaker": "a", "text": "x"}], [{"speaker": "b", "text": "y"}]]}
+    ]
+    path = tmp_path / "bare.json"
+    path.write_text(json.dumps(bare))
+    (one,) = import_chat_export(
+        path, ImportConfig(id_field="id", sessions_field="sessions")
+    ).subjects
+    assert [(m.id, m.session) for m in one.messages] == [
+        ("session_1:0", "session_1"),
+        ("session_2:0", "session_2"),
+    ]
+    assert sniff(path).options == {"id_field": "id", "sessions_field": "sessions"}
+    with pytest.raises(ValueError, match="two layouts"):
+        ImportConfig(session_keys=True, sessions_field="sessions")

@@ -5,8 +5,10 @@ An `ImportConfig` says where each thing lives. Three layouts are read:
 * `rows="conversations"` (default): each row is a conversation whose turns are a list under
   `turns_field`, or, with `session_keys=True`, LoCoMo-style `session_1`, `session_2` ...
   lists (numeric order; the session is the key, and `session_N<session_time_suffix>`
-  may hold its time). `body_field` names an object inside the conversation that holds
-  the turns (LoCoMo's `conversation`); questions are read from the row itself.
+  may hold its time), or, with `sessions_field`, a list of sessions (each a list of turns,
+  or an object holding them under `turns_field` and its time under `session_time_field`).
+  `body_field` names an object inside the conversation that holds the turns (LoCoMo's
+  `conversation`); questions are read from the row itself.
 * `rows="turns"`: each row is one turn; rows are grouped into conversations by `id_field`
   (all one conversation when it is None), in order of first appearance.
 * `rows="nested"`: each row is a conversation written as a bare list of sessions, each a
@@ -25,8 +27,9 @@ name, each holding one conversation or a list of them; errors name the file.
 Ids: conversations without `id_field` are named after their file: the stem (`chat_a`) when
 the file holds one conversation, `<stem>-<i>` (0-based) when it holds several. Turns
 without `turn_id_field` are `t<position>`, or `<session>:<index in session>` with
-`session_keys` or `rows="nested"`. Questions are `<conversation id>-q<i>`, `i` counting
-every question of the conversation (also the ones left out).
+`session_keys`, `sessions_field` or `rows="nested"`. Questions are
+`<conversation id>-q<i>`, `i` counting every question of the conversation (also the ones
+left out).
 
 Timestamps are read by `dialogbench.data.dates`: with `timestamp_format` by
 `datetime.strptime` alone; otherwise as ISO 8601, `8 May 2023`, `1:56 pm on 8 May, 2023`,
@@ -104,6 +107,10 @@ class ImportConfig:
     body_field: str | None = None
     turns_field: str = "turns"
     session_keys: bool = False
+    sessions_field: str | None = None
+    """A list of sessions in the conversation (or its body): each a list of turns, or an
+    object holding them under `turns_field` (and its time under `session_time_field`)."""
+    session_time_field: str | None = None
     session_prefix: str = "session_"
     session_time_suffix: str | None = None
     session_field: str | None = None
@@ -140,8 +147,16 @@ class ImportConfig:
                 raise ValueError(
                     f"{flag(attr)} must be one of {allowed}, not {getattr(self, attr)!r}"
                 )
-        if self.rows != "conversations" and (self.session_keys or self.questions_field):
-            raise ValueError(f"rows='{self.rows}' cannot use session_keys or questions_field")
+        if self.rows != "conversations" and (
+            self.session_keys or self.sessions_field or self.questions_field
+        ):
+            raise ValueError(
+                f"rows='{self.rows}' cannot use session_keys, sessions_field or questions_field"
+            )
+        if self.session_keys and self.sessions_field:
+            raise ValueError(
+                f"{flag('session_keys')} and {flag('sessions_field')} are two layouts; pass one"
+            )
         for pair in self.category_names:
             code, _, name = pair.partition("=")
             if not code.strip() or not name.strip():
@@ -161,6 +176,9 @@ FIELD_HELP = {
     "(a row per conversation given as a list of sessions, each a list of turns)",
     "session_keys": "turns live under LoCoMo-style session_1, session_2 ... keys",
     "session_prefix": "prefix of those session keys",
+    "sessions_field": "list of sessions, each a list of turns or an object holding them under "
+    "--turns-field",
+    "session_time_field": "session time, in a session object of --sessions-field",
     "timestamp_format": "strptime format of timestamps, e.g. '%d/%m/%Y %H:%M' (default: ISO "
     "8601, '8 May 2023', '1:56 pm on 8 May, 2023', '29.12.2023, 22:42:04', Unix time ...)",
     "user_speakers": "speakers under study (role user); the rest are assistant",
@@ -192,6 +210,8 @@ FIELD_HELP = {
 }
 _OPTIONAL = {
     "id_field",
+    "sessions_field",
+    "session_time_field",
     "caption_field",
     "body_field",
     "session_time_suffix",
@@ -377,7 +397,12 @@ def _check_dangling(notes: _Notes, config: ImportConfig) -> None:
 
 def _generated_id(config: ImportConfig) -> str:
     """The id a conversation's first turn gets without `turn_id_field`."""
-    return "session_1:0" if config.session_keys or config.rows == "nested" else "t0"
+    return "session_1:0" if _in_sessions(config) else "t0"
+
+
+def _in_sessions(config: ImportConfig) -> bool:
+    """Turns come in sessions (named `session_N`), so generated ids are `session_N:i`."""
+    return config.session_keys or config.rows == "nested" or bool(config.sessions_field)
 
 
 def _id_key(
@@ -506,6 +531,8 @@ def _looks_like_conversation(obj: dict[str, Any], config: ImportConfig) -> bool:
     body = obj.get(config.body_field, {}) if config.body_field else obj
     if not isinstance(body, dict):
         return False
+    if config.sessions_field:
+        return config.sessions_field in body
     return _session_keys(body, config) if config.session_keys else config.turns_field in body
 
 
@@ -522,7 +549,26 @@ def layout_options(obj: Any, config: ImportConfig) -> dict[str, Any]:
     for key, value in obj.items():
         if isinstance(value, list) and value and all(_is_turn(v, config) for v in value):
             return {"session_keys": False, "body_field": None, "turns_field": str(key)}
+    for key, value in obj.items():
+        if _is_session_list(value):
+            return {"session_keys": False, "body_field": None, "sessions_field": str(key)}
+        if turns := _session_turns_key(value, config):
+            where = {"session_keys": False, "body_field": None, "sessions_field": str(key)}
+            return {**where, "turns_field": turns}
     return {}
+
+
+def _session_turns_key(value: Any, config: ImportConfig) -> str | None:
+    """The key under which every session object of the list `value` holds its turns."""
+    if not isinstance(value, list) or not value or not all(isinstance(v, dict) for v in value):
+        return None
+    keys = [k for k, v in value[0].items() if isinstance(v, list) and v]
+    for key in keys:
+        if all(
+            isinstance(s.get(key), list) and all(_is_turn(t, config) for t in s[key]) for s in value
+        ):
+            return str(key)
+    return None
 
 
 def option_args(options: dict[str, Any]) -> list[str]:
@@ -614,7 +660,10 @@ def _conversation(
             field=config.body_field,
         )
     turns: list[tuple[str, Any, str | None, Any]] = []
-    if config.session_keys:
+    if config.sessions_field:
+        sessions = _get(path, record, body, "sessions_field", config.sessions_field)
+        turns = _session_list(path, record, sessions, config)
+    elif config.session_keys:
         pattern = re.compile(re.escape(config.session_prefix) + r"(\d+)")
         sessions = sorted((int(m.group(1)), k) for k in body if (m := pattern.fullmatch(str(k))))
         if not sessions:
@@ -668,17 +717,34 @@ def _nested(
     cid = _conversation_id(path, record, key, None) if key is not None else None
     cid = cid or _default_id(path, index, count)
     record = f"{record} (id '{cid}')"
-    turns: list[tuple[str, Any, str | None, Any]] = []
-    fix = (
-        f"with {flag('rows')} nested each conversation is a list of sessions, each a list of turns"
+    return _Conversation(
+        id=cid, path=path, record=record, turns=_session_list(path, record, row, config)
     )
-    for s, session in enumerate(_list(path, record, row, "sessions", fix)):
-        items = _list(path, f"{record}, session {s}", session, "turns", fix)
-        turns += [
-            (f"{record}, session {s}[{t}]", turn, f"session_{s + 1}", None)
-            for t, turn in enumerate(items)
-        ]
-    return _Conversation(id=cid, path=path, record=record, turns=turns)
+
+
+def _session_list(
+    path: Path, record: str, sessions: Any, config: ImportConfig
+) -> list[tuple[str, Any, str | None, Any]]:
+    """The turns of a list of sessions (`rows='nested'`, `sessions_field`): each session a
+    list of turns, or (`sessions_field`) an object with them under `turns_field`."""
+    key = config.sessions_field or "sessions"
+    fix = (
+        f"{flag('sessions_field')} names a list of sessions, each a list of turns or an "
+        f"object holding them under {flag('turns_field')}"
+        if config.sessions_field
+        else f"with {flag('rows')} nested each conversation is a list of sessions, each a "
+        "list of turns"
+    )
+    turns: list[tuple[str, Any, str | None, Any]] = []
+    for s, session in enumerate(_list(path, record, sessions, key, fix)):
+        where, when = f"{record}, session {s}", None
+        if config.sessions_field and isinstance(session, dict):
+            if config.session_time_field:
+                when = _get(path, where, session, "session_time_field", config.session_time_field)
+            session = _get(path, where, session, "turns_field", config.turns_field)
+        items = _list(path, where, session, "turns", fix)
+        turns += [(f"{where}[{t}]", turn, f"session_{s + 1}", when) for t, turn in enumerate(items)]
+    return turns
 
 
 def _list(path: Path, record: str, value: Any, key: str, fix: str | None = None) -> list[Any]:
@@ -749,7 +815,7 @@ def _subject(conv: _Conversation, config: ImportConfig, notes: _Notes) -> Subjec
         per_session[session] = index + 1
         if config.turn_id_field:
             mid = _field_text(path, record, turn, "turn_id_field", config.turn_id_field)
-        elif config.session_keys or config.rows == "nested":
+        elif _in_sessions(config):
             mid = f"{session}:{index}"
         else:
             mid = f"t{len(messages)}"
@@ -766,7 +832,7 @@ def _subject(conv: _Conversation, config: ImportConfig, notes: _Notes) -> Subjec
             raw_time = _get(path, record, turn, "timestamp_field", config.timestamp_field)
             when = _time(path, record, raw_time, config.timestamp_field, config)
         else:
-            key = f"{session}{config.session_time_suffix or ''}"
+            key = config.session_time_field or f"{session}{config.session_time_suffix or ''}"
             when = _time(path, conv.record, session_time, key, config)
         fields = {
             "id": mid,

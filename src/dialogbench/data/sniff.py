@@ -148,7 +148,7 @@ def _conversation_keys(rows: list[Any], found: dict[str, Any]) -> str:
         return ""
     words = ""
     if not found.get("by_id"):
-        ids = _first_key(rows, (*CONVERSATION_ID_KEYS, "id"))
+        ids = _first_key(rows, (*CONVERSATION_ID_KEYS, "id", "user_id"))
         found["id_field"] = ids if ids and _unique(rows, ids) else None
         words += f"; conversation id '{ids}'" if found["id_field"] else ""
     where = layout_options(first, _PLAIN)
@@ -159,12 +159,21 @@ def _conversation_keys(rows: list[Any], found: dict[str, Any]) -> str:
         turns = [t for k in sessions for t in body[k] if isinstance(body[k], list)]
         under = f" under '{where['body_field']}'" if where.get("body_field") else ""
         words += f"; sessions as keys session_1 ... session_{len(sessions)}{under}"
+    elif where.get("sessions_field"):
+        sessions, inner = body[where["sessions_field"]], where.get("turns_field")
+        turns = [t for s in sessions for t in (s[inner] if inner else s)]
+        words += f"; sessions as a list under '{where['sessions_field']}', each "
+        words += f"an object with its turns under '{inner}'" if inner else "a list of turns"
     elif where:
         turns = body[where["turns_field"]]
         words += f"; turns under '{where['turns_field']}'"
     else:
         return words + "; no list of turns seen"
     words += _turn_keys(turns, found)
+    if where.get("sessions_field") and where.get("turns_field") and not found["timestamp_field"]:
+        found["session_time_field"] = _first_key(body[where["sessions_field"]], TIME_KEYS)
+        if found["session_time_field"]:
+            words += f"; session times under '{found['session_time_field']}'"
     suffix = _time_suffix(body) if where.get("session_keys") else None
     if suffix and not found["timestamp_field"]:  # the turns' own times come first
         found["session_time_suffix"] = suffix
