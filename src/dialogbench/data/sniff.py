@@ -195,7 +195,7 @@ def _turn_keys(turns: list[Any], found: dict[str, Any]) -> str:
     for attr in ("text_field", "speaker_field", "caption_field"):
         keys[attr] = keys[attr] or getattr(_PLAIN, attr)
     found.update(keys)
-    speakers = {t.get(found["speaker_field"]) for t in turns}
+    speakers = {str(t.get(found["speaker_field"])) for t in turns}
     if "user" in speakers and speakers <= {"user", "assistant", "system", "bot"}:
         found["user_speakers"] = ("user",)
     return f"; turn keys: {named or 'none of the common names'}"
@@ -221,9 +221,9 @@ def _questions(conversation: dict[str, Any], found: dict[str, Any]) -> str:
     found.update(keys)
     named = ", ".join(f"{attr.removesuffix('_field')} '{k}'" for attr, k in keys.items() if k)
     words = f"; questions under '{key}' ({named})"
-    categories = {q.get(keys["category_field"] or "") for q in value}
+    categories = [q.get(keys["category_field"] or "") for q in value]
     locomo = found.get("body_field") == "conversation" and found.get("turn_id_field") == "dia_id"
-    if locomo and categories <= set(CATEGORIES):
+    if locomo and all(type(c) is int and c in CATEGORIES for c in categories):
         found["category_names"] = tuple(f"{n}={name}" for n, name in CATEGORIES.items())
         found["unanswerable_categories"] = (CATEGORIES[5],)
         words += "; LoCoMo-shaped: its category numbers get LoCoMo's names"
