@@ -774,3 +774,17 @@ def test_reimport_is_refused_or_replaced_whole(tmp_path: Path) -> None:
     refused = _import(folder, other, "--force")
     assert refused.exit_code == 2 and "not a release" in refused.output
     assert (other / "todo.txt").read_text() == "mine"
+
+
+def test_import_stops_when_most_evidence_dangles(tmp_path: Path) -> None:
+    """Issue 26, point 3: turn ids read from the wrong place drop every cited id; the import
+    stops naming --turn-id-field, and --allow-dangling imports anyway."""
+    sample = FIXTURES / "locomo_like_sample.json"
+    args = [a for a in LOCOMO_LIKE_ARGS if a not in ("--turn-id-field", "dia_id")]
+    result = _import(sample, tmp_path / "x", *args)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "7 of 7 cited evidence ids name no turn" in result.output
+    assert "pass --turn-id-field dia_id" in result.output
+    assert not (tmp_path / "x").exists()
+    allowed = _import(sample, tmp_path / "y", *args, "--allow-dangling")
+    assert allowed.exit_code == 0, allowed.output
