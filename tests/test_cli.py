@@ -774,6 +774,9 @@ def test_reimport_is_refused_or_replaced_whole(tmp_path: Path) -> None:
     refused = _import(folder, other, "--force")
     assert refused.exit_code == 2 and "not a release" in refused.output
     assert (other / "todo.txt").read_text() == "mine"
+    blocked = _import(folder, other / "todo.txt" / "release")
+    assert blocked.exit_code == 2 and "Traceback" not in blocked.output
+    assert "cannot write the release" in blocked.output
 
 
 def test_import_stops_when_most_evidence_dangles(tmp_path: Path) -> None:

@@ -453,6 +453,17 @@ def write_new_release(dataset: Dataset, path: Path, *, force: bool = False) -> N
     check_release_names(dataset, path)
     if path.exists() and not path.is_dir():
         raise DataError(path, "the output is a file, not a folder", fix="pass --out a folder")
+    try:
+        _write_new(dataset, path, force)
+    except OSError as e:
+        raise DataError(
+            path,
+            f"cannot write the release: {e.strerror or e}",
+            fix="check the folder's permissions and the free space",
+        ) from None
+
+
+def _write_new(dataset: Dataset, path: Path, force: bool) -> None:
     if not (path.is_dir() and any(path.iterdir())):
         write_release(dataset, path)
         return
@@ -478,5 +489,10 @@ def write_new_release(dataset: Dataset, path: Path, *, force: bool = False) -> N
         raise
     old = new.with_name(new.name.replace(".new-", ".old-"))
     path.rename(old)
-    new.rename(path)
+    try:
+        new.rename(path)
+    except OSError:
+        old.rename(path)  # the earlier release stays whole
+        shutil.rmtree(new, ignore_errors=True)
+        raise
     shutil.rmtree(old)
