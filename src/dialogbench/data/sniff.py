@@ -191,7 +191,7 @@ def _turn_keys(turns: list[Any], found: dict[str, Any]) -> str:
         "timestamp_field": _first_key(turns, TIME_KEYS),
         "caption_field": _first_key(turns, CAPTION_KEYS),
     }
-    named = ", ".join(f"{attr.removesuffix('_field')} '{k}'" for attr, k in keys.items() if k)
+    named = _named(keys)
     for attr in ("text_field", "speaker_field", "caption_field"):
         keys[attr] = keys[attr] or getattr(_PLAIN, attr)
     found.update(keys)
@@ -219,7 +219,7 @@ def _questions(conversation: dict[str, Any], found: dict[str, Any]) -> str:
         "category_field": _first_key(value, CATEGORY_KEYS),
     }
     found.update(keys)
-    named = ", ".join(f"{attr.removesuffix('_field')} '{k}'" for attr, k in keys.items() if k)
+    named = _named(keys)
     words = f"; questions under '{key}' ({named})"
     categories = [q.get(keys["category_field"] or "") for q in value]
     locomo = found.get("body_field") == "conversation" and found.get("turn_id_field") == "dia_id"
@@ -228,6 +228,11 @@ def _questions(conversation: dict[str, Any], found: dict[str, Any]) -> str:
         found["unanswerable_categories"] = (CATEGORIES[5],)
         words += "; LoCoMo-shaped: its category numbers get LoCoMo's names"
     return words
+
+
+def _named(keys: dict[str, str | None]) -> str:
+    """`{"text_field": "body", ...}` in words: `text 'body', ...` (the keys found)."""
+    return ", ".join(f"{attr.removesuffix('_field')} '{k}'" for attr, k in keys.items() if k)
 
 
 def _first_key(objects: list[Any], candidates: tuple[str, ...]) -> str | None:
