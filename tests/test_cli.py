@@ -744,3 +744,50 @@ def test_validate_real_demo_folders_by_path(
         by_path = runner.invoke(app, ["data", "validate", str(folder)])
         assert by_path.exit_code == 0, by_path.output
         assert by_path.output == runner.invoke(app, ["data", "validate", folder.name]).output
+
+
+def test_reimport_is_refused_or_replaced_whole(tmp_path: Path) -> None:
+    """Issue 26, point 2: a second import never leaves the first one's subjects behind."""
+    out = tmp_path / "release"
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    for name in ("chat_a", "chat_b"):
+        (folder / f"{name}.json").write_text(
+            json.dumps({"turns": [{"speaker": "me", "text": name}]})
+        )
+    assert _import(folder, out).exit_code == 0
+    (folder / "chat_b.json").unlink()
+    (folder / "chat_c.json").write_text(json.dumps({"turns": [{"speaker": "me", "text": "c"}]}))
+    again = _import(folder, out)
+    assert again.exit_code == 2 and "already holds files" in again.output
+    assert "--force" in again.output and "Traceback" not in again.output
+    assert sorted(p.name for p in out.iterdir()) == ["chat_a", "chat_b", "dataset.json"]
+    forced = _import(folder, out, "--force")
+    assert forced.exit_code == 0, forced.output
+    assert sorted(p.name for p in out.iterdir()) == ["chat_a", "chat_c", "dataset.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["exports", "release"]
+    check = runner.invoke(app, ["data", "validate", str(out)])
+    assert check.exit_code == 0 and "2 subjects" in check.output, check.output
+    other = tmp_path / "notes"
+    other.mkdir()
+    (other / "todo.txt").write_text("mine")
+    refused = _import(folder, other, "--force")
+    assert refused.exit_code == 2 and "not a release" in refused.output
+    assert (other / "todo.txt").read_text() == "mine"
+    blocked = _import(folder, other / "todo.txt" / "release")
+    assert blocked.exit_code == 2 and "Traceback" not in blocked.output
+    assert "cannot write the release" in blocked.output
+
+
+def test_import_stops_when_most_evidence_dangles(tmp_path: Path) -> None:
+    """Issue 26, point 3: turn ids read from the wrong place drop every cited id; the import
+    stops naming --turn-id-field, and --allow-dangling imports anyway."""
+    sample = FIXTURES / "locomo_like_sample.json"
+    args = [a for a in LOCOMO_LIKE_ARGS if a not in ("--turn-id-field", "dia_id")]
+    result = _import(sample, tmp_path / "x", *args)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "7 of 7 cited evidence ids name no turn" in result.output
+    assert "pass --turn-id-field dia_id" in result.output
+    assert not (tmp_path / "x").exists()
+    allowed = _import(sample, tmp_path / "y", *args, "--allow-dangling")
+    assert allowed.exit_code == 0, allowed.output

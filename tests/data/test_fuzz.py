@@ -1,6 +1,7 @@
-"""Fuzz every loader, the importer and `data validate` with mutated copies of small seeds.
+"""Fuzz every loader, the importer (as configured, and as `--dry-run` proposes) and
+`data validate` with mutated copies of small seeds.
 
-Each target runs `DIALOGBENCH_FUZZ_EXAMPLES` inputs (default 40: 440 in all, about ten
+Each target runs `DIALOGBENCH_FUZZ_EXAMPLES` inputs (default 40: 600 in all, about fifteen
 seconds); benchmarks/fuzz_loaders.py runs as many as asked and counts the outcomes.
 """
 

@@ -215,12 +215,21 @@ def test_dangling_evidence_fails_when_asked(tmp_path: Path) -> None:
     assert err.fix is not None and "--on-missing-evidence drop-id" in err.fix
 
 
-def test_missing_answer_field(tmp_path: Path) -> None:
+def test_answers_are_optional_but_a_misnamed_answer_field_is_an_error(tmp_path: Path) -> None:
+    """Issue 26, point 4: a question without an answer (LoCoMo's adversarial ones) is kept,
+    without one; an answer field that no question carries names the option."""
     data = json.loads(NESTED.read_text(encoding="utf-8"))
     del data["conversations"][1]["qa"][0]["a"]
+    ds = import_chat_export(_write(tmp_path, "n.json", data), NESTED_CONFIG)
+    (cat,) = ds.subjects[1].questions
+    assert (cat.id, cat.answer, cat.evidence_ids) == ("beta-q0", None, ["B1.1"])
+    assert ds.subjects[0].questions[0].answer == "1:58"
+    assert "1 questions have no 'a' and were imported without an answer" in ds.warnings
+    for qa in data["conversations"][0]["qa"]:
+        del qa["a"]
     err = _error(_write(tmp_path, "n.json", data), NESTED_CONFIG)
-    assert err.record == "conversations[1] (id 'beta'), qa[0]" and err.field == "a"
-    assert err.fix is not None and "--answer-field" in err.fix
+    assert err.record == "conversations[0] (id 'alpha'), qa[0]" and err.field == "a"
+    assert err.fix is not None and "--answer-field" in err.fix and "q, evidence, type" in err.fix
 
 
 def test_duplicate_turn_id(tmp_path: Path) -> None:
@@ -347,7 +356,8 @@ def test_unimported_questions_warn() -> None:
 
 def test_missing_defaulted_field_says_how_to_unset(tmp_path: Path) -> None:
     data = json.loads(LOCOMO_LIKE.read_text())
-    del data["qa"][0]["answer"]
+    for qa in data["qa"]:
+        del qa["answer"]
     err = _error(_write(tmp_path, "x.json", data), LOCOMO_LIKE_CONFIG)
     assert err.fix is not None and "pass --answer-field '' if the export has none" in err.fix
 
@@ -495,3 +505,59 @@ def test_overlong_bad_value_is_not_quoted_whole(tmp_path: Path) -> None:
         _write(tmp_path, "t.jsonl", rows), ImportConfig(rows="turns", timestamp_field="at")
     )
     assert err.field == "at" and len(str(err)) < 600
+
+
+def test_captions_are_kept_as_the_locomo_loader_keeps_them(tmp_path: Path) -> None:
+    """Issue 26, point 4: a turn's image caption is part of its text, as in data/locomo.py."""
+    data = json.loads(LOCOMO_LIKE.read_text())
+    data["conversation"]["session_2"][1]["blip_caption"] = "a photo of a finisher's medal"
+    data["conversation"]["session_2"][0]["blip_caption"] = None
+    path = _write(tmp_path, "x.json", data)
+    messages = import_chat_export(path, LOCOMO_LIKE_CONFIG).subjects[0].messages
+    assert messages[-1].text == (
+        "Finished in 1:58, a personal best! [shares an image: a photo of a finisher's medal]"
+    )
+    assert messages[-2].text == "How did the half marathon go?"
+    plain = import_chat_export(path, replace(LOCOMO_LIKE_CONFIG, caption_field=None))
+    assert plain.subjects[0].messages[-1].text == "Finished in 1:58, a personal best!"
+
+
+def test_session_keys_hint_names_only_what_is_missing(tmp_path: Path) -> None:
+    """Issue 26, point 3: --session-keys was given; what is wrong is --body-field."""
+    err = _error(
+        _write(tmp_path, "l.json", [json.loads(LOCOMO_LIKE.read_text())]),
+        ImportConfig(session_keys=True),
+    )
+    assert err.fix == "pass --body-field conversation"
+    err = _error(LOCOMO_LIKE, ImportConfig(session_keys=True))
+    assert err.fix == "it looks like one conversation: pass --body-field conversation"
+    chat = {"title": "x", "messages": [{"role": "user", "content": "hi"}]}
+    err = _error(_write(tmp_path, "m.json", chat), ImportConfig(session_keys=True))
+    assert err.fix == (
+        "it looks like one conversation: pass --turns-field messages without --session-keys"
+    )
+
+
+def test_dangling_evidence_share_is_an_error_naming_the_turn_id_field(tmp_path: Path) -> None:
+    """Issue 26, point 3: every cited id naming no turn is an error that names the key the
+    turns keep their ids under, unless --allow-dangling."""
+    config = replace(LOCOMO_LIKE_CONFIG, turn_id_field=None)
+    err = _error(LOCOMO_LIKE, config)
+    assert err.record == "top level (id 'ana-ben'), qa[0]" and err.field == "evidence"
+    assert err.problem == "7 of 7 cited evidence ids name no turn (first: 'D1:3-D1:4')"
+    assert err.fix is not None and err.fix.startswith(
+        "the turns carry the cited ids under 'dia_id': pass --turn-id-field dia_id, or pass "
+        "--allow-dangling"
+    )
+    ds = import_chat_export(LOCOMO_LIKE, replace(config, allow_dangling=True))
+    assert all(q.evidence_ids == [] for q in ds.subjects[0].questions)
+    assert "8 cited evidence ids name no turn and were dropped" in "\n".join(ds.warnings)
+    data = json.loads(LOCOMO_LIKE.read_text())
+    for session in ("session_1", "session_2"):
+        for turn in data["conversation"][session]:
+            del turn["dia_id"]
+    err = _error(_write(tmp_path, "x.json", data), config)
+    assert err.fix is not None and err.fix.startswith(
+        "the turns' ids are generated ('session_1:0', ...), not the export's: pass "
+        "--turn-id-field with the key of the turns' own ids"
+    )

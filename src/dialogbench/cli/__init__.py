@@ -6,6 +6,7 @@ import asyncio
 import inspect
 import json
 import os
+import shlex
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import fields
@@ -38,8 +39,10 @@ from dialogbench.data.demo.registry import (
 from dialogbench.data.download import download
 from dialogbench.data.errors import DataError
 from dialogbench.data.generic import FIELD_HELP, ImportConfig, flag, import_chat_export
+from dialogbench.data.model import Dataset
 from dialogbench.data.registry import REGISTRY, load_dataset, locate, sniff_folder
-from dialogbench.data.release import is_release, write_release
+from dialogbench.data.release import is_release, write_new_release
+from dialogbench.data.sniff import Sniffed, sniff
 from dialogbench.models import (
     CallKey,
     ChatMessage,
@@ -361,6 +364,32 @@ def _import_command() -> Callable[..., None]:
             inspect.Parameter.KEYWORD_ONLY,
             annotation=Annotated[Path, typer.Option(help="release folder to write")],
         ),
+        inspect.Parameter(
+            "force",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=False,
+            annotation=Annotated[
+                bool,
+                typer.Option(
+                    "--force",
+                    help="replace an earlier release in --out whole (without it, a folder "
+                    "that holds files is refused)",
+                ),
+            ],
+        ),
+        inspect.Parameter(
+            "dry_run",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=False,
+            annotation=Annotated[
+                bool,
+                typer.Option(
+                    "--dry-run",
+                    help="write nothing: print the layout seen, what the import would hold "
+                    "and the command that imports it (the options given, the rest found)",
+                ),
+            ],
+        ),
     ]
     tuples = {f.name for f in fields(ImportConfig) if "tuple" in str(f.type)}
     for f in fields(ImportConfig):
@@ -381,26 +410,70 @@ def _import_command() -> Callable[..., None]:
             )
         )
 
-    def command(path: Path, out: Path, **options: Any) -> None:
-        """Convert another chat export into the release format, naming its fields."""
+    def command(path: Path, out: Path, force: bool, dry_run: bool, **options: Any) -> None:
+        """Convert another chat export into the release format, naming its fields
+        (`--dry-run` finds them: it prints the layout it sees and the command to run)."""
         with friendly_errors():
             for name, value in options.items():
                 if name in tuples and value is not None:
                     options[name] = tuple(csv(value))  # "" : an empty tuple, not None
                 elif value == "":
                     options[name] = None  # --answer-field "" : the export has none
-            ds = import_chat_export(path, ImportConfig(**options))
-            write_release(ds, out)
-            n_msg = sum(len(s.messages) for s in ds.subjects)
-            console.print(
-                f"wrote {len(ds.subjects)} conversations, {n_msg} messages to {out}; "
-                f"run it with --dataset {out}"
-            )
-            for w in ds.warnings:
-                console.print(Text.assemble(("warning: ", "yellow"), w))
+            if dry_run:
+                _dry_run(path, out, ImportConfig(**options), force)
+                return
+            try:
+                ds = import_chat_export(path, ImportConfig(**options))
+            except DataError as e:
+                err.print(Text.assemble(("error: ", "bold red"), str(e)))
+                again = shlex.join(["dialogbench", "data", "import", str(path), "--out", str(out)])
+                said = (
+                    f"`{again} --dry-run` prints the layout it sees and a command that imports it"
+                )
+                err.print(Text.assemble(("hint: ", "yellow"), said))
+                raise typer.Exit(ExitCode.USAGE) from None
+            write_new_release(ds, out, force=force)
+            console.print(f"wrote {_counts(ds)} to {out}; run it with --dataset {out}")
+            _print_warnings(ds.warnings)
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     return command
+
+
+def _dry_run(path: Path, out: Path, given: ImportConfig, force: bool) -> None:
+    """`data import --dry-run`: the layout seen, what the import would hold, the command."""
+    found = sniff(path)
+    console.print(Text.assemble(("layout: ", "bold"), found.layout))
+    plain = ImportConfig()
+    chosen = {**found.options}
+    chosen.update(
+        (f.name, getattr(given, f.name))
+        for f in fields(ImportConfig)
+        if getattr(given, f.name) != getattr(plain, f.name)
+    )
+    options = {f.name: chosen[f.name] for f in fields(ImportConfig) if f.name in chosen}
+    ds = import_chat_export(path, ImportConfig(**options))
+    console.print(f"would write {_counts(ds)} to {out}")
+    _print_warnings(ds.warnings)
+    command = Sniffed(found.layout, options).command(path, out, ["--force"] if force else [])
+    if out.is_dir() and any(out.iterdir()) and not force:
+        said = f"{out} already holds files: the import refuses it (--force replaces a release)"
+        console.print(Text.assemble(("note: ", "yellow"), said))
+    console.print("import it with:")
+    console.print(f"  {command}", soft_wrap=True, markup=False, highlight=False)
+
+
+def _counts(ds: Dataset) -> str:
+    """'N conversations, M messages[, Q questions]' of an imported dataset."""
+    n_msg = sum(len(s.messages) for s in ds.subjects)
+    n_q = sum(len(s.questions) for s in ds.subjects)
+    questions = f", {n_q} questions" if n_q else ""
+    return f"{len(ds.subjects)} conversations, {n_msg} messages{questions}"
+
+
+def _print_warnings(warnings: list[str]) -> None:
+    for w in warnings:
+        console.print(Text.assemble(("warning: ", "yellow"), w))
 
 
 data_app.command("import")(_import_command())

@@ -5,8 +5,10 @@ An `ImportConfig` says where each thing lives. Three layouts are read:
 * `rows="conversations"` (default): each row is a conversation whose turns are a list under
   `turns_field`, or, with `session_keys=True`, LoCoMo-style `session_1`, `session_2` ...
   lists (numeric order; the session is the key, and `session_N<session_time_suffix>`
-  may hold its time). `body_field` names an object inside the conversation that holds
-  the turns (LoCoMo's `conversation`); questions are read from the row itself.
+  may hold its time), or, with `sessions_field`, a list of sessions (each a list of turns,
+  or an object holding them under `turns_field` and its time under `session_time_field`).
+  `body_field` names an object inside the conversation that holds the turns (LoCoMo's
+  `conversation`); questions are read from the row itself.
 * `rows="turns"`: each row is one turn; rows are grouped into conversations by `id_field`
   (all one conversation when it is None), in order of first appearance.
 * `rows="nested"`: each row is a conversation written as a bare list of sessions, each a
@@ -15,15 +17,19 @@ An `ImportConfig` says where each thing lives. Three layouts are read:
   list of lists of turn objects is one such conversation (a folder of one-episode files).
 
 Rows come from a JSON list, the list (or id -> conversation object) under
-`conversations_field`, a single conversation object, or the lines of a `.jsonl` file.
+`conversations_field`, a top-level object of conversations by id (each value a
+conversation), a single conversation object, or the lines of a `.jsonl` file (a line may
+hold a nested conversation). `dialogbench.data.sniff` tells which layout a file has and the
+options that read it (`data import --dry-run`).
 A folder is read as its `*.json` and `*.jsonl` files (not its subfolders), sorted by
 name, each holding one conversation or a list of them; errors name the file.
 
 Ids: conversations without `id_field` are named after their file: the stem (`chat_a`) when
 the file holds one conversation, `<stem>-<i>` (0-based) when it holds several. Turns
 without `turn_id_field` are `t<position>`, or `<session>:<index in session>` with
-`session_keys` or `rows="nested"`. Questions are `<conversation id>-q<i>`, `i` counting
-every question of the conversation (also the ones left out).
+`session_keys`, `sessions_field` or `rows="nested"`. Questions are
+`<conversation id>-q<i>`, `i` counting every question of the conversation (also the ones
+left out).
 
 Timestamps are read by `dialogbench.data.dates`: with `timestamp_format` by
 `datetime.strptime` alone; otherwise as ISO 8601, `8 May 2023`, `1:56 pm on 8 May, 2023`,
@@ -46,12 +52,18 @@ A conversation row holding a list of question-like objects (with a `question`, `
 naming the option.
 
 Every configured field that is missing raises `DataError` naming the file, the
-conversation or turn, the field and the option to pass (`text_field` -> `--text-field`).
+conversation or turn, the field and the option to pass (`text_field` -> `--text-field`);
+a layout the options do not fit names the options not given yet that would read it.
+Answers are optional per question (an answer field no question carries is an error); an
+image caption (`caption_field`) is written into the turn's text as `data/locomo.py` does.
+When more than `DANGLING_LIMIT` of the cited evidence ids name no turn the import stops,
+naming the turn key that holds them, unless `allow_dangling`.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -68,15 +80,20 @@ from dialogbench.data.io import (
     parse_record,
     read_json,
     read_jsonl,
+    read_jsonl_values,
     sha256_file,
     sha256_files,
     short,
+    with_caption,
 )
 from dialogbench.data.model import Dataset, Message, Question, Role, Subject
 from dialogbench.data.release import check_subject
 from dialogbench.data.safe_names import check_name, collision, fold
 
 Rows = Literal["conversations", "turns", "nested"]
+DANGLING_LIMIT = 0.25
+"""The share of cited evidence ids naming no turn (empty ones aside) above which an import
+stops unless `allow_dangling`: the turn ids are then probably read from the wrong place."""
 OnMissingEvidence = Literal["drop-id", "drop-question", "fail"]
 
 
@@ -90,10 +107,16 @@ class ImportConfig:
     body_field: str | None = None
     turns_field: str = "turns"
     session_keys: bool = False
+    sessions_field: str | None = None
+    """A list of sessions in the conversation (or its body): each a list of turns, or an
+    object holding them under `turns_field` (and its time under `session_time_field`)."""
+    session_time_field: str | None = None
     session_prefix: str = "session_"
     session_time_suffix: str | None = None
     session_field: str | None = None
     text_field: str = "text"
+    caption_field: str | None = "blip_caption"
+    """An image a turn shares, written into its text as the LoCoMo loader does; optional."""
     speaker_field: str = "speaker"
     turn_id_field: str | None = None
     timestamp_field: str | None = None
@@ -111,6 +134,8 @@ class ImportConfig:
     """`CATEGORY=NAME` pairs (`1=multi-hop`); unnamed categories stay as written."""
     on_missing_evidence: OnMissingEvidence = "drop-id"
     """What a cited id that names no turn does: drop the id, drop the question, or fail."""
+    allow_dangling: bool = False
+    """Import even when more than `DANGLING_LIMIT` of the cited ids name no turn."""
     name: str | None = None
     """Dataset name; default the file's (or folder's) stem."""
     licence: str | None = None
@@ -122,8 +147,16 @@ class ImportConfig:
                 raise ValueError(
                     f"{flag(attr)} must be one of {allowed}, not {getattr(self, attr)!r}"
                 )
-        if self.rows != "conversations" and (self.session_keys or self.questions_field):
-            raise ValueError(f"rows='{self.rows}' cannot use session_keys or questions_field")
+        if self.rows != "conversations" and (
+            self.session_keys or self.sessions_field or self.questions_field
+        ):
+            raise ValueError(
+                f"rows='{self.rows}' cannot use session_keys, sessions_field or questions_field"
+            )
+        if self.session_keys and self.sessions_field:
+            raise ValueError(
+                f"{flag('session_keys')} and {flag('sessions_field')} are two layouts; pass one"
+            )
         for pair in self.category_names:
             code, _, name = pair.partition("=")
             if not code.strip() or not name.strip():
@@ -143,6 +176,9 @@ FIELD_HELP = {
     "(a row per conversation given as a list of sessions, each a list of turns)",
     "session_keys": "turns live under LoCoMo-style session_1, session_2 ... keys",
     "session_prefix": "prefix of those session keys",
+    "sessions_field": "list of sessions, each a list of turns or an object holding them under "
+    "--turns-field",
+    "session_time_field": "session time, in a session object of --sessions-field",
     "timestamp_format": "strptime format of timestamps, e.g. '%d/%m/%Y %H:%M' (default: ISO "
     "8601, '8 May 2023', '1:56 pm on 8 May, 2023', '29.12.2023, 22:42:04', Unix time ...)",
     "user_speakers": "speakers under study (role user); the rest are assistant",
@@ -159,6 +195,10 @@ FIELD_HELP = {
     "session_time_suffix": "session time (key = session key + suffix)",
     "session_field": "session",
     "text_field": "message text",
+    "caption_field": "image caption, appended to the text as the LoCoMo loader does "
+    "(optional per turn; '' leaves captions out)",
+    "allow_dangling": "import even when more than a quarter of the cited evidence ids name no turn "
+    "(each is dropped as --on-missing-evidence says)",
     "speaker_field": "speaker",
     "turn_id_field": "turn id",
     "timestamp_field": "timestamp",
@@ -170,6 +210,9 @@ FIELD_HELP = {
 }
 _OPTIONAL = {
     "id_field",
+    "sessions_field",
+    "session_time_field",
+    "caption_field",
     "body_field",
     "session_time_suffix",
     "session_field",
@@ -208,12 +251,20 @@ class _Notes:
     unnamed: Counter[str] = field(default_factory=Counter)
     unimported: Counter[str] = field(default_factory=Counter)
     """Question-like list key -> conversations holding one, when questions_field is unset."""
+    first_question: tuple[Path, str, Any] | None = None
+    answered: int = 0
+    """Questions that carry the answer field (null included)."""
+    unanswered: int = 0
+    cited: int = 0
+    """Evidence ids cited (after repair), those that name no turn included."""
+    dangling: list[tuple[_Conversation, str, list[str]]] = field(default_factory=list)
+    """(conversation, question record, the ids it cites that name no turn)."""
 
 
 def import_chat_export(path: Path, config: ImportConfig) -> Dataset:
     """Read a JSON or JSON Lines chat export (or a folder of them) laid out as `config` says."""
     path = Path(path)
-    files = _files(path)
+    files = export_files(path)
     conversations = [conv for file in files for conv in _conversations(file, config)]
     notes = _Notes()
     seen: dict[str, tuple[str, str]] = {}  # by fold(id): two ids that name one folder
@@ -231,6 +282,8 @@ def import_chat_export(path: Path, config: ImportConfig) -> Dataset:
         where = conv.record if len(files) == 1 else f"{conv.record} of {conv.path.name}"
         seen[key] = (conv.id, where)
         subjects.append(_subject(conv, config, notes))
+    _check_answers(notes, config)
+    _check_dangling(notes, config)
     if config.user_speakers is not None:
         present = {s for subject in subjects for s in subject.speakers}
         for speaker in config.user_speakers:
@@ -246,7 +299,7 @@ def import_chat_export(path: Path, config: ImportConfig) -> Dataset:
     )
 
 
-def _files(path: Path) -> list[Path]:
+def export_files(path: Path) -> list[Path]:
     """`[path]`, or the `*.json` / `*.jsonl` files of the folder `path`, sorted by name."""
     if not path.is_dir():
         return [path]
@@ -300,6 +353,77 @@ def _summary(notes: _Notes) -> list[str]:
     return out
 
 
+def _check_answers(notes: _Notes, config: ImportConfig) -> None:
+    """Answers are optional, but an answer field that no question carries is misnamed."""
+    if notes.first_question is None or not config.answer_field:
+        return
+    if not notes.answered:
+        path, record, question = notes.first_question
+        raise _missing(path, record, question, "answer_field", config.answer_field)
+    if notes.unanswered:
+        notes.warnings.append(
+            f"{notes.unanswered} questions have no '{config.answer_field}' and were imported "
+            "without an answer"
+        )
+
+
+def _check_dangling(notes: _Notes, config: ImportConfig) -> None:
+    """Stop when more than `DANGLING_LIMIT` of the cited ids name no turn (the turn ids are
+    probably read from the wrong place), unless `allow_dangling`."""
+    dropped = sum(len(ids) for _, _, ids in notes.dangling)
+    if config.allow_dangling or not dropped or dropped <= DANGLING_LIMIT * notes.cited:
+        return
+    conv, record, ids = notes.dangling[0]
+    key = _id_key(notes.dangling, config)
+    if key is not None:
+        cause = f"the turns carry the cited ids under '{key}': pass {flag('turn_id_field')} {key}"
+    elif config.turn_id_field:
+        cause = f"check {flag('turn_id_field')} {config.turn_id_field}"
+    else:
+        cause = (
+            f"the turns' ids are generated ('{_generated_id(config)}', ...), not the export's: "
+            f"pass {flag('turn_id_field')} with the key of the turns' own ids"
+        )
+    raise DataError(
+        conv.path,
+        f"{dropped} of {notes.cited} cited evidence ids name no turn (first: "
+        f"{', '.join(map(repr, ids[:3]))})",
+        record=record,
+        field=config.evidence_field,
+        fix=f"{cause}, or pass {flag('allow_dangling')} to import anyway (each dropped id "
+        "is then a warning)",
+    )
+
+
+def _generated_id(config: ImportConfig) -> str:
+    """The id a conversation's first turn gets without `turn_id_field`."""
+    return "session_1:0" if _in_sessions(config) else "t0"
+
+
+def _in_sessions(config: ImportConfig) -> bool:
+    """Turns come in sessions (named `session_N`), so generated ids are `session_N:i`."""
+    return config.session_keys or config.rows == "nested" or bool(config.sessions_field)
+
+
+def _id_key(
+    dangling: list[tuple[_Conversation, str, list[str]]], config: ImportConfig
+) -> str | None:
+    """The turn key whose values are most of the dangling ids: where the turns keep their ids."""
+    hits: Counter[str] = Counter()
+    for conv, _, ids in dangling:
+        values: dict[str, set[str]] = {}
+        for _, turn, _, _ in conv.turns:
+            for key, value in turn.items() if isinstance(turn, dict) else ():
+                if isinstance(value, str | int) and not isinstance(value, bool):
+                    values.setdefault(str(key), set()).add(str(value))
+        for key, found in values.items():
+            hits[key] += len(ids) - len(repair_evidence(ids, found).dropped)
+    hits.pop(config.turn_id_field or "", None)
+    total = sum(len(ids) for _, _, ids in dangling)
+    best = hits.most_common(1)
+    return best[0][0] if best and 2 * best[0][1] > total else None
+
+
 def _missing(path: Path, record: str, obj: Any, attr: str, key: str) -> DataError:
     keys = ", ".join(map(str, obj)) if isinstance(obj, dict) else "none: not an object"
     what = FIELD_HELP[attr]
@@ -332,13 +456,8 @@ def _rows(path: Path, config: ImportConfig) -> list[tuple[str, str | None, Any]]
                 field=config.conversations_field,
                 fix=f"leave {flag('conversations_field')} unset for .jsonl",
             )
-        if config.rows == "nested":
-            raise DataError(
-                path,
-                "nested conversations (lists of sessions) cannot be JSON Lines rows",
-                fix=f"pass a .json file with {flag('rows')} nested",
-            )
-        return [(f"line {n}", None, obj) for n, obj in read_jsonl(path)]
+        lines = read_jsonl(path) if config.rows == "turns" else read_jsonl_values(path)
+        return [(f"line {n}", None, row) for n, row in lines]
     raw = read_json(path)
     label = "turn" if config.rows == "turns" else "conversation"
     if config.conversations_field:
@@ -348,16 +467,8 @@ def _rows(path: Path, config: ImportConfig) -> list[tuple[str, str | None, Any]]
     elif isinstance(raw, dict):
         if config.rows == "conversations" and _looks_like_conversation(raw, config):
             return [("top level", None, raw)]
-        layout = _layout_hint(raw, config)
-        fix = f"pass {flag('conversations_field')} NAME with the key that holds the {config.rows}"
-        raise DataError(
-            path,
-            "the top level is an object, not a list",
-            record="top level",
-            fix=f"it looks like one conversation: pass {layout}"
-            if layout
-            else f"{fix} (keys here: {', '.join(map(str, raw))})",
-        )
+        if not _by_id(raw, config):
+            raise _top_level_error(path, raw, config)
     if isinstance(raw, dict):
         return [(f"{label}[{k!r}]", str(k), v) for k, v in raw.items()]
     if not isinstance(raw, list):
@@ -375,6 +486,39 @@ def _rows(path: Path, config: ImportConfig) -> list[tuple[str, str | None, Any]]
     return [(f"{label} {i}", None, row) for i, row in enumerate(raw)]
 
 
+def _by_id(raw: dict[str, Any], config: ImportConfig) -> bool:
+    """True when every value of the top-level object `raw` is a conversation (by its id)."""
+    if config.rows == "nested":
+        return bool(raw) and all(_is_session_list(v) for v in raw.values())
+    return (
+        config.rows == "conversations"
+        and bool(raw)
+        and all(isinstance(v, dict) and _looks_like_conversation(v, config) for v in raw.values())
+    )
+
+
+def _top_level_error(path: Path, raw: dict[str, Any], config: ImportConfig) -> DataError:
+    """A top-level object read as no conversation: the options that would read it."""
+    first = next(iter(raw.values()), None)
+    if layout := _layout_hint(raw, config):
+        fix = f"it looks like one conversation: pass {layout}"
+    elif all(isinstance(v, dict) for v in raw.values()) and (layout := _layout_hint(first, config)):
+        fix = f"it looks like conversations by id: pass {layout}"
+    elif config.rows != "nested" and _is_session_list(first):
+        fix = f"it looks like conversations by id, lists of sessions: pass {flag('rows')} nested"
+    else:
+        fix = (
+            f"pass {flag('conversations_field')} NAME with the key that holds the "
+            f"{config.rows} (keys here: {', '.join(map(str, raw))})"
+        )
+    return DataError(path, "the top level is an object, not a list", record="top level", fix=fix)
+
+
+def _is_session_list(value: Any) -> bool:
+    """A conversation written as a list of sessions, each a list of turn objects."""
+    return isinstance(value, list) and bool(value) and all(_is_turn_list(v) for v in value)
+
+
 def _is_turn_list(value: Any) -> bool:
     return isinstance(value, list) and any(isinstance(v, dict) for v in value)
 
@@ -387,26 +531,78 @@ def _looks_like_conversation(obj: dict[str, Any], config: ImportConfig) -> bool:
     body = obj.get(config.body_field, {}) if config.body_field else obj
     if not isinstance(body, dict):
         return False
+    if config.sessions_field:
+        return config.sessions_field in body
     return _session_keys(body, config) if config.session_keys else config.turns_field in body
 
 
-def _layout_hint(obj: Any, config: ImportConfig) -> str | None:
-    """The options that would read `obj` as one conversation, when its keys tell."""
+def layout_options(obj: Any, config: ImportConfig) -> dict[str, Any]:
+    """The config values that would read `obj` as one conversation, when its keys tell
+    (`{}` when they do not): where its turns are."""
     if not isinstance(obj, dict):
-        return None
+        return {}
     if _session_keys(obj, config):
-        return flag("session_keys")
+        return {"session_keys": True, "body_field": None}
     for key, value in obj.items():
         if isinstance(value, dict) and _session_keys(value, config):
-            return f"{flag('session_keys')} {flag('body_field')} {key}"
+            return {"session_keys": True, "body_field": str(key)}
     for key, value in obj.items():
         if isinstance(value, list) and value and all(_is_turn(v, config) for v in value):
-            return f"{flag('turns_field')} {key}"
+            return {"session_keys": False, "body_field": None, "turns_field": str(key)}
+    for key, value in obj.items():
+        if _is_session_list(value):
+            return {"session_keys": False, "body_field": None, "sessions_field": str(key)}
+        if turns := _session_turns_key(value, config):
+            where = {"session_keys": False, "body_field": None, "sessions_field": str(key)}
+            return {**where, "turns_field": turns}
+    return {}
+
+
+def _session_turns_key(value: Any, config: ImportConfig) -> str | None:
+    """The key under which every session object of the list `value` holds its turns."""
+    if not isinstance(value, list) or not value or not all(isinstance(v, dict) for v in value):
+        return None
+    keys = [k for k, v in value[0].items() if isinstance(v, list) and v]
+    for key in keys:
+        if all(
+            isinstance(s.get(key), list) and all(_is_turn(t, config) for t in s[key]) for s in value
+        ):
+            return str(key)
     return None
 
 
+def option_args(options: dict[str, Any]) -> list[str]:
+    """`data import`'s arguments, quoted for a shell, that set config `options`
+    (`{"rows": "nested"}` -> `["--rows", "nested"]`; None -> `''`, the CLI's way to unset a
+    field; a switch that is off is left out)."""
+    args: list[str] = []
+    for attr, value in options.items():
+        if isinstance(value, bool):
+            args += [flag(attr)] if value else []
+        else:
+            text = ",".join(value) if isinstance(value, tuple) else value
+            args += [flag(attr), shlex.quote("" if text is None else str(text))]
+    return args
+
+
+def _layout_hint(obj: Any, config: ImportConfig) -> str | None:
+    """The options, not given yet, that would read `obj` as one conversation."""
+    options = layout_options(obj, config)
+    missing = {a: v for a, v in options.items() if getattr(config, a) != v}
+    hint = " ".join(option_args(missing))
+    off = [flag(a) for a, v in missing.items() if v is False]
+    return " ".join([hint, *(f"without {f}" for f in off)]).strip() or None
+
+
+TEXT_KEYS = ("text", "content", "message", "utterance", "body", "says")
+"""Keys that commonly hold a turn's text, most likely first (also read by `sniff`)."""
+SPEAKER_KEYS = ("speaker", "role", "author", "sender", "from", "who", "name", "user")
+"""Keys that commonly hold a turn's speaker, most likely first."""
+
+
 def _is_turn(value: Any, config: ImportConfig) -> bool:
-    keys = {config.text_field, config.speaker_field, "text", "content", "speaker", "role"}
+    """A turn object: it has a text or speaker key (the configured ones or common ones)."""
+    keys = {config.text_field, config.speaker_field, *TEXT_KEYS, "speaker", "role"}
     return isinstance(value, dict) and bool(keys & set(value))
 
 
@@ -464,7 +660,10 @@ def _conversation(
             field=config.body_field,
         )
     turns: list[tuple[str, Any, str | None, Any]] = []
-    if config.session_keys:
+    if config.sessions_field:
+        sessions = _get(path, record, body, "sessions_field", config.sessions_field)
+        turns = _session_list(path, record, sessions, config)
+    elif config.session_keys:
         pattern = re.compile(re.escape(config.session_prefix) + r"(\d+)")
         sessions = sorted((int(m.group(1)), k) for k in body if (m := pattern.fullmatch(str(k))))
         if not sessions:
@@ -475,7 +674,7 @@ def _conversation(
                 record=record,
                 field=f"{config.session_prefix}N",
                 fix=f"pass {layout}"
-                if layout and flag("body_field") in layout and not config.body_field
+                if layout
                 else f"check {flag('session_prefix')}, or pass {flag('turns_field')} "
                 "NAME without session keys",
             )
@@ -487,7 +686,7 @@ def _conversation(
             items = _list(path, record, body[skey], skey)
             turns += [(f"{record}, {skey}[{t}]", turn, skey, when) for t, turn in enumerate(items)]
     else:
-        if config.turns_field not in body and (layout := _layout_hint(body, config)):
+        if config.turns_field not in body and (layout := _layout_hint(row, config)):
             raise DataError(
                 path,
                 "configured field is missing",
@@ -518,17 +717,34 @@ def _nested(
     cid = _conversation_id(path, record, key, None) if key is not None else None
     cid = cid or _default_id(path, index, count)
     record = f"{record} (id '{cid}')"
-    turns: list[tuple[str, Any, str | None, Any]] = []
-    fix = (
-        f"with {flag('rows')} nested each conversation is a list of sessions, each a list of turns"
+    return _Conversation(
+        id=cid, path=path, record=record, turns=_session_list(path, record, row, config)
     )
-    for s, session in enumerate(_list(path, record, row, "sessions", fix)):
-        items = _list(path, f"{record}, session {s}", session, "turns", fix)
-        turns += [
-            (f"{record}, session {s}[{t}]", turn, f"session_{s + 1}", None)
-            for t, turn in enumerate(items)
-        ]
-    return _Conversation(id=cid, path=path, record=record, turns=turns)
+
+
+def _session_list(
+    path: Path, record: str, sessions: Any, config: ImportConfig
+) -> list[tuple[str, Any, str | None, Any]]:
+    """The turns of a list of sessions (`rows='nested'`, `sessions_field`): each session a
+    list of turns, or (`sessions_field`) an object with them under `turns_field`."""
+    key = config.sessions_field or "sessions"
+    fix = (
+        f"{flag('sessions_field')} names a list of sessions, each a list of turns or an "
+        f"object holding them under {flag('turns_field')}"
+        if config.sessions_field
+        else f"with {flag('rows')} nested each conversation is a list of sessions, each a "
+        "list of turns"
+    )
+    turns: list[tuple[str, Any, str | None, Any]] = []
+    for s, session in enumerate(_list(path, record, sessions, key, fix)):
+        where, when = f"{record}, session {s}", None
+        if config.sessions_field and isinstance(session, dict):
+            if config.session_time_field:
+                when = _get(path, where, session, "session_time_field", config.session_time_field)
+            session = _get(path, where, session, "turns_field", config.turns_field)
+        items = _list(path, where, session, "turns", fix)
+        turns += [(f"{where}[{t}]", turn, f"session_{s + 1}", when) for t, turn in enumerate(items)]
+    return turns
 
 
 def _list(path: Path, record: str, value: Any, key: str, fix: str | None = None) -> list[Any]:
@@ -589,6 +805,9 @@ def _subject(conv: _Conversation, config: ImportConfig, notes: _Notes) -> Subjec
     for record, turn, session, session_time in conv.turns:
         expect_object(turn, path, record, "each turn must be a JSON object")
         text = _field_text(path, record, turn, "text_field", config.text_field)
+        if config.caption_field and turn.get(config.caption_field) is not None:
+            caption = _field_text(path, record, turn, "caption_field", config.caption_field)
+            text = with_caption(text, caption)
         speaker = _field_text(path, record, turn, "speaker_field", config.speaker_field)
         if config.session_field:
             session = _field_text(path, record, turn, "session_field", config.session_field)
@@ -596,7 +815,7 @@ def _subject(conv: _Conversation, config: ImportConfig, notes: _Notes) -> Subjec
         per_session[session] = index + 1
         if config.turn_id_field:
             mid = _field_text(path, record, turn, "turn_id_field", config.turn_id_field)
-        elif config.session_keys or config.rows == "nested":
+        elif _in_sessions(config):
             mid = f"{session}:{index}"
         else:
             mid = f"t{len(messages)}"
@@ -613,7 +832,7 @@ def _subject(conv: _Conversation, config: ImportConfig, notes: _Notes) -> Subjec
             raw_time = _get(path, record, turn, "timestamp_field", config.timestamp_field)
             when = _time(path, record, raw_time, config.timestamp_field, config)
         else:
-            key = f"{session}{config.session_time_suffix or ''}"
+            key = config.session_time_field or f"{session}{config.session_time_suffix or ''}"
             when = _time(path, conv.record, session_time, key, config)
         fields = {
             "id": mid,
@@ -679,10 +898,14 @@ def _questions(
         record = f"{conv.record}, {qf}[{j}]"
         qid = f"{conv.id}-q{j}"
         text = _field_text(path, record, q, "question_field", config.question_field)
+        notes.first_question = notes.first_question or (path, record, q)
         answer: str | None = None
-        if config.answer_field:
-            raw = _get(path, record, q, "answer_field", config.answer_field)
+        if config.answer_field and config.answer_field in q:
+            notes.answered += 1
+            raw = q[config.answer_field]
             answer = None if raw is None else as_text(raw, path, record, config.answer_field)
+        elif config.answer_field:
+            notes.unanswered += 1
         written = "unspecified"
         if config.category_field:
             written = _field_text(path, record, q, "category_field", config.category_field)
@@ -692,7 +915,7 @@ def _questions(
         evidence: list[str] = []
         if config.evidence_field:
             raw = _get(path, record, q, "evidence_field", config.evidence_field)
-            kept = _evidence(path, record, qid, raw, ids, config, notes)
+            kept = _evidence(conv, record, qid, raw, ids, config, notes)
             if kept is None:
                 continue
             evidence = kept
@@ -709,7 +932,7 @@ def _questions(
 
 
 def _evidence(
-    path: Path,
+    conv: _Conversation,
     record: str,
     qid: str,
     raw: Any,
@@ -718,9 +941,14 @@ def _evidence(
     notes: _Notes,
 ) -> list[str] | None:
     """The usable evidence ids of question `qid`, or None when the question is dropped."""
+    path = conv.path
     key = config.evidence_field or "evidence"
     items = raw if isinstance(raw, list) else [] if raw is None else [raw]
     evidence = repair_evidence([as_text(item, path, record, key) for item in items], ids)
+    named = [item for item in evidence.dropped if item.strip()]  # an empty item cites nothing
+    notes.cited += len(evidence.ids) + len(named)
+    if named:
+        notes.dangling.append((conv, record, named))
     if evidence.dropped and config.on_missing_evidence == "fail":
         raise DataError(
             path,

@@ -378,14 +378,23 @@ def require_fields(
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-blank line of a JSON Lines file."""
+    for lineno, obj in read_jsonl_values(path):
+        expect_object(obj, path, f"line {lineno}", "each line must hold one JSON object")
+        yield lineno, obj
+
+
+def read_jsonl_values(path: Path) -> Iterator[tuple[int, Any]]:
+    """Yield (line number, value) for each non-blank line of a JSON Lines file, strictly
+    parsed (`parse_json`); a line may hold any JSON value."""
     text = read_text(path).replace("\r\n", "\n").replace("\r", "\n")
     for lineno, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        record = f"line {lineno}"
-        obj = parse_json(line, path, record)
-        expect_object(obj, path, record, "each line must hold one JSON object")
-        yield lineno, obj
+        if line.strip():
+            yield lineno, parse_json(line, path, f"line {lineno}")
+
+
+def with_caption(text: str, caption: str | None) -> str:
+    """A message's text with the image it shares (LoCoMo's `blip_caption`) written in."""
+    return f"{text} [shares an image: {caption}]" if caption else text
 
 
 def json_lines(path: Path, text: str, fix: str) -> Iterator[tuple[int, Any]]:

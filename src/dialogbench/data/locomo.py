@@ -34,6 +34,7 @@ from dialogbench.data.io import (
     parse_record,
     sha256_file,
     short,
+    with_caption,
 )
 from dialogbench.data.model import Dataset, Message, Question, Subject
 from dialogbench.data.release import check_subject, new_dataset
@@ -117,9 +118,7 @@ def _load_sample(
             trec = f"{record}, {key}[{t}]"
             expect_object(turn, path, trec, "each turn must be {speaker, dia_id, text}")
             text = as_text(_require(path, turn, "text", trec), path, trec, "text")
-            caption = _optional_text(path, trec, turn, "blip_caption")
-            if caption:
-                text += f" [shares an image: {caption}]"
+            text = with_caption(text, _optional_text(path, trec, turn, "blip_caption"))
             fields = {
                 "id": as_text(_require(path, turn, "dia_id", trec), path, trec, "dia_id"),
                 "position": len(messages),

@@ -15,6 +15,8 @@ DATASET/
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from pathlib import Path
 from typing import TypeVar
 
@@ -440,3 +442,57 @@ def write_release(dataset: Dataset, path: Path) -> None:
             write_jsonl(d / CENSUS, s.census)
         if s.reread:
             write_jsonl(d / REREAD, s.reread)
+
+
+def write_new_release(dataset: Dataset, path: Path, *, force: bool = False) -> None:
+    """Write `dataset` as the release folder `path`, never mixed with files already there.
+
+    A folder that holds anything is refused, unless `force` and it is a release (an
+    earlier import): the new one is then written beside it and swapped in, so the folder
+    holds one release or the other, whole. A folder of other files is never replaced."""
+    check_release_names(dataset, path)
+    if path.exists() and not path.is_dir():
+        raise DataError(path, "the output is a file, not a folder", fix="pass --out a folder")
+    try:
+        _write_new(dataset, path, force)
+    except OSError as e:
+        raise DataError(
+            path,
+            f"cannot write the release: {e.strerror or e}",
+            fix="check the folder's permissions and the free space",
+        ) from None
+
+
+def _write_new(dataset: Dataset, path: Path, force: bool) -> None:
+    if not (path.is_dir() and any(path.iterdir())):
+        write_release(dataset, path)
+        return
+    if not force:
+        raise DataError(
+            path,
+            "the output folder already holds files (an earlier import?); importing into it "
+            "would mix the two",
+            fix="pass --out a new folder, or --force to replace the earlier release whole",
+        )
+    if not is_release(path):
+        raise DataError(
+            path,
+            "the output folder holds files that are not a release; --force replaces only a "
+            "release folder",
+            fix="pass --out a new or empty folder",
+        )
+    new = Path(tempfile.mkdtemp(prefix=f".{path.name}.new-", dir=path.parent))
+    try:
+        write_release(dataset, new)
+    except BaseException:
+        shutil.rmtree(new, ignore_errors=True)
+        raise
+    old = new.with_name(new.name.replace(".new-", ".old-"))
+    path.rename(old)
+    try:
+        new.rename(path)
+    except OSError:
+        old.rename(path)  # the earlier release stays whole
+        shutil.rmtree(new, ignore_errors=True)
+        raise
+    shutil.rmtree(old)

@@ -1,4 +1,5 @@
-"""Property-based fuzzing of every loader, the importer and `data validate`.
+"""Property-based fuzzing of every loader, the importer (also with the options
+`data.sniff` proposes, as `data import --dry-run` does) and `data validate`.
 
 Each `Target` is a small real-shaped seed (a trimmed LoCoMo document, a MemoryBank bank,
 the LongMemEval fixture, one subject of the built-in sample release, the importer's
@@ -34,6 +35,7 @@ from dialogbench.data.memorybank import load_memorybank
 from dialogbench.data.model import Dataset
 from dialogbench.data.registry import SAMPLE_DIR
 from dialogbench.data.release import load_release
+from dialogbench.data.sniff import sniff
 
 Key = str | int
 Outcome = Literal["accepted", "error"]
@@ -431,6 +433,12 @@ def _validate(path: Path) -> Any:
     return validation_report(str(path))
 
 
+def _sniffed_import(root: Path) -> Any:
+    """`data import --dry-run`'s work: the layout sniffed, then the import it proposes."""
+    path = root / "export.json"
+    return import_chat_export(path, ImportConfig(**sniff(path).options))
+
+
 def targets(fixtures: Path) -> list[Target]:
     """Every target; `fixtures` is the repository's tests/fixtures folder."""
     lme = json.loads((fixtures / "longmemeval_mini.json").read_text(encoding="utf-8"))
@@ -442,6 +450,7 @@ def targets(fixtures: Path) -> list[Target]:
         "probing_questions_en.jsonl": [{"Emily": ["What do I enjoy?"]}, {"Luna": ["Which park?"]}],
     }
     release = _release_seed()
+    lists = json.loads((fixtures / "layouts" / "nested_lists.json").read_text(encoding="utf-8"))
     return [
         Target("locomo", {"locomo10.json": _locomo_seed()}, lambda r: load_locomo(r)),
         Target(
@@ -468,4 +477,7 @@ def targets(fixtures: Path) -> list[Target]:
             {"export.json": _locomo_seed(repairable=False)},
             lambda r: import_chat_export(r / "export.json", LOCOMO_CONFIG),
         ),
+        Target("sniff-locomo", {"export.json": _locomo_seed()}, _sniffed_import),
+        Target("sniff-nested", {"export.json": nested}, _sniffed_import),
+        Target("sniff-lists", {"export.json": lists}, _sniffed_import),
     ]
