@@ -23,6 +23,7 @@ from dialogbench.testing import ChatServer
 from dialogbench.tracks.realcompanion import questions_prompts as qp
 from dialogbench.tracks.realcompanion.answers import ANSWERS, AnswersConfig
 from dialogbench.tracks.realcompanion.answers_file import (
+    FIXES,
     AnswerRecord,
     Given,
     detect_category_map,
@@ -386,10 +387,72 @@ def test_bad_input_names_file_record_field_and_fix(
     path = tmp_path / "bad.jsonl"
     path.write_text(text)
     with pytest.raises(DataError) as raised:
-        read_answers(path, fmt)
+        read_answers(path, fmt, strict=True)  # strict: an unknown field is an error too
     e = raised.value
     assert e.path == str(path) and e.record == where and e.field == field
     assert e.fix is not None and fix in e.fix
+
+
+def test_numbers_as_subject_and_gold(tmp_path: Path) -> None:
+    """A subject given as its position (a number, as docs/answers.md allows) and a gold
+    answer given as a number (LoCoMo has integer answers) are read as their text."""
+    path = tmp_path / "numbers.jsonl"
+    lines = [
+        {"subject": 0, "question_id": "q01", "answer": "Biscuit", "gold": 7},
+        {"subject": 1, "question_id": "q02", "answer": "a Vespa", "gold": 3.5},
+        {"subject": "1", "question_id": "q05", "answer": "The Tin Man", "gold": "The Tin Man."},
+    ]
+    path.write_text("\n".join(json.dumps(x) for x in lines))
+    read = read_answers(path, "dialogbench")
+    assert [g.record.subject for g in read.records] == ["0", "1", "1"]
+    assert [g.record.gold for g in read.records] == ["7", "3.5", "The Tin Man."]
+    got = match_answers(load_dataset("sample"), read.records)
+    assert [(m.subject_id, m.question.id) for m in got.matched] == [
+        ("maya", "q01"),
+        ("tomas", "q02"),
+        ("tomas", "q05"),
+    ]
+    assert got.gold_differs == ["line 1", "line 2"]  # 7 and 3.5 are not the dataset's gold
+
+
+def test_every_field_has_a_fix(tmp_path: Path) -> None:
+    """A value of the wrong type in any field names the field and a fix (a boolean gold,
+    subject or answer is no number or text)."""
+    assert set(FIXES) == set(AnswerRecord.model_fields)
+    path = tmp_path / "bad.jsonl"
+    for name in AnswerRecord.model_fields:
+        bad = [1] if name == "meta" else True if name in ("gold", "subject") else {"x": 1}
+        record = {"question_id": "q01", "answer": "a", name: bad}
+        path.write_text(json.dumps(record))
+        with pytest.raises(DataError) as raised:
+            read_answers(path, "dialogbench")
+        e = raised.value
+        assert e.field is not None and e.field.split(".")[0] == name, (name, str(e))
+        assert e.fix == FIXES[name] and e.record == "line 1"
+
+
+def test_unknown_fields_are_counted_unless_strict(tmp_path: Path) -> None:
+    path = tmp_path / "extra.jsonl"
+    lines = [
+        {"question_id": "q01", "answer": "a", "anser": "b", "score": 1},
+        {"question_id": "q02", "answer": "c", "score": 0},
+        {"question_id": "q03", "answer": "d"},
+    ]
+    path.write_text("\n".join(json.dumps(x) for x in lines))
+    read = read_answers(path, "dialogbench")
+    assert [g.record.answer for g in read.records] == ["a", "c", "d"]  # the fields ignored
+    assert read.unknown == {"anser": ["line 1"], "score": ["line 1", "line 2"]}
+    warned = read.unknown_warning()
+    assert warned is not None and warned.startswith("2 answer records give fields")
+    assert "'anser' (1 records, e.g. line 1), 'score' (2 records, e.g. line 1)" in warned
+    assert "--strict" in warned
+    with pytest.raises(DataError) as raised:
+        read_answers(path, "dialogbench", strict=True)
+    e = raised.value
+    assert (e.record, e.field) == ("line 1", "anser") and e.fix and "under meta" in e.fix
+    clean = tmp_path / "clean.jsonl"
+    clean.write_text(json.dumps(lines[2]))
+    assert read_answers(clean, "dialogbench").unknown_warning() is None
 
 
 def test_bad_input_on_the_cli(tmp_path: Path) -> None:

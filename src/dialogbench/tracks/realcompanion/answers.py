@@ -98,6 +98,12 @@ class AnswersConfig(shared.Judged):
     answers_sha256: str | None = option(
         None, help="the sha256 the file must have (default: as it is now; the run records it)"
     )
+    strict: bool = option(
+        False,
+        help="refuse a file whose records give fields our schema does not know (default: "
+        "ignore them, counted in the warnings)",
+        stage="aggregate",
+    )
     calibration: int = option(
         20,
         help="known-wrong (and as many known-right) answers per rubric to calibrate the judge",
@@ -229,7 +235,7 @@ class AnswersTrack(TrackBase[AnswersConfig, Unit]):
     def plan(self, data: Dataset, config: AnswersConfig) -> Plan[Unit]:
         if config.answers is None or config.answers_sha256 is None:  # configure sets both
             raise OptionError("answers", "give the file of answers (--answers FILE)")
-        read = read_answers(Path(config.answers), config.format)
+        read = read_answers(Path(config.answers), config.format, strict=config.strict)
         if read.sha256 != config.answers_sha256:
             raise DataError(
                 read.path,
@@ -259,6 +265,9 @@ class AnswersTrack(TrackBase[AnswersConfig, Unit]):
             for rubric in RUBRICS:
                 units[f"calibration/{rubric}"] = Probes(rubric, probes)
         found = matching.warnings()
+        unknown = read.unknown_warning()
+        if unknown is not None:
+            found.insert(0, unknown)
         if categories.status not in ("ours", "none") or read.format == "mem0":
             found.append(f"categories: {categories.message}")
         if config.calibration and not probes:
@@ -495,7 +504,7 @@ def _file_figures(rows: Rows, read: AnswersFile) -> dict[str, Any]:
             "p99": float(np.percentile(a, 99)),
         }
 
-    return {
+    out = {
         "format": read.format,
         "sha256": read.sha256,
         "systems": sorted({r["system"] for r in rows if r["system"]}),
@@ -504,6 +513,9 @@ def _file_figures(rows: Rows, read: AnswersFile) -> dict[str, Any]:
         "tokens": spread([r["tokens"] for r in rows if r["tokens"] is not None]),
         "answers_missing": sum(1 for r in rows if r["answer"] is None),
     }
+    if read.unknown:  # only when there are some: a clean file's counts stay as they were
+        out["unknown_fields"] = {k: len(v) for k, v in sorted(read.unknown.items())}
+    return out
 
 
 def _map_json(c: CategoryMap) -> dict[str, Any]:
