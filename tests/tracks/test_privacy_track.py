@@ -382,6 +382,25 @@ def test_one_person_across_subjects_is_one_author(tmp_path: Path) -> None:
         assert got.result().speakers == {key: 30, "s0/Bob": 10, "s1/Cy": 10}
 
 
+def test_the_datas_own_person_ids_join_subjects(tmp_path: Path) -> None:
+    """Messages that carry one person id (`Message.person`) are one author without a file,
+    and no warning; a file's id for a speaker overrides the data's."""
+    ds = _people()
+    for s in ds.subjects:
+        s.messages[:] = [
+            m.model_copy(update={"person": "ann-7"}) if m.speaker == "Ann" else m
+            for m in s.messages
+        ]
+    got = run_track(PRIVACY, ds, tmp_path / "data", PEOPLE).result()
+    assert got.speakers == {"ann-7": 30, "s0/Bob": 10, "s1/Cy": 10}
+    assert got.summary["style"]["accuracy"].value == 1.0
+    assert not [w for w in got.warnings if "repeat across subjects" in w]
+    ids = tmp_path / "ids.json"
+    ids.write_text(json.dumps({"s1/Ann": "other-ann"}))
+    split = run_track(PRIVACY, ds, tmp_path / "file", replace(PEOPLE, speaker_id=str(ids)))
+    assert split.result().speakers == {"ann-7": 15, "s0/Bob": 10, "other-ann": 15, "s1/Cy": 10}
+
+
 def test_renamed_speakers_keep_every_figure() -> None:
     """Giving each speaker a person id of its own changes names only, no figure."""
     ds = _people()

@@ -5,10 +5,10 @@ the histories of all N speakers, we attribute the sample from content-free style
 (`style.py`: function words, punctuation, casing, lengths, masked character n-grams).
 
 Speakers: every (subject, speaker) pair with role `user` and at least `min_messages`
-messages; with `--speaker-id FILE` (`speaker_ids.py`) the pairs the file gives one person id
-are one speaker (one author, their messages pooled, `subject` naming all their subjects). A
-speaker name said in two or more subjects by speakers the file does not name is warned about:
-each is taken as its own author.
+messages; with `--speaker-id FILE` (`speaker_ids.py`), or where the data gives messages a
+person id (`Message.person`), the pairs given one person id are one speaker (one author, their
+messages pooled, `subject` naming all their subjects). A speaker name said in two or more
+subjects by speakers nobody identified is warned about: each is taken as its own author.
 
 Each repeat draws, for every speaker, a held-out sample of `sample_size` of their messages;
 every speaker's profile is built from the rest of their messages. Each sample is then
@@ -164,7 +164,7 @@ class Speakers:
     """The eligible speakers and their messages, in one table."""
 
     keys: tuple[str, ...]
-    """`subject/speaker`, one per speaker (or the person id `--speaker-id` gives)."""
+    """`subject/speaker`, one per speaker (or the person id `--speaker-id` or the data gives)."""
     subjects: tuple[str, ...]
     """The speaker's subject (its subjects joined by ` + `, for one across subjects)."""
     members: tuple[tuple[Speaker, ...], ...]
@@ -201,7 +201,8 @@ def eligible_speakers(
     people: Mapping[Speaker, str] | None = None,
 ) -> Speakers:
     """Every (subject, speaker) with role `user` and at least `min_messages` messages; the
-    pairs `people` gives one person id (`speaker_ids.read_speaker_ids`) as one speaker.
+    messages given one person id (by `people`, `speaker_ids.read_speaker_ids`, else by the
+    data, `Message.person`) as one speaker.
 
     `strip` (a regular expression) is removed from every text.
     """
@@ -212,7 +213,7 @@ def eligible_speakers(
         for m in subject.messages:
             if m.role == "user":
                 text = pattern.sub("", m.text) if pattern else m.text
-                key = person_of(people or {}, subject.id, m.speaker)
+                key = person_of(people or {}, subject.id, m.speaker, m.person)
                 found.setdefault(key, []).append((m.id, text))
                 members.setdefault(key, {})[(subject.id, m.speaker)] = None
     kept = [(k, v) for k, v in found.items() if len(v) >= min_messages]
@@ -389,7 +390,8 @@ class PrivacyTrack(TrackBase[PrivacyConfig, Unit]):
                 )
         if config.language_model:
             resolved["prompt_sha256"] = PROMPT_SHA256
-        shared = Shared(speakers, _name_warnings(repeated_names(speakers.members, people)))
+        repeated = repeated_names(speakers.keys, speakers.members, people)
+        shared = Shared(speakers, _name_warnings(repeated))
         return Plan(units, warnings=list(data.warnings), resolved=resolved, context=shared)
 
     async def solve(

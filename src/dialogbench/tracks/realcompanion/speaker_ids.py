@@ -7,9 +7,10 @@ person ids, in either form:
     JSON  {"conv-1/John": "john-a", "conv-7/John": "john-a", "conv-9/John": "john-b"}
     CSV   a header `subject,speaker,person`, then one row per speaker (a name `.csv`)
 
-Speakers given one person id are one person; a speaker the file does not name is its own
-person, `SUBJECT/SPEAKER` (so mapping a speaker onto another's `SUBJECT/SPEAKER` joins the
-two). Every speaker the file names must be in the dataset.
+Speakers given one person id are one person; a speaker the file does not name is the person
+its messages say (`Message.person`, where the data gives one), else its own person,
+`SUBJECT/SPEAKER` (so mapping a speaker onto another's `SUBJECT/SPEAKER` joins the two).
+Every speaker the file names must be in the dataset.
 """
 
 from __future__ import annotations
@@ -31,9 +32,12 @@ FORMS = (
 CSV_COLUMNS = ("subject", "speaker", "person")
 
 
-def person_of(people: Mapping[Speaker, str], subject: str, speaker: str) -> str:
-    """The person id of a speaker: the file's, else `SUBJECT/SPEAKER`."""
-    return people.get((subject, speaker), f"{subject}/{speaker}")
+def person_of(
+    people: Mapping[Speaker, str], subject: str, speaker: str, given: str | None = None
+) -> str:
+    """The person id of a speaker's message: the file's, else the one the data `given`
+    with the message, else `SUBJECT/SPEAKER`."""
+    return people.get((subject, speaker)) or given or f"{subject}/{speaker}"
 
 
 def must_exist(path: Path) -> None:
@@ -152,15 +156,17 @@ def _person(path: Path, where: str, value: object) -> str:
 
 
 def repeated_names(
-    members: Iterable[tuple[Speaker, ...]], people: Mapping[Speaker, str]
+    keys: Iterable[str], members: Iterable[tuple[Speaker, ...]], people: Mapping[Speaker, str]
 ) -> dict[str, list[str]]:
-    """Speaker names said in two or more subjects by speakers the file does not name, nor
-    any namesake of theirs: name -> the subjects (each such speaker is taken as its own
-    person, which is wrong if they are one)."""
+    """Speaker names said in two or more subjects by speakers nobody identified (their
+    person id is their own `SUBJECT/SPEAKER`: neither the file nor the data gives one) and
+    whose name the file gives for no one: name -> the subjects (each such speaker is taken
+    as its own person, which is wrong if they are one)."""
     named = {speaker for _, speaker in people}
     found: dict[str, list[str]] = {}
-    for group in members:
-        if len(group) == 1 and group[0] not in people and group[0][1] not in named:
-            subject, speaker = group[0]
+    for key, group in zip(keys, members, strict=True):
+        subject, speaker = group[0]
+        alone = len(group) == 1 and key == f"{subject}/{speaker}" and group[0] not in people
+        if alone and speaker not in named:
             found.setdefault(speaker, []).append(subject)
     return {name: subjects for name, subjects in found.items() if len(subjects) > 1}
