@@ -3,10 +3,12 @@ its question, and see which category map the file uses.
 
 Formats (`FORMATS`; the fields are documented in docs/answers.md):
 
-    dialogbench   JSON Lines, one answer per line: `subject`, `question_id` and/or `question`
-                  (its text), `answer` (null with `error` when the system failed), and
-                  optional `category`, `gold`, `system`, `model`, `evidence_ids`,
-                  `latency_s`, `tokens`, `grade` (the producer's own 0-1 grade), `meta`
+    dialogbench   JSON Lines, one answer per line: `subject` (its id, or its position as
+                  a number), `question_id` and/or `question` (its text), `answer` (null with
+                  `error` when the system failed), and optional `category`, `gold` (a
+                  number read as its text), `system`, `model`, `evidence_ids`,
+                  `latency_s`, `tokens`, `grade` (the producer's own 0-1 grade), `meta`;
+                  any other field is ignored and counted (an error when read `strict`)
     mem0          the per-question result files of mem0's evaluation scripts: one JSON
                   object, conversation index (its position in locomo10.json) -> a list of
                   {question, answer (the gold), category, evidence, response, ...}; the
