@@ -374,7 +374,7 @@ def test_one_person_across_subjects_is_one_author(tmp_path: Path) -> None:
     assert manifest["resolved"]["speaker ids"]["speakers"] == 2
     # a CSV file says the same; an id that joins a speaker onto another's name does too
     csv_ids = tmp_path / "ids.csv"
-    csv_ids.write_text("subject,speaker,person\ns0,Ann,ann\ns1,Ann,ann\n")
+    csv_ids.write_text("\ufeffsubject,speaker,person\ns0,Ann,ann\ns1,Ann,ann\n")  # with a BOM
     json_onto = tmp_path / "onto.json"
     json_onto.write_text(json.dumps({"s1/Ann": "s0/Ann"}))
     for path, key in ((csv_ids, "ann"), (json_onto, "s0/Ann")):

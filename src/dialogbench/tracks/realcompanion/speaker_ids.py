@@ -53,7 +53,7 @@ def read_speaker_ids(path: Path, dataset: Dataset) -> dict[Speaker, str]:
     `DataError` naming the file, the entry, the field and the fix."""
     must_exist(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a spreadsheet's byte-order mark too
     except UnicodeDecodeError as e:
         raise DataError(path, f"not UTF-8 text ({e.reason})", fix="save it as UTF-8") from None
     rows = _csv_rows(path, text) if path.suffix.lower() == ".csv" else _json_rows(path, text)
