@@ -234,7 +234,7 @@ class AnswersTrack(TrackBase[AnswersConfig, Unit]):
     name = TRACK
     summary = (
         "Re-judge answers produced elsewhere (a file): lenient and strict judge, LoCoMo's F1, "
-        "the judge's false-accept rate."
+        "the judge's false-accept rate; without a judge, LoCoMo's F1 and exact match alone."
     )
     config_type = AnswersConfig
     roles = (
