@@ -105,6 +105,41 @@ def test_like_for_like_runs_are_ranked(runs: dict[str, Path], tmp_path: Path) ->
         assert other["vs_best"]["ci_low"] <= other["vs_best"]["value"]
 
 
+def test_answers_scored_without_a_judge_rank_by_an_official_figure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two files scored without a judge: the default figure (the judge's) is absent, and
+    the refusal names the figures there are; --metric exact_match ranks them, by hand."""
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    ds = load_dataset("sample")
+    cli = CliRunner()
+    runs = []
+    for shift in (0, 1):
+        file, out = tmp_path / f"{shift}.jsonl", tmp_path / f"run{shift}"
+        our_file(ds, file, shift=shift)
+        args = ["score", "questions", "--answers", str(file), "--dataset", "sample"]
+        got = cli.invoke(app, [*args, "--official", "--n-boot", "100", "--out", str(out)])
+        assert got.exit_code == 0, got.output
+        runs.append(str(out))
+    refused = cli.invoke(app, ["compare", "answers", *runs], terminal_width=200)
+    assert refused.exit_code == 2 and "--metric NAME" in refused.output, refused.output
+    assert "exact_match" in refused.output and "official_f1" in refused.output
+    report = tmp_path / "ranking.json"
+    got = cli.invoke(
+        app, ["compare", "answers", *runs, "--metric", "exact_match", "--out", str(report)]
+    )
+    assert got.exit_code == 0, got.output
+    (entries,) = json.loads(report.read_text())["groups"].values()  # one group: no rubric
+    means = {
+        run: float(
+            np.mean([r["exact_match"] for r in items(Path(run)) if r["exact_match"] is not None])
+        )
+        for run in runs
+    }
+    assert [e["run"] for e in entries] == sorted(runs, key=lambda r: -means[r])
+    assert entries[0]["estimate"]["value"] == pytest.approx(max(means.values()))
+
+
 def test_runs_that_differ_are_refused_naming_field_and_run(runs: dict[str, Path]) -> None:
     cli = CliRunner()
     got = cli.invoke(app, ["compare", "answers", str(runs["a"]), str(runs["a_k"])])

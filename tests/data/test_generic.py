@@ -91,6 +91,38 @@ def test_generated_ids_and_top_level_list(tmp_path: Path) -> None:
     assert all(m.role == "user" for s in ds.subjects for m in s.messages)
 
 
+def test_person_ids_are_read_kept_and_written(tmp_path: Path) -> None:
+    """--person-field: a turn's person id (text or a number) becomes the message's `person`;
+    a turn without one has none; the release folder keeps it."""
+    data = [
+        {
+            "turns": [
+                {"speaker": "Ann", "text": "hi", "uid": "u7"},
+                {"speaker": "bot", "text": "yo"},
+            ]
+        },
+        {
+            "turns": [
+                {"speaker": "Ann", "text": "me again", "uid": 7},
+                {"speaker": "x", "text": "?", "uid": None},
+            ]
+        },
+    ]
+    config = ImportConfig(person_field="uid")
+    ds = import_chat_export(_write(tmp_path, "p.json", data), config)
+    people = [[m.person for m in s.messages] for s in ds.subjects]
+    assert people == [["u7", None], ["7", None]]
+    write_release(ds, tmp_path / "release")
+    again = load_release(tmp_path / "release")
+    assert [[m.person for m in s.messages] for s in again.subjects] == people
+    with pytest.raises(DataError) as raised:
+        bad = [{"turns": [{"speaker": "Ann", "text": "hi", "uid": ["u7"]}]}]
+        import_chat_export(_write(tmp_path, "bad.json", bad), config)
+    assert raised.value.field == "uid" and raised.value.record is not None
+    plain = import_chat_export(_write(tmp_path, "p2.json", data), ImportConfig())
+    assert all(m.person is None for s in plain.subjects for m in s.messages)
+
+
 def test_generated_session_ids(tmp_path: Path) -> None:
     data = {
         "session_2": [{"speaker": "a", "text": "later"}],

@@ -77,12 +77,20 @@ def test_ingest_and_recall_round_trip_scores_ids(server: MemoryServer) -> None:
         ["m2", "m3"],
         ["m4", "m5"],
     ]
-    assert ingests[0]["messages"][0] == MESSAGES[0].model_dump(mode="json")
+    # the message as the data model holds it; `person` only where the data gives one
+    assert ingests[0]["messages"][0] == MESSAGES[0].model_dump(mode="json", exclude={"person"})
     first = server.requests[0]
     assert (first.endpoint, first.body) == ("reset", {"subject": SUBJECT})
     recall = next(r.body for r in server.requests if r.endpoint == "recall")
     assert recall["query"]["id"] == "q-cat" and recall["query"]["cutoff"] == 2
     assert recall["budget"] == {"k": 2, "tokens": None}
+
+
+def test_a_person_id_travels_with_its_message(server: MemoryServer) -> None:
+    known = [m.model_copy(update={"person": "p-ana"}) for m in MESSAGES]
+    replay(client(server.base_url), SUBJECT, known, QUERIES[:1], Budget(k=1))
+    sent = next(r.body for r in server.requests if r.endpoint == "ingest")["messages"]
+    assert sent[0] == {**MESSAGES[0].model_dump(mode="json"), "person": "p-ana"}
 
 
 def test_text_memories_are_scored_by_what_they_cite() -> None:

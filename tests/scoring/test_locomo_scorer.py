@@ -13,8 +13,10 @@ from dialogbench.scoring import (
     ABSTENTION_PHRASES,
     CATEGORY_NAMES,
     answer_tokens,
+    exact_match,
     f1_score,
     is_abstention,
+    locomo_exact_match,
     locomo_score,
     multi_hop_f1,
     normalize_answer,
@@ -265,6 +267,38 @@ def test_score_many_matches_locomo_score() -> None:
         score_many(preds, golds, cats[:2])
 
 
+@pytest.mark.parametrize(
+    ("prediction", "gold", "expected"),
+    [
+        ("Paris", "paris.", True),  # case and punctuation go
+        ("7 May, 2023", "May 7 2023", True),  # compared as sets: order does not count
+        ("dog dog", "the dog", True),  # repeats and articles do not count either
+        ("dogs", "dog", False),  # no stemming (unlike the F1)
+        ("a red car", "car", False),  # an extra word is no match
+        ("2022", "2022", True),
+        ("", "a", True),  # both normalise to nothing: equal empty sets, officially a match
+    ],
+)
+def test_exact_match_is_the_official_set_comparison(
+    prediction: str, gold: str, expected: bool
+) -> None:
+    assert exact_match(prediction, gold) is expected
+
+
+def test_exact_match_per_category() -> None:
+    # open-domain: the gold is cut at its first ';' first, as the QA evaluation does
+    assert locomo_exact_match("Likely yes", "Likely yes; because she said so", "open-domain") == 1.0
+    assert locomo_exact_match("Likely yes", "Likely yes; because", "single-hop") == 0.0
+    # multi-hop: the whole strings, as sets (no per-part split as in its F1)
+    assert locomo_exact_match("London, Paris", "Paris, London", "multi-hop") == 1.0
+    assert locomo_exact_match("Paris", "Paris, London", "multi-hop") == 0.0
+    assert locomo_exact_match("Not mentioned", None, "adversarial") is None  # no gold
+    with pytest.raises(ValueError, match="needs a gold answer"):
+        locomo_exact_match("x", None, "temporal")
+    with pytest.raises(ValueError, match="unknown LoCoMo category"):
+        locomo_exact_match("x", "x", "commonsense")
+
+
 def test_bad_inputs_raise() -> None:
     with pytest.raises(ValueError, match="unknown LoCoMo category"):
         locomo_score("x", "x", "commonsense")
@@ -303,6 +337,8 @@ def test_every_gold_scores_one_against_itself(locomo_dir: Path) -> None:
         pred = open_domain_gold(q.answer) if q.category == "open-domain" else q.answer
         if locomo_score(pred, q.answer, q.category) != 1.0:
             failures.append((q.id, q.answer))
+        if locomo_exact_match(pred, q.answer, q.category) != 1.0:
+            failures.append((q.id, "exact match"))
     assert failures == []
     # open-domain golds carrying a '; rationale' do not score 1 when echoed whole (11 of them)
     with_rationale = [q for q in answerable if q.category == "open-domain" and ";" in str(q.answer)]

@@ -6,6 +6,7 @@ category map; unmatched, ambiguous and repeated records; bad input."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from dialogbench.testing import ChatServer
 from dialogbench.tracks.realcompanion import questions_prompts as qp
 from dialogbench.tracks.realcompanion.answers import ANSWERS, AnswersConfig
 from dialogbench.tracks.realcompanion.answers_file import (
+    FIXES,
     AnswerRecord,
     Given,
     detect_category_map,
@@ -264,6 +266,117 @@ def test_mem0_file_on_locomo(tmp_path: Path, locomo_dir: Path) -> None:
     assert 0 < summary["strict"]["all"]["official_f1"]["value"] < 1
 
 
+# -- without a judge --------------------------------------------------------------------------
+
+
+def hand_exact(answer: str, gold: str | None, category: str) -> float | None:
+    """Exact match as worked out by hand for `answer_for`'s answers: the gold itself matches
+    (unless it is an open-domain gold with a '; rationale', cut off before matching); the
+    half-right and wrong answers never do; an adversarial question has no gold to match."""
+    if category == "adversarial":
+        return None
+    assert gold is not None
+    return float(answer == gold and not (category == "open-domain" and ";" in gold))
+
+
+def test_without_a_judge_no_model_is_called(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No judge given: every matched answer scored by LoCoMo's official F1 and exact match
+    alone, per category and overall, with intervals; nothing judged, nothing calibrated,
+    no model call; fields the schema does not know counted in the warnings."""
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    ds = load_dataset("sample")
+    file = tmp_path / "answers.jsonl"
+    lines = our_file(ds, file)
+    lines[0]["confidence"] = 0.9  # a field our schema does not know
+    file.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    out = tmp_path / "run"
+    config = AnswersConfig(answers=str(file), n_boot=200, official=True)
+    result = run_track(ANSWERS, ds, out, config).result()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["judge"] is False and manifest["roles"] == {}
+    usage = json.loads((out / "usage.json").read_text())
+    assert usage["roles"] == {} and usage["total"]["calls"] == 0
+
+    f1: dict[str, list[float]] = {}
+    em: dict[str, list[float]] = {}
+    for subject in ds.subjects:
+        for i, q in enumerate(subject.questions):
+            if q.category not in NUMBERS or (q.category == "adversarial") == q.answerable:
+                continue  # LoCoMo's scorer does not apply
+            a = answer_for(i, q.answer, q.answerable)
+            for facet in ("all", f"category={q.category}"):
+                f1.setdefault(facet, []).append(locomo_score(a, q.answer, q.category))
+                exact = hand_exact(a, q.answer, q.category)
+                if exact is not None:
+                    em.setdefault(facet, []).append(exact)
+    s = result.summary
+    assert list(s) == ["official"]  # no judge, no calibration
+    assert set(s["official"]["all"]) == {"official_f1", "exact_match"}
+    for facet, values in f1.items():
+        got = s["official"][facet]["official_f1"]
+        assert got.value == pytest.approx(np.mean(values)) and got.n == len(values)
+        assert got.ci_low <= got.value <= got.ci_high
+    for facet, values in em.items():
+        got = s["official"][facet]["exact_match"]
+        assert got.value == pytest.approx(np.mean(values)) and got.n == len(values)
+        assert got.ci_low <= got.value <= got.ci_high
+    assert 0 < s["official"]["all"]["exact_match"].value < 1
+    assert s["official"]["category=adversarial"]["exact_match"].n == 0  # no gold to match
+
+    rows = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
+    n = sum(len(x.questions) for x in ds.subjects)
+    assert len(rows) == n  # one row per answer, none dropped
+    assert all(r["judge_model"] is None and r["judge_skipped"].startswith("no judge") for r in rows)
+    left_out = n - len(f1["all"])  # categories that are not LoCoMo's: counted, not scored 0
+    assert sum(r["official_f1"] is None for r in rows) == left_out
+    counts = json.loads((out / "counts.json").read_text())
+    assert counts["counts"]["official"]["official_not_applicable"] == left_out
+    assert counts["file"]["unknown_fields"] == {"confidence": 1}
+    warnings = json.loads((out / "warnings.json").read_text())["warnings"]
+    assert any("'confidence' (1 records, e.g. line 1)" in w for w in warnings)
+    assert any(f"{left_out} questions left out of official_f1" in w for w in warnings)
+    with pytest.raises(DataError, match="field 'confidence'"):
+        run_track(ANSWERS, ds, tmp_path / "strict", replace(config, strict=True))
+
+
+def test_without_a_judge_on_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`score questions` with no --judge-model scores by the official rules and says so; a
+    run scored so is judged later by `score RUN_DIR --judge-model ... --set judge=true`."""
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    ds = load_dataset("sample")
+    file = tmp_path / "answers.jsonl"
+    our_file(ds, file)
+    cli, run = CliRunner(), tmp_path / "run"
+    args = ["score", "questions", "--answers", str(file), "--dataset", "sample"]
+    args += ["--n-boot", "100", "--out", str(run)]
+    refused = cli.invoke(app, args, terminal_width=200)  # the sample's categories: not LoCoMo's
+    assert refused.exit_code == 2 and "without a judge" in refused.output, refused.output
+    assert "--official" in refused.output and "Traceback" not in refused.output
+    got = cli.invoke(app, [*args, "--official"], terminal_width=200)
+    assert got.exit_code == 0, got.output
+    assert "scored without a judge" in got.output and "exact_match" in got.output
+    assert "category=counting" not in got.output  # no figure covers it: not shown
+    summary = json.loads((run / "summary.json").read_text())
+    assert set(summary) == {"official"}
+    both = cli.invoke(app, [*args, "--official", "--no-judge", "--judge-model", "embedded"])
+    assert both.exit_code == 2 and "--no-judge" in both.output, both.output
+    helped = cli.invoke(app, ["score", "questions", "--help"], terminal_width=200).output
+    assert "Without --judge-model" in helped and "--no-judge" in helped
+    with ChatServer(reply=judge_reply) as srv:
+        judge = ["--judge-model", "openai-compatible/j", "--judge-base-url", srv.base_url]
+        later = cli.invoke(
+            app, ["score", str(run), *judge, "--set", "judge=true", "--out", str(tmp_path / "j")]
+        )
+        assert later.exit_code == 0, later.output
+        assert srv.request_count > 0
+    judged = json.loads((tmp_path / "j" / "summary.json").read_text())
+    assert {"lenient", "strict"} <= set(judged) and "calibration" not in judged  # none asked
+    usage = json.loads((tmp_path / "j" / "usage.json").read_text())["roles"]["judge"]
+    assert usage["calls"] == 2 * sum(len(x.questions) for x in ds.subjects)  # two rubrics each
+
+
 # -- category maps ----------------------------------------------------------------------------
 
 
@@ -386,10 +499,72 @@ def test_bad_input_names_file_record_field_and_fix(
     path = tmp_path / "bad.jsonl"
     path.write_text(text)
     with pytest.raises(DataError) as raised:
-        read_answers(path, fmt)
+        read_answers(path, fmt, strict=True)  # strict: an unknown field is an error too
     e = raised.value
     assert e.path == str(path) and e.record == where and e.field == field
     assert e.fix is not None and fix in e.fix
+
+
+def test_numbers_as_subject_and_gold(tmp_path: Path) -> None:
+    """A subject given as its position (a number, as docs/answers.md allows) and a gold
+    answer given as a number (LoCoMo has integer answers) are read as their text."""
+    path = tmp_path / "numbers.jsonl"
+    lines = [
+        {"subject": 0, "question_id": "q01", "answer": "Biscuit", "gold": 7},
+        {"subject": 1, "question_id": "q02", "answer": "a Vespa", "gold": 3.5},
+        {"subject": "1", "question_id": "q05", "answer": "The Tin Man", "gold": "The Tin Man."},
+    ]
+    path.write_text("\n".join(json.dumps(x) for x in lines))
+    read = read_answers(path, "dialogbench")
+    assert [g.record.subject for g in read.records] == ["0", "1", "1"]
+    assert [g.record.gold for g in read.records] == ["7", "3.5", "The Tin Man."]
+    got = match_answers(load_dataset("sample"), read.records)
+    assert [(m.subject_id, m.question.id) for m in got.matched] == [
+        ("maya", "q01"),
+        ("tomas", "q02"),
+        ("tomas", "q05"),
+    ]
+    assert got.gold_differs == ["line 1", "line 2"]  # 7 and 3.5 are not the dataset's gold
+
+
+def test_every_field_has_a_fix(tmp_path: Path) -> None:
+    """A value of the wrong type in any field names the field and a fix (a boolean gold,
+    subject or answer is no number or text)."""
+    assert set(FIXES) == set(AnswerRecord.model_fields)
+    path = tmp_path / "bad.jsonl"
+    for name in AnswerRecord.model_fields:
+        bad = [1] if name == "meta" else True if name in ("gold", "subject") else {"x": 1}
+        record = {"question_id": "q01", "answer": "a", name: bad}
+        path.write_text(json.dumps(record))
+        with pytest.raises(DataError) as raised:
+            read_answers(path, "dialogbench")
+        e = raised.value
+        assert e.field is not None and e.field.split(".")[0] == name, (name, str(e))
+        assert e.fix == FIXES[name] and e.record == "line 1"
+
+
+def test_unknown_fields_are_counted_unless_strict(tmp_path: Path) -> None:
+    path = tmp_path / "extra.jsonl"
+    lines = [
+        {"question_id": "q01", "answer": "a", "anser": "b", "score": 1},
+        {"question_id": "q02", "answer": "c", "score": 0},
+        {"question_id": "q03", "answer": "d"},
+    ]
+    path.write_text("\n".join(json.dumps(x) for x in lines))
+    read = read_answers(path, "dialogbench")
+    assert [g.record.answer for g in read.records] == ["a", "c", "d"]  # the fields ignored
+    assert read.unknown == {"anser": ["line 1"], "score": ["line 1", "line 2"]}
+    warned = read.unknown_warning()
+    assert warned is not None and warned.startswith("2 answer records give fields")
+    assert "'anser' (1 records, e.g. line 1), 'score' (2 records, e.g. line 1)" in warned
+    assert "--strict" in warned
+    with pytest.raises(DataError) as raised:
+        read_answers(path, "dialogbench", strict=True)
+    e = raised.value
+    assert (e.record, e.field) == ("line 1", "anser") and e.fix and "under meta" in e.fix
+    clean = tmp_path / "clean.jsonl"
+    clean.write_text(json.dumps(lines[2]))
+    assert read_answers(clean, "dialogbench").unknown_warning() is None
 
 
 def test_bad_input_on_the_cli(tmp_path: Path) -> None:

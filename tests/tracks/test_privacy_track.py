@@ -11,7 +11,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from dialogbench.cli import app
+from dialogbench.data.errors import DataError
 from dialogbench.data.locomo import load_locomo
 from dialogbench.data.memorybank import load_memorybank
 from dialogbench.data.model import Dataset, Message, Subject
@@ -25,9 +28,12 @@ from dialogbench.tracks.realcompanion.privacy import (
     MODEL_SYSTEMS,
     PRIVACY,
     PrivacyConfig,
+    _trials,
     draw_samples,
     eligible_speakers,
+    summarise,
 )
+from dialogbench.tracks.realcompanion.speaker_ids import read_speaker_ids
 from dialogbench.tracks.realcompanion.style import count_style, mask_content
 
 FAST = PrivacyConfig(n_boot=500)
@@ -133,10 +139,6 @@ def test_sample_runs_and_resumes(tmp_path: Path) -> None:
 
 
 def test_cli_options(tmp_path: Path) -> None:
-    from typer.testing import CliRunner
-
-    from dialogbench.cli import app
-
     runner = CliRunner()
     for bad in (["--cluster", "subject"], ["--sample-size", "0"], ["--strip", "[oops"]):
         got = runner.invoke(app, ["run", "privacy", "--out", str(tmp_path), *bad])
@@ -145,6 +147,8 @@ def test_cli_options(tmp_path: Path) -> None:
     for name in ("--sample-size", "--min-messages", "--repeats", "--ngram", "--max-ngrams"):
         assert name in shown.output
     for name in ("--control", "--no-control", "--strip", "--seed", "--n-boot", "--cluster"):
+        assert name in shown.output
+    for name in ("--speaker-id",):
         assert name in shown.output
     for name in ("--model", "--references", "--model-repeats", "--language-model", "--max-fixes"):
         assert name in shown.output
@@ -315,3 +319,175 @@ def test_model_option_checks(tmp_path: Path) -> None:
     # without a model the track runs the style systems as before
     result = run_track(PRIVACY, ds, tmp_path / "plain", MODEL_FAST).result()
     assert list(result.summary) == ["style", "shuffled authors"]
+
+
+# -- one person across subjects: --speaker-id ---------------------------------------------------
+
+STYLES = {
+    "Ann": ["i dunno lol", "yeah ok", "haha sure thing"],
+    "Bob": ["Well, I believe that is correct.", "Indeed; however, I disagree."],
+    "Cy": ["WOW!!! so cool!!!", "OMG yes!!!"],
+}
+
+
+def _people() -> Dataset:
+    """Ann writes in two subjects (s0 with Bob, s1 with Cy), always in her own style."""
+
+    def subject(sid: str, names: tuple[str, str]) -> Subject:
+        texts = [(n, t) for _ in range(5) for n in names for t in STYLES[n]]
+        messages = [
+            Message(id=f"{sid}m{j}", position=j, speaker=n, text=t)
+            for j, (n, t) in enumerate(texts)
+        ]
+        return Subject(id=sid, speakers=list(names), messages=messages)
+
+    subjects = [subject("s0", ("Ann", "Bob")), subject("s1", ("Ann", "Cy"))]
+    return Dataset(name="people", subjects=subjects, sha256="0" * 64, source="test")
+
+
+PEOPLE = PrivacyConfig(sample_size=3, min_messages=8, repeats=20, n_boot=200, control=False)
+
+
+def test_one_person_across_subjects_is_one_author(tmp_path: Path) -> None:
+    ds = _people()
+    apart = run_track(PRIVACY, ds, tmp_path / "apart", PEOPLE).result()
+    assert sorted(apart.speakers) == ["s0/Ann", "s0/Bob", "s1/Ann", "s1/Cy"]
+    warned = [w for w in apart.warnings if "repeat across subjects" in w]
+    assert warned == [w for w in apart.warnings if "'Ann' in 2 subjects (s0, s1)" in w]
+    assert "--speaker-id" in warned[0]
+    on_disk = json.loads((tmp_path / "apart" / "warnings.json").read_text())["warnings"]
+    assert warned[0] in on_disk
+    # the two Anns write alike, so each is often taken for the other
+    assert apart.summary["style"]["accuracy"].value < 1.0
+    assert apart.summary["style"]["chance"].value == 1 / 4
+
+    ids = tmp_path / "ids.json"
+    ids.write_text(json.dumps({"s0/Ann": "ann", "s1/Ann": "ann"}))
+    one = run_track(PRIVACY, ds, tmp_path / "one", replace(PEOPLE, speaker_id=str(ids))).result()
+    assert one.speakers == {"ann": 30, "s0/Bob": 10, "s1/Cy": 10}  # her messages pooled
+    assert one.summary["style"]["chance"].value == 1 / 3
+    assert one.summary["style"]["accuracy"].value == 1.0
+    assert not [w for w in one.warnings if "repeat across subjects" in w]
+    rows = [json.loads(x) for x in (tmp_path / "one" / "items.jsonl").read_text().splitlines()]
+    assert {r["subject"] for r in rows if r["speaker"] == "ann"} == {"s0 + s1"}
+    manifest = json.loads((tmp_path / "one" / "manifest.json").read_text())
+    assert manifest["resolved"]["speaker ids"]["speakers"] == 2
+    # a CSV file says the same; an id that joins a speaker onto another's name does too
+    csv_ids = tmp_path / "ids.csv"
+    csv_ids.write_text("\ufeffsubject,speaker,person\ns0,Ann,ann\ns1,Ann,ann\n")  # with a BOM
+    json_onto = tmp_path / "onto.json"
+    json_onto.write_text(json.dumps({"s1/Ann": "s0/Ann"}))
+    for path, key in ((csv_ids, "ann"), (json_onto, "s0/Ann")):
+        got = run_track(PRIVACY, ds, tmp_path / path.stem, replace(PEOPLE, speaker_id=str(path)))
+        assert got.result().speakers == {key: 30, "s0/Bob": 10, "s1/Cy": 10}
+
+
+def test_the_datas_own_person_ids_join_subjects(tmp_path: Path) -> None:
+    """Messages that carry one person id (`Message.person`) are one author without a file,
+    and no warning; a file's id for a speaker overrides the data's."""
+    ds = _people()
+    for s in ds.subjects:
+        s.messages[:] = [
+            m.model_copy(update={"person": "ann-7"}) if m.speaker == "Ann" else m
+            for m in s.messages
+        ]
+    got = run_track(PRIVACY, ds, tmp_path / "data", PEOPLE).result()
+    assert got.speakers == {"ann-7": 30, "s0/Bob": 10, "s1/Cy": 10}
+    assert got.summary["style"]["accuracy"].value == 1.0
+    assert not [w for w in got.warnings if "repeat across subjects" in w]
+    ids = tmp_path / "ids.json"
+    ids.write_text(json.dumps({"s1/Ann": "other-ann"}))
+    split = run_track(PRIVACY, ds, tmp_path / "file", replace(PEOPLE, speaker_id=str(ids)))
+    assert split.result().speakers == {"ann-7": 15, "s0/Bob": 10, "other-ann": 15, "s1/Cy": 10}
+
+
+def test_renamed_speakers_keep_every_figure() -> None:
+    """Giving each speaker a person id of its own changes names only, no figure."""
+    ds = _people()
+    config = replace(PEOPLE, repeats=5)
+    people = {("s0", "Ann"): "a", ("s0", "Bob"): "b", ("s1", "Ann"): "c", ("s1", "Cy"): "d"}
+    plain = eligible_speakers(ds, 8)
+    named = eligible_speakers(ds, 8, people=people)
+    assert named.keys == ("a", "b", "c", "d") and named.subjects == plain.subjects
+    assert (named.owner == plain.owner).all() and named.texts == plain.texts
+    counts = count_style(plain.texts, config.ngram)
+    for r in range(config.repeats):
+        a = _trials("style", r, plain, counts, config)
+        b = _trials("style", r, named, counts, config)
+        assert [x["rank"] for x in a] == [x["rank"] for x in b]
+
+
+def test_wrong_same_subject_counts_any_shared_subject() -> None:
+    """By hand: Ann (s0 and s1) taken once for Cy (s1: a shared subject) and once for Bob
+    (s0: shared too), Cy once for Bob (none shared), Bob once right."""
+    spans = {
+        "ann": frozenset({"s0", "s1"}),
+        "s0/Bob": frozenset({"s0"}),
+        "s1/Cy": frozenset({"s1"}),
+    }
+    trial = {"system": "style", "repeat": 0, "similarity": 0.0, "best similarity": 0.0}
+    rows = [
+        {**trial, "speaker": "ann", "subject": "s0 + s1", "predicted": "s1/Cy", "rank": 2},
+        {**trial, "speaker": "ann", "subject": "s0 + s1", "predicted": "s0/Bob", "rank": 3},
+        {**trial, "speaker": "s1/Cy", "subject": "s1", "predicted": "s0/Bob", "rank": 2},
+        {**trial, "speaker": "s0/Bob", "subject": "s0", "predicted": "s0/Bob", "rank": 1},
+    ]
+    got = summarise(rows, spans, replace(PEOPLE, n_boot=50)).summary["style"]
+    assert got["wrong, same subject"].value == pytest.approx(2 / 4)
+    assert got["accuracy"].value == pytest.approx(1 / 4) and got["chance"].value == 1 / 3
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "record", "field", "fix"),
+    [
+        ("ids.json", '{"s9/Ann": "a"}', "entry 's9/Ann'", "subject", "its subjects: s0, s1"),
+        ("ids.json", '{"s0/Cy": "a"}', "entry 's0/Cy'", "speaker", "its speakers: Ann, Bob"),
+        ("ids.json", '{"Ann": "a"}', "entry 'Ann'", None, '"conv-26/Caroline"'),
+        ("ids.json", '{"s0/Ann": ""}', "entry 's0/Ann'", "person", "non-empty string"),
+        ("ids.json", '{"s0/Ann": 3}', "entry 's0/Ann'", "person", "non-empty string"),
+        ("ids.json", '["s0/Ann"]', None, None, "subject,speaker,person"),
+        ("ids.json", "{oops", None, None, '{"SUBJECT/SPEAKER": "PERSON", ...}'),
+        ("ids.csv", "subject,person\ns0,a\n", "line 1", None, "header subject,speaker,person"),
+        ("ids.csv", "subject,speaker,person\ns0,,a\n", "line 2", "speaker", "give the speaker"),
+        ("ids.csv", "subject,speaker,person\ns0,Ann,a\ns0,Ann,b\n", "line 3", "person", "one"),
+    ],
+)
+def test_bad_speaker_id_files_name_file_record_field_and_fix(
+    tmp_path: Path, name: str, text: str, record: str | None, field: str | None, fix: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(DataError) as raised:
+        read_speaker_ids(path, _people())
+    e = raised.value
+    assert e.path == str(path) and e.record == record and e.field == field
+    assert e.fix is not None and fix in e.fix, e.fix
+
+
+def test_locomo_names_that_repeat_are_warned_about_on_the_cli(
+    locomo_dir: Path, tmp_path: Path
+) -> None:
+    """LoCoMo has three Johns: the warning is printed and in warnings.json; a mapping that
+    names them silences it (joining two of them makes 19 authors of 20)."""
+    ds = load_locomo(locomo_dir)
+    johns = [s.id for s in ds.subjects if any(m.speaker == "John" for m in s.messages)]
+    assert len(johns) == 3
+    args = ["run", "privacy", "--dataset", "locomo", "--repeats", "2", "--n-boot", "50"]
+    args += ["--no-control"]
+    got = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "a")], terminal_width=300)
+    assert got.exit_code == 0, got.output
+    line = f"'John' in 3 subjects ({', '.join(johns)})"
+    assert line in " ".join(got.output.split()) and "--speaker-id" in got.output
+    stored = json.loads((tmp_path / "a" / "warnings.json").read_text())["warnings"]
+    assert any(line in w for w in stored)
+    ids = tmp_path / "ids.json"
+    ids.write_text(json.dumps({f"{johns[0]}/John": "john", f"{johns[1]}/John": "john"}))
+    mapped = CliRunner().invoke(
+        app, [*args, "--speaker-id", str(ids), "--out", str(tmp_path / "b")], terminal_width=300
+    )
+    assert mapped.exit_code == 0, mapped.output
+    assert "repeat across subjects" not in mapped.output
+    speakers = json.loads((tmp_path / "b" / "speakers.json").read_text())
+    assert len(speakers) == 19 and "john" in speakers
+    missing = CliRunner().invoke(app, [*args, "--speaker-id", str(tmp_path / "none.json")])
+    assert missing.exit_code == 2 and "no such speaker-id file" in missing.output

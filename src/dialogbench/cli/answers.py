@@ -1,6 +1,7 @@
 """`dialogbench score`: re-judge a finished run (`dialogbench score RUN_DIR`, also spelled
 `dialogbench score run RUN_DIR`), or judge answers produced elsewhere
-(`dialogbench score questions --answers FILE --format FORMAT --dataset D --judge-model SPEC`).
+(`dialogbench score questions --answers FILE --format FORMAT --dataset D [--judge-model SPEC]`;
+without a judge no model is called: LoCoMo's official F1 and exact match alone).
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ score_app = typer.Typer(
         "Score saved outputs again, never asking the model under test. `dialogbench score "
         "RUN_DIR [--judge-model SPEC ...]` re-judges a finished run (see `dialogbench score "
         "run --help`); `dialogbench score questions --answers FILE --format FORMAT --dataset "
-        "D --judge-model SPEC` judges answers produced elsewhere (docs/answers.md)."
+        "D [--judge-model SPEC]` judges answers produced elsewhere, or, without a judge, "
+        "scores them by LoCoMo's official F1 and exact match alone (docs/answers.md)."
     ),
 )
 score_app.command(
@@ -89,7 +91,14 @@ def questions_command() -> Callable[..., None]:
                 help="run folder (a rerun resumes it)", metavar="DIR", rich_help_panel="input"
             ),
         ),
-        *role_params(Role("judge", "score", PANEL + " (required)"), panel=True),
+        *role_params(
+            Role(
+                "judge",
+                "score",
+                PANEL + " (none: no model is called; LoCoMo's official F1 and exact match alone)",
+            ),
+            panel=True,
+        ),
         *field_params(ANSWERS.config_type),
     ]
 
@@ -99,18 +108,13 @@ def questions_command() -> Callable[..., None]:
         config = build_track_config(ANSWERS, options)
         if config.answers is None:
             raise ValueError("give --answers FILE (the answers to judge)")
-        if not judges:
-            raise ValueError(
-                "give --judge-model SPEC (e.g. `embedded`, or openai-compatible/NAME with "
-                "--judge-base-url); repeat it for a panel"
-            )
         if dataset is None:
             raise ValueError("give --dataset (a name from `dialogbench data list`, or a path)")
         RunFolder(out)
         data = load_dataset(dataset)
         if len(judges) > 1:
             return _panel(data, out, config, judges)
-        given = {"judge": judges[0]}
+        given = {"judge": judges[0]} if judges else {}
         finished = with_progress(
             f"answers on {data.name}",
             lambda progress: run_track(ANSWERS, data, out, config, given, progress),
@@ -123,8 +127,10 @@ def questions_command() -> Callable[..., None]:
         body,
         "Judge a file of answers to a dataset's questions (our JSONL, or mem0's result files): "
         "a lenient and a strict rubric side by side, LoCoMo's official F1, the judge's "
-        "false-accept rate on known-wrong answers; per category, with 95% intervals. Unmatched "
-        "and ambiguous answers are listed in matching.json.",
+        "false-accept rate on known-wrong answers; per category, with 95% intervals. Without "
+        "--judge-model (or with --no-judge) no model is called: LoCoMo's official F1 and exact "
+        "match alone, per category, with 95% intervals. Unmatched and ambiguous answers are "
+        "listed in matching.json.",
     )
 
 

@@ -292,7 +292,8 @@ def rank(
         for row in run.rows:
             if any(k not in row for k in profile.units):
                 continue  # not a scored unit row (e.g. a calibration probe)
-            group = _key(row, profile.groups) if profile.groups else "all"
+            grouped = any(row.get(k) is not None for k in profile.groups)
+            group = _key(row, profile.groups) if grouped else "all"
             system = _key(row, profile.systems) if profile.systems else "-"
             value = read(row)
             who = (run.label, system)
@@ -303,7 +304,19 @@ def rank(
                 continue
             bucket[_key(row, profile.units)] = value
     if not any(v for g in scores.values() for v in g.values()):
-        raise ValueError(f"no row of these runs has a usable {name!r}")
+        numeric = sorted(
+            {
+                k
+                for run in runs
+                for row in run.rows
+                for k, v in row.items()
+                if isinstance(v, int | float) and not isinstance(v, bool)
+            }
+        )
+        raise ValueError(
+            f"no row of these runs has a usable {name!r}; rank by another with --metric NAME "
+            f"(numbers these rows hold: {', '.join(numeric) or 'none'})"
+        )
     groups: dict[str, list[Entry]] = {}
     for group, by in scores.items():
         entries = []

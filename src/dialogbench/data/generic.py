@@ -118,6 +118,9 @@ class ImportConfig:
     caption_field: str | None = "blip_caption"
     """An image a turn shares, written into its text as the LoCoMo loader does; optional."""
     speaker_field: str = "speaker"
+    person_field: str | None = None
+    """Key of a turn's person id: who the speaker is across conversations (None: no such key;
+    a turn without the key, or with null, has none)."""
     turn_id_field: str | None = None
     timestamp_field: str | None = None
     timestamp_format: str | None = None
@@ -200,6 +203,7 @@ FIELD_HELP = {
     "allow_dangling": "import even when more than a quarter of the cited evidence ids name no turn "
     "(each is dropped as --on-missing-evidence says)",
     "speaker_field": "speaker",
+    "person_field": "speaker's person id (the same person across conversations)",
     "turn_id_field": "turn id",
     "timestamp_field": "timestamp",
     "questions_field": "list of questions",
@@ -843,6 +847,9 @@ def _subject(conv: _Conversation, config: ImportConfig, notes: _Notes) -> Subjec
             "timestamp": when,
             "session": session,
         }
+        person = turn.get(config.person_field) if config.person_field else None
+        if person is not None:  # a turn without one (e.g. the assistant's) has no person
+            fields["person"] = as_text(person, path, record, str(config.person_field))
         messages.append(parse_record(Message, fields, path, record, _turn_names(config)))
     questions = _questions(conv, {m.id for m in messages}, config, notes)
     fields = {
@@ -866,6 +873,8 @@ def _turn_names(config: ImportConfig) -> dict[str, str]:
     }
     if config.timestamp_field:
         names["timestamp"] = config.timestamp_field
+    if config.person_field:
+        names["person"] = config.person_field
     return names
 
 

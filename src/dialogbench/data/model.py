@@ -71,6 +71,11 @@ class Message(_Record):
     text: Text
     timestamp: datetime | None = None
     session: Id | None = None
+    person: Id | None = Field(
+        default=None,
+        description="who the speaker is across subjects, where the data says (a person id); "
+        "None: the speaker is known only within the subject",
+    )
 
 
 class ProfileClaim(_Record):

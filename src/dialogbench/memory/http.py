@@ -64,7 +64,8 @@ _OPENER = urllib.request.build_opener(_NoRedirect)
 
 
 def _message(m: Message) -> dict[str, Any]:
-    return m.model_dump(mode="json")
+    """A message as the service gets it (`person` only where the data gives one)."""
+    return m.model_dump(mode="json", exclude={"person"} if m.person is None else None)
 
 
 def _score(raw: object, where: str) -> float | None:

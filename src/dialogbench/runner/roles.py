@@ -57,10 +57,10 @@ def model_role(help: str = "the model under test", *, required: bool = True) -> 
     return Role("model", "solve", help, required=required)
 
 
-def judge_role(help: str, *, fallback: str | None = "model") -> Role:
+def judge_role(help: str, *, fallback: str | None = "model", required: bool = True) -> Role:
     """The `judge` role: it scores the saved outputs (`--judge-model`); unset, the model
-    under test plays it (`fallback=None`: it must be given)."""
-    return Role("judge", "score", help, fallback=fallback)
+    under test plays it (`fallback=None`: it must be given, unless not `required`)."""
+    return Role("judge", "score", help, required=required, fallback=fallback)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,12 @@ The official pipeline, rule by rule (every rule here is replicated, quirks inclu
 
 `evaluate_qa.py` stores each score rounded to 3 places (`official_round`). `set_f1` is NOT the
 official metric: see its docstring.
+
+Exact match (`exact_match`): the official `exact_match_score` of the same file: prediction and
+gold normalised as above (no stemming) and compared as *sets* of words, so word order and
+repeats do not count ("May 7 2023" matches "7 May, 2023"). `locomo_exact_match` applies it per
+category as the QA evaluation prepares the gold (`str(answer)`, category 3 cut at its first
+';'); an adversarial question has no gold to match (None).
 """
 
 from __future__ import annotations
@@ -130,19 +136,41 @@ def set_f1(prediction: str, gold: str) -> float:
     return (2 * precision * recall) / (precision + recall)
 
 
-def locomo_score(prediction: str, gold: str | None, category: str) -> float:
-    """The official per-question score for a LoCoMo category name (see the module docstring)."""
+def exact_match(prediction: str, gold: str) -> bool:
+    """Official `exact_match_score`: the normalised words of both, compared as sets."""
+    return set(normalize_answer(prediction).split()) == set(normalize_answer(gold).split())
+
+
+def locomo_exact_match(prediction: str, gold: str | None, category: str) -> float | None:
+    """`exact_match` (1.0 or 0.0) against the gold as the QA evaluation prepares it for a
+    LoCoMo category name; None for an adversarial question (no gold to match)."""
     if category == ADVERSARIAL:
-        return 1.0 if is_abstention(prediction) else 0.0
+        return None
+    known = _gold(gold, category)
+    if category == OPEN_DOMAIN:
+        known = open_domain_gold(known)
+    return 1.0 if exact_match(prediction, known) else 0.0
+
+
+def _gold(gold: str | None, category: str) -> str:
+    """The gold of a known category other than adversarial; an error without one."""
     if category not in CATEGORY_NAMES:
         raise ValueError(f"unknown LoCoMo category {category!r}; expected one of {CATEGORY_NAMES}")
     if gold is None:
         raise ValueError(f"a {category} question needs a gold answer")
+    return gold
+
+
+def locomo_score(prediction: str, gold: str | None, category: str) -> float:
+    """The official per-question score for a LoCoMo category name (see the module docstring)."""
+    if category == ADVERSARIAL:
+        return 1.0 if is_abstention(prediction) else 0.0
+    known = _gold(gold, category)
     if category == MULTI_HOP:
-        return multi_hop_f1(prediction, gold)
+        return multi_hop_f1(prediction, known)
     if category == OPEN_DOMAIN:
-        gold = open_domain_gold(gold)
-    return f1_score(prediction, gold)
+        known = open_domain_gold(known)
+    return f1_score(prediction, known)
 
 
 def score_many(

@@ -14,10 +14,16 @@ the runner gives the run its folder, manifest (the file's sha256 and format are 
 the config, the systems and models it names are recorded), resume, and `dialogbench score
 RUN_DIR` re-judges it.
 
-Units: `answer/SUBJECT/QUESTION` (two rows: one per rubric) and `calibration/RUBRIC`
-(one row per probe).
+Without a judge (no `--judge-model`, or `--no-judge`) no model is called at all: each answer
+gets LoCoMo's official scores alone, its token F1 (`official_f1`) and exact match
+(`exact_match`, `scoring.locomo.locomo_exact_match`), under `official` in summary.json; no
+calibration. LoCoMo's scorer must apply to the dataset (else the run is refused).
 
-RUN_DIR/summary.json    lenient|strict -> facet -> metric (as the question track);
+Units: `answer/SUBJECT/QUESTION` (two rows: one per rubric; one row without a judge) and
+`calibration/RUBRIC` (one row per probe).
+
+RUN_DIR/summary.json    lenient|strict -> facet -> metric (as the question track), or,
+                        without a judge, official -> facet -> official_f1|exact_match;
                         reported -> facet -> file_grade (the file's own grades, if any);
                         calibration -> rubric -> false_accept|false_reject
 RUN_DIR/counts.json     per rubric as the question track; the file's systems, models,
@@ -51,7 +57,7 @@ from dialogbench.runner import config as shared
 from dialogbench.runner.record import digest
 from dialogbench.runner.roles import judge_role
 from dialogbench.runner.track import Models, Rows
-from dialogbench.scoring.locomo import f1_score
+from dialogbench.scoring.locomo import f1_score, locomo_exact_match
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 from dialogbench.tracks.common import judged_values, stratified_limit
 from dialogbench.tracks.realcompanion import questions_prompts as qp
@@ -76,6 +82,12 @@ from dialogbench.tracks.realcompanion.questions import (
 
 TRACK = "answers"
 RUBRICS = tuple(QA_RUBRICS)
+OFFICIAL = "official"
+"""summary.json's key for the figures of a run without a judge."""
+OFFICIAL_METRICS = ("official_f1", "exact_match")
+"""What a run without a judge scores: LoCoMo's official F1 and exact match."""
+NO_JUDGE = "no judge: LoCoMo's official F1 and exact match alone"
+"""`judge_skipped` of an answer scored without a judge."""
 PASS = PassRule("correct", 1)
 JUDGE_TAG, CALIBRATION_TAG = "answers:judge", "answers:calibration"
 PROMPT_SHA256 = digest(
@@ -97,6 +109,18 @@ class AnswersConfig(shared.Judged):
     )
     answers_sha256: str | None = option(
         None, help="the sha256 the file must have (default: as it is now; the run records it)"
+    )
+    strict: bool = option(
+        False,
+        help="refuse a file whose records give fields our schema does not know (default: "
+        "ignore them, counted in the warnings)",
+        stage="aggregate",
+    )
+    judge: bool | None = option(
+        None,
+        help="judge the answers with --judge-model (default: when one is given); without a "
+        "judge no model is called: LoCoMo's official F1 and exact match alone",
+        stage="score",
     )
     calibration: int = option(
         20,
@@ -210,26 +234,48 @@ class AnswersTrack(TrackBase[AnswersConfig, Unit]):
     name = TRACK
     summary = (
         "Re-judge answers produced elsewhere (a file): lenient and strict judge, LoCoMo's F1, "
-        "the judge's false-accept rate."
+        "the judge's false-accept rate; without a judge, LoCoMo's F1 and exact match alone."
     )
     config_type = AnswersConfig
-    roles = (judge_role("the judge of the answers", fallback=None),)
+    roles = (
+        judge_role(
+            "the judge of the answers (none: no model is called, LoCoMo's official F1 and "
+            "exact match alone)",
+            fallback=None,
+            required=False,
+        ),
+    )
     judged = True
 
     def configure(self, config: AnswersConfig, roles: frozenset[str]) -> AnswersConfig:
-        """The file's absolute path and sha256 pinned, so a re-judge reads the same file."""
+        """The file's absolute path and sha256 pinned, so a re-judge reads the same file;
+        whether a judge scores, from the roles given unless said (without one, no
+        calibration: a later re-judge then has no probes to ask)."""
         if config.answers is None:
             raise OptionError("answers", "give the file of answers (--answers FILE)")
         path = Path(config.answers).expanduser().resolve()
         if not path.is_file():
             raise DataError(path, "no such answers file", fix="give the path of a file of answers")
         sha = config.answers_sha256 or sha256_file(path)
-        return replace(config, answers=str(path), answers_sha256=sha)
+        given = "judge" in roles
+        if config.judge is not None and config.judge != given:
+            raise OptionError(
+                "judge",
+                "pass --judge-model SPEC to judge the answers"
+                if config.judge
+                else "--no-judge scores without a model: leave out --judge-model (to judge "
+                "a run scored without one: dialogbench score RUN_DIR --judge-model SPEC "
+                "--set judge=true)",
+            )
+        calibration = config.calibration if given else 0  # no judge: nothing to calibrate
+        return replace(
+            config, answers=str(path), answers_sha256=sha, judge=given, calibration=calibration
+        )
 
     def plan(self, data: Dataset, config: AnswersConfig) -> Plan[Unit]:
         if config.answers is None or config.answers_sha256 is None:  # configure sets both
             raise OptionError("answers", "give the file of answers (--answers FILE)")
-        read = read_answers(Path(config.answers), config.format)
+        read = read_answers(Path(config.answers), config.format, strict=config.strict)
         if read.sha256 != config.answers_sha256:
             raise DataError(
                 read.path,
@@ -254,16 +300,27 @@ class AnswersTrack(TrackBase[AnswersConfig, Unit]):
             matching.matched, lambda m: m.question.category, config.limit, config.seed
         )
         units: dict[str, Unit] = {f"answer/{m.subject_id}/{m.question.id}": m for m in chosen}
+        official = uses_official(data, config.questions_config())
+        if not config.judge and not official:
+            raise DataError(
+                read.path,
+                f"without a judge only LoCoMo's official scorer scores, and it does not apply "
+                f"to {data.name!r} (its categories are not LoCoMo's)",
+                field="judge",
+                fix="give --judge-model SPEC, or --official to score it the LoCoMo way anyway",
+            )
         probes = probes_for(chosen, data, config.calibration, config.seed)
         if probes:
             for rubric in RUBRICS:
                 units[f"calibration/{rubric}"] = Probes(rubric, probes)
         found = matching.warnings()
+        unknown = read.unknown_warning()
+        if unknown is not None:
+            found.insert(0, unknown)
         if categories.status not in ("ours", "none") or read.format == "mem0":
             found.append(f"categories: {categories.message}")
         if config.calibration and not probes:
             found.append("calibration: no known-wrong probe could be drawn (too few answers)")
-        official = uses_official(data, config.questions_config())
         resolved = {
             "prompt_sha256": PROMPT_SHA256,
             "rubrics": {k: r.name for k, r in QA_RUBRICS.items()},
@@ -308,6 +365,9 @@ class AnswersTrack(TrackBase[AnswersConfig, Unit]):
         self, unit: Unit, rows: Rows, models: Models, config: AnswersConfig, plan: Plan[Unit]
     ) -> Rows:
         ctx: Context = plan.context
+        if not config.judge:  # no model: only answers are units (no calibration probes)
+            (row,) = rows
+            return [official_scores(row, ctx.official)]
         judge_model = models["judge"]
         if isinstance(unit, Probes):
             rubric = QA_RUBRICS[unit.rubric]
@@ -333,14 +393,16 @@ class AnswersTrack(TrackBase[AnswersConfig, Unit]):
 
     def aggregate(self, plan: Plan[Unit], rows: Rows, config: AnswersConfig) -> Outcome:
         ctx: Context = plan.context
-        answers = [r for r in rows if "rubric" in r]
+        answers = [r for r in rows if "calibration" not in r]
         probes = [r for r in rows if "calibration" in r]
-        parts: dict[str, Rows] = {
-            name: [r for r in answers if r["rubric"] == name] for name in RUBRICS
-        }
-        scored = summarise(parts, ctx.official, config.questions_config())
+        parts: dict[str, Rows] = {OFFICIAL: answers}
+        metrics: Sequence[str] | None = OFFICIAL_METRICS
+        if config.judge:
+            parts = {name: [r for r in answers if r["rubric"] == name] for name in RUBRICS}
+            metrics = None
+        scored = summarise(parts, ctx.official, config.questions_config(), metrics)
         summary: dict[str, Any] = dict(scored.summary)
-        first = parts[RUBRICS[0]]
+        first = next(iter(parts.values()))
         if any(r["file_grade"] is not None for r in first):
             summary["reported"] = _reported(first, config)
         calibration, unscored_probes = _calibration(probes, config)
@@ -369,23 +431,28 @@ class AnswersTrack(TrackBase[AnswersConfig, Unit]):
     def show(self, outcome: Outcome, config: AnswersConfig) -> list[Table | str]:
         result: AnswersResult = outcome.result
         s = result.summary
-        facets = list(s[RUBRICS[0]])
+        judged = RUBRICS[0] in s
+        first = s[RUBRICS[0]] if judged else s[OFFICIAL]
         table: dict[str, dict[str, Estimate]] = {}
-        for facet in facets:
+        for facet in first:
             row: dict[str, Estimate] = {}
-            for name in RUBRICS:
+            for name in RUBRICS if judged else ():
                 row[f"judge {name}"] = s[name][facet]["judge"]
-            for metric in ("official_f1", "set_f1", "abstention_rule"):
-                if metric in s[RUBRICS[0]][facet]:
-                    row[metric] = s[RUBRICS[0]][facet][metric]
+            for metric in ("official_f1", "exact_match", "set_f1", "abstention_rule"):
+                if metric in first[facet]:
+                    row[metric] = first[facet][metric]
             if "reported" in s and facet in s["reported"]:
                 row["file's grade"] = s["reported"][facet]["file_grade"]
-            table[facet] = row
+            if any(e.n for e in row.values()):  # a category no figure covers is not shown
+                table[facet] = row
         columns = list(dict.fromkeys(c for row in table.values() for c in row))
+        title = (
+            "Answers re-judged"
+            if judged
+            else "Answers scored without a judge: LoCoMo's official F1 and exact match"
+        )
         out: list[Table | str] = [
-            summary_table(
-                "Answers re-judged (95% bootstrap intervals)", table, columns, "questions"
-            )
+            summary_table(f"{title} (95% bootstrap intervals)", table, columns, "questions")
         ]
         for name, rates in s.get("calibration", {}).items():
             fa, fr = rates["false_accept"], rates["false_reject"]
@@ -411,8 +478,11 @@ class AnswersTrack(TrackBase[AnswersConfig, Unit]):
         )
 
     def headline(self, outcome: Outcome) -> dict[str, float]:
-        """The judge score per rubric (all, answerable) and the official F1."""
+        """The judge score per rubric (all, answerable) and the official F1 (and, without a
+        judge, the exact match)."""
         s = outcome.result.summary
+        if OFFICIAL in s:
+            return {f"{m} all": s[OFFICIAL]["all"][m].value for m in OFFICIAL_METRICS}
         out = {
             f"{name} judge {facet}": s[name][facet]["judge"].value
             for name in RUBRICS
@@ -425,6 +495,16 @@ class AnswersTrack(TrackBase[AnswersConfig, Unit]):
 
 
 ANSWERS = register(AnswersTrack())
+
+
+def official_scores(row: dict[str, Any], official: bool) -> dict[str, Any]:
+    """An answer scored without a judge: the question track's rules (LoCoMo's official F1
+    among them) and LoCoMo's exact match where the official F1 applies (None elsewhere, and
+    for an adversarial question, which has no gold to match)."""
+    scores: dict[str, Any] = {**row, **score_row(row, official), "exact_match": None}
+    if scores["official_f1"] is not None:
+        scores["exact_match"] = locomo_exact_match(row["answer"], row["gold"], row["category"])
+    return {**scores, **verdict_fields(None, skipped=NO_JUDGE)}
 
 
 def _fmt(e: Estimate | None) -> str:
@@ -495,7 +575,7 @@ def _file_figures(rows: Rows, read: AnswersFile) -> dict[str, Any]:
             "p99": float(np.percentile(a, 99)),
         }
 
-    return {
+    out = {
         "format": read.format,
         "sha256": read.sha256,
         "systems": sorted({r["system"] for r in rows if r["system"]}),
@@ -504,6 +584,9 @@ def _file_figures(rows: Rows, read: AnswersFile) -> dict[str, Any]:
         "tokens": spread([r["tokens"] for r in rows if r["tokens"] is not None]),
         "answers_missing": sum(1 for r in rows if r["answer"] is None),
     }
+    if read.unknown:  # only when there are some: a clean file's counts stay as they were
+        out["unknown_fields"] = {k: len(v) for k, v in sorted(read.unknown.items())}
+    return out
 
 
 def _map_json(c: CategoryMap) -> dict[str, Any]:

@@ -3,10 +3,12 @@ its question, and see which category map the file uses.
 
 Formats (`FORMATS`; the fields are documented in docs/answers.md):
 
-    dialogbench   JSON Lines, one answer per line: `subject`, `question_id` and/or `question`
-                  (its text), `answer` (null with `error` when the system failed), and
-                  optional `category`, `gold`, `system`, `model`, `evidence_ids`,
-                  `latency_s`, `tokens`, `grade` (the producer's own 0-1 grade), `meta`
+    dialogbench   JSON Lines, one answer per line: `subject` (its id, or its position as
+                  a number), `question_id` and/or `question` (its text), `answer` (null with
+                  `error` when the system failed), and optional `category`, `gold` (a
+                  number read as its text), `system`, `model`, `evidence_ids`,
+                  `latency_s`, `tokens`, `grade` (the producer's own 0-1 grade), `meta`;
+                  any other field is ignored and counted (an error when read `strict`)
     mem0          the per-question result files of mem0's evaluation scripts: one JSON
                   object, conversation index (its position in locomo10.json) -> a list of
                   {question, answer (the gold), category, evidence, response, ...}; the
@@ -33,9 +35,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from dialogbench.data.errors import DataError
 from dialogbench.data.io import json_lines, sha256_file
@@ -57,18 +59,36 @@ MEM0_NAMES: dict[int, str] = {
 CATEGORY_NUMBERS = {name: n for n, name in CATEGORIES.items()}
 
 
+def _number_as_text(*kinds: type) -> BeforeValidator:
+    """Read a JSON number of `kinds` (never a boolean) as its text, as the official scorer
+    reads a gold answer (`str(answer)`: LoCoMo has integer answers)."""
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, kinds) and not isinstance(value, bool):
+            return str(value)
+        return value
+
+    return BeforeValidator(convert)
+
+
+SubjectText = Annotated[str, _number_as_text(int)]
+"""A subject id, or its position in the dataset as a number (`0`) or a string (`"0"`)."""
+GoldText = Annotated[str, _number_as_text(int, float)]
+"""A gold answer: a string, or a number read as the official scorer does (`str(answer)`)."""
+
+
 class AnswerRecord(BaseModel):
     """One answer as the file gives it (our schema; other formats are read into it)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    subject: str | None = None
+    subject: SubjectText | None = None
     question_id: str | None = None
     question: str | None = None
     answer: str | None
     error: str | None = None
     category: int | str | None = None
-    gold: str | None = None
+    gold: GoldText | None = None
     system: str | None = None
     model: str | None = None
     evidence_ids: list[str] = Field(default_factory=list)
@@ -80,10 +100,14 @@ class AnswerRecord(BaseModel):
 
 FIXES: dict[str, str] = {
     "answer": "give the system's answer as a string (null, with `error`, when it failed)",
-    "subject": "give the subject (conversation) id as a string",
+    "subject": "give the subject (conversation) id as a string, or its position as a number",
     "question_id": "give the dataset's question id as a string",
     "question": "give the question's text as a string",
+    "error": "give why the answer failed as a string",
     "category": "give the category as a number or a name",
+    "gold": "give the gold answer as a string or a number",
+    "system": "give the memory system's name as a string",
+    "model": "give the answer model's name as a string",
     "evidence_ids": 'give a list of message ids, e.g. ["D1:3"]',
     "latency_s": "give seconds as a number of at least 0",
     "tokens": "give a whole number of at least 0",
@@ -102,16 +126,35 @@ class Given:
 
 @dataclass(frozen=True)
 class AnswersFile:
-    """A read answers file: its records, format and sha256."""
+    """A read answers file: its records, format and sha256, and the fields it gives that
+    our schema does not know (ignored, unless read `strict`)."""
 
     path: Path
     format: str
     sha256: str
     records: list[Given]
+    unknown: dict[str, list[str]] = field(default_factory=dict)
+    """Unknown field -> where each record that gives it is (`line 3`)."""
+
+    def unknown_warning(self) -> str | None:
+        """One line counting the records with unknown fields, by field; None when none."""
+        if not self.unknown:
+            return None
+        records = len({w for where in self.unknown.values() for w in where})
+        each = ", ".join(
+            f"{name!r} ({len(where)} records, e.g. {where[0]})"
+            for name, where in sorted(self.unknown.items())
+        )
+        return (
+            f"{records} answer records give fields our schema does not know, ignored: {each}; "
+            "move them under meta, or pass --strict to refuse such a file"
+        )
 
 
-def read_answers(path: Path, fmt: str) -> AnswersFile:
-    """Read an answers file in format `fmt`; a `DataError` naming file, record, field and fix."""
+def read_answers(path: Path, fmt: str, *, strict: bool = False) -> AnswersFile:
+    """Read an answers file in format `fmt`; a `DataError` naming file, record, field and fix.
+    A field our schema does not know is ignored and counted (`AnswersFile.unknown`), or,
+    `strict`, an error."""
     if fmt not in FORMATS:
         raise ValueError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
     if not path.is_file():
@@ -120,15 +163,28 @@ def read_answers(path: Path, fmt: str) -> AnswersFile:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise DataError(path, f"not UTF-8 text ({e.reason})", fix="save it as UTF-8") from None
-    records = _read_ours(path, text) if fmt == "dialogbench" else _read_mem0(path, text)
+    unknown: dict[str, list[str]] = {}
+    if fmt == "dialogbench":
+        records = _read_ours(path, text, None if strict else unknown)
+    else:
+        records = _read_mem0(path, text)
     if not records:
         raise DataError(path, "holds no answers", fix="give a file with at least one answer")
-    return AnswersFile(path, fmt, sha256_file(path), records)
+    return AnswersFile(path, fmt, sha256_file(path), records, unknown)
 
 
-def _validated(path: Path, where: str, raw: Any) -> AnswerRecord:
+def _validated(
+    path: Path, where: str, raw: Any, unknown: dict[str, list[str]] | None = None
+) -> AnswerRecord:
+    """The record `raw`, checked. Fields our schema does not know are left out and noted
+    in `unknown` (field -> where); without `unknown` they are an error."""
     if not isinstance(raw, dict):
         raise DataError(path, "expected a JSON object", record=where, fix="one object per answer")
+    if unknown is not None:
+        extra = [k for k in raw if k not in AnswerRecord.model_fields]
+        for name in extra:
+            unknown.setdefault(name, []).append(where)
+        raw = {k: v for k, v in raw.items() if k not in extra}
     try:
         record = AnswerRecord.model_validate(raw)
     except ValidationError as e:
@@ -136,7 +192,10 @@ def _validated(path: Path, where: str, raw: Any) -> AnswerRecord:
         name = ".".join(str(p) for p in first["loc"]) or "?"
         top = str(first["loc"][0]) if first["loc"] else ""
         if first["type"] == "extra_forbidden":
-            fix = f"remove it or move it under meta (known fields: {', '.join(FIXES)})"
+            fix = (
+                f"remove it or move it under meta (known fields: {', '.join(FIXES)}), or "
+                "leave out --strict to ignore it"
+            )
             raise DataError(path, "unknown field", record=where, field=name, fix=fix) from None
         problem = "missing" if first["type"] == "missing" else first["msg"]
         raise DataError(path, problem, record=where, field=name, fix=FIXES.get(top)) from None
@@ -151,9 +210,9 @@ def _validated(path: Path, where: str, raw: Any) -> AnswerRecord:
     return record
 
 
-def _read_ours(path: Path, text: str) -> list[Given]:
+def _read_ours(path: Path, text: str, unknown: dict[str, list[str]] | None) -> list[Given]:
     lines = json_lines(path, text, "write one JSON object per line")
-    return [Given(f"line {n}", _validated(path, f"line {n}", raw)) for n, raw in lines]
+    return [Given(f"line {n}", _validated(path, f"line {n}", raw, unknown)) for n, raw in lines]
 
 
 def _text(value: Any) -> str | None:

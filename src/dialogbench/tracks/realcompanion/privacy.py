@@ -5,14 +5,19 @@ the histories of all N speakers, we attribute the sample from content-free style
 (`style.py`: function words, punctuation, casing, lengths, masked character n-grams).
 
 Speakers: every (subject, speaker) pair with role `user` and at least `min_messages`
-messages. Each repeat draws, for every speaker, a held-out sample of `sample_size` of
-their messages; every speaker's profile is built from the rest of their messages. Each
-sample is then attributed to one of the N profiles by *Cosine Delta* (Smith & Aldridge
-2011): features are z-scored with the mean and spread across the N profiles (features
-that do not vary are dropped), and the profile with the highest cosine similarity to
-the sample wins. Ties are broken at random (seeded), so indistinguishable speakers score
-exactly chance in expectation. The n-gram features are the `max_ngrams` most frequent
-masked n-grams of that repeat's profiles (held-out text never chooses features).
+messages; with `--speaker-id FILE` (`speaker_ids.py`), or where the data gives messages a
+person id (`Message.person`), the pairs given one person id are one speaker (one author, their
+messages pooled, `subject` naming all their subjects). A speaker name said in two or more
+subjects by speakers nobody identified is warned about: each is taken as its own author.
+
+Each repeat draws, for every speaker, a held-out sample of `sample_size` of their messages;
+every speaker's profile is built from the rest of their messages. Each sample is then
+attributed to one of the N profiles by *Cosine Delta* (Smith & Aldridge 2011): features are
+z-scored with the mean and spread across the N profiles (features that do not vary are
+dropped), and the profile with the highest cosine similarity to the sample wins. Ties are
+broken at random (seeded), so indistinguishable speakers score exactly chance in
+expectation. The n-gram features are the `max_ngrams` most frequent masked n-grams of that
+repeat's profiles (held-out text never chooses features).
 
 Control `shuffled authors`: before each repeat, the speakers' messages are pooled and
 dealt back at random (each keeps their message count), so no speaker has a style of
@@ -48,8 +53,9 @@ stays counted).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -57,6 +63,7 @@ import numpy.typing as npt
 from rich.table import Table
 from scipy import sparse
 
+from dialogbench.data.io import sha256_file
 from dialogbench.data.model import Dataset
 from dialogbench.models.model import Model
 from dialogbench.report.table import summary_table
@@ -68,6 +75,13 @@ from dialogbench.tracks.realcompanion.privacy_prompts import (
     PROMPT_SHA256,
     attribution_messages,
     guess_model,
+)
+from dialogbench.tracks.realcompanion.speaker_ids import (
+    Speaker,
+    must_exist,
+    person_of,
+    read_speaker_ids,
+    repeated_names,
 )
 from dialogbench.tracks.realcompanion.style import StyleCounts, count_style, style_features
 
@@ -100,6 +114,12 @@ class PrivacyConfig(shared.Sampled):
     )
     """Text a loader added that the person did not write (by default LoCoMo's
     machine-written image captions)."""
+    speaker_id: str | None = option(
+        None,
+        help="file naming who each speaker is across subjects: JSON "
+        '{"SUBJECT/SPEAKER": "PERSON"} or CSV subject,speaker,person; speakers given one '
+        "person id are one author (default: each subject's speaker is its own)",
+    )
     seed: int = shared.seed("the samples, the tie-breaks and the bootstrap")
     n_boot: int = shared.n_boot()
     cluster: Literal["trial", "speaker"] = option(
@@ -144,12 +164,19 @@ class Speakers:
     """The eligible speakers and their messages, in one table."""
 
     keys: tuple[str, ...]
-    """`subject/speaker`, one per speaker."""
+    """`subject/speaker`, one per speaker (or the person id `--speaker-id` or the data gives)."""
     subjects: tuple[str, ...]
+    """The speaker's subject (its subjects joined by ` + `, for one across subjects)."""
+    members: tuple[tuple[Speaker, ...], ...]
+    """The (subject, speaker) pairs each speaker is."""
     owner: IntArray
     """Speaker index of each message."""
     message_ids: tuple[str, ...]
     texts: tuple[str, ...]
+
+    def spans(self) -> dict[str, frozenset[str]]:
+        """Each speaker's subjects."""
+        return {k: frozenset(s for s, _ in m) for k, m in zip(self.keys, self.members, strict=True)}
 
 
 @dataclass
@@ -167,22 +194,33 @@ class PrivacyResult:
     """Model trials without a usable answer, by cause (left out of accuracy)."""
 
 
-def eligible_speakers(dataset: Dataset, min_messages: int, strip: str | None = None) -> Speakers:
-    """Every (subject, speaker) with role `user` and at least `min_messages` messages.
+def eligible_speakers(
+    dataset: Dataset,
+    min_messages: int,
+    strip: str | None = None,
+    people: Mapping[Speaker, str] | None = None,
+) -> Speakers:
+    """Every (subject, speaker) with role `user` and at least `min_messages` messages; the
+    messages given one person id (by `people`, `speaker_ids.read_speaker_ids`, else by the
+    data, `Message.person`) as one speaker.
 
     `strip` (a regular expression) is removed from every text.
     """
     pattern = re.compile(strip) if strip else None
-    found: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    found: dict[str, list[tuple[str, str]]] = {}
+    members: dict[str, dict[Speaker, None]] = {}
     for subject in dataset.subjects:
         for m in subject.messages:
             if m.role == "user":
                 text = pattern.sub("", m.text) if pattern else m.text
-                found.setdefault((subject.id, m.speaker), []).append((m.id, text))
+                key = person_of(people or {}, subject.id, m.speaker, m.person)
+                found.setdefault(key, []).append((m.id, text))
+                members.setdefault(key, {})[(subject.id, m.speaker)] = None
     kept = [(k, v) for k, v in found.items() if len(v) >= min_messages]
     return Speakers(
-        keys=tuple(f"{s}/{name}" for (s, name), _ in kept),
-        subjects=tuple(s for (s, _), _ in kept),
+        keys=tuple(k for k, _ in kept),
+        subjects=tuple(" + ".join(dict.fromkeys(s for s, _ in members[k])) for k, _ in kept),
+        members=tuple(tuple(members[k]) for k, _ in kept),
         owner=np.repeat(np.arange(len(kept)), [len(v) for _, v in kept]),
         message_ids=tuple(mid for _, v in kept for mid, _ in v),
         texts=tuple(text for _, v in kept for _, text in v),
@@ -266,6 +304,8 @@ class Shared:
     repeat's deal once drawn."""
 
     speakers: Speakers
+    warnings: list[str] = field(default_factory=list)
+    """What the speakers' names say (a name repeated across subjects), shown with the figures."""
     counts: StyleCounts | None = None
     deals: dict[tuple[str, int], Deal] = field(default_factory=dict)
 
@@ -305,7 +345,12 @@ class PrivacyTrack(TrackBase[PrivacyConfig, Unit]):
     roles = (model_role("the model that names the author", required=False),)
 
     def configure(self, config: PrivacyConfig, roles: frozenset[str]) -> PrivacyConfig:
-        """The model systems run when a model is given (unless turned off)."""
+        """The model systems run when a model is given (unless turned off); the speaker-id
+        file's absolute path."""
+        if config.speaker_id is not None:
+            path = Path(config.speaker_id).expanduser().resolve()
+            must_exist(path)
+            config = replace(config, speaker_id=str(path))
         if config.language_model is None:
             return replace(config, language_model="model" in roles)
         if config.language_model and "model" not in roles:
@@ -315,7 +360,13 @@ class PrivacyTrack(TrackBase[PrivacyConfig, Unit]):
         return config
 
     def plan(self, data: Dataset, config: PrivacyConfig) -> Plan[Unit]:
-        speakers = eligible_speakers(data, config.min_messages, config.strip)
+        people: dict[Speaker, str] = {}
+        resolved: dict[str, Any] = {}
+        if config.speaker_id is not None:
+            path = Path(config.speaker_id)
+            people = read_speaker_ids(path, data)
+            resolved["speaker ids"] = {"sha256": sha256_file(path), "speakers": len(people)}
+        speakers = eligible_speakers(data, config.min_messages, config.strip, people)
         if len(speakers.keys) < 2:
             raise ValueError(
                 f"dataset {data.name!r} has {len(speakers.keys)} speaker(s) with role 'user' "
@@ -337,10 +388,11 @@ class PrivacyTrack(TrackBase[PrivacyConfig, Unit]):
                         for i in range(n)
                     }
                 )
-        resolved = {"prompt_sha256": PROMPT_SHA256} if config.language_model else {}
-        return Plan(
-            units, warnings=list(data.warnings), resolved=resolved, context=Shared(speakers)
-        )
+        if config.language_model:
+            resolved["prompt_sha256"] = PROMPT_SHA256
+        repeated = repeated_names(speakers.keys, speakers.members, people)
+        shared = Shared(speakers, _name_warnings(repeated))
+        return Plan(units, warnings=list(data.warnings), resolved=resolved, context=shared)
 
     async def solve(
         self, unit: Unit, models: Models, config: PrivacyConfig, plan: Plan[Unit]
@@ -355,7 +407,8 @@ class PrivacyTrack(TrackBase[PrivacyConfig, Unit]):
 
     def aggregate(self, plan: Plan[Unit], rows: Rows, config: PrivacyConfig) -> Outcome:
         speakers = plan.context.speakers
-        result = summarise(rows, len(speakers.keys), config)
+        result = summarise(rows, speakers.spans(), config)
+        result.warnings[:0] = plan.context.warnings
         result.speakers = {
             k: int(n) for k, n in zip(speakers.keys, np.bincount(speakers.owner), strict=True)
         }
@@ -387,6 +440,22 @@ class PrivacyTrack(TrackBase[PrivacyConfig, Unit]):
 
 
 PRIVACY = register(PrivacyTrack())
+
+
+def _name_warnings(repeated: Mapping[str, list[str]]) -> list[str]:
+    """One line for the speaker names said in several subjects, each taken as several
+    authors; none when no name repeats."""
+    if not repeated:
+        return []
+    each = "; ".join(
+        f"{name!r} in {len(subjects)} subjects ({', '.join(subjects)})"
+        for name, subjects in repeated.items()
+    )
+    return [
+        f"speaker names repeat across subjects, each speaker taken as a different author: "
+        f"{each}. If some are one person, give --speaker-id FILE mapping them to one person "
+        'id (JSON {"SUBJECT/SPEAKER": "PERSON"}; docs/tracks.md#privacy)'
+    ]
 
 
 def _trials(
@@ -477,9 +546,11 @@ async def _model_trial(
 
 
 def summarise(
-    rows: Sequence[dict[str, Any]], n_speakers: int, config: PrivacyConfig
+    rows: Sequence[dict[str, Any]], spans: Mapping[str, frozenset[str]], config: PrivacyConfig
 ) -> PrivacyResult:
-    """Accuracy, top-3 and MRR per system with intervals, against chance."""
+    """Accuracy, top-3 and MRR per system with intervals, against chance; `spans`: each
+    speaker's subjects (for `wrong, same subject`)."""
+    n_speakers = len(spans)
     summary: dict[str, dict[str, Estimate]] = {}
     breakdown: dict[str, dict[str, dict[str, dict[str, Estimate]]]] = {}
     warnings: list[str] = []
@@ -488,17 +559,14 @@ def summarise(
     for system in dict.fromkeys(r["system"] for r in rows):
         mine = [r for r in rows if r["system"] == system]
         if system in MODEL_SYSTEMS:
-            table = _model_summary(system, mine, n_speakers, config, breakdown, warnings)
+            table = _model_summary(system, mine, spans, config, breakdown, warnings)
             summary[system] = table
             unusable = sum(1 for r in mine if not r["answered"] and not r["call_failed"])
             if unusable:
                 failures[f"unusable {system} answers"] = unusable
             continue
         rank = np.array([r["rank"] for r in mine], dtype=np.float64)
-        subject_of = {r["speaker"]: r["subject"] for r in mine}
-        same_subject = np.array(
-            [r["rank"] > 1 and subject_of.get(r["predicted"]) == r["subject"] for r in mine]
-        )
+        same_subject = np.array([r["rank"] > 1 and _shares_subject(r, spans) for r in mine])
         matrix = np.column_stack([rank == 1, rank <= 3, 1.0 / rank, same_subject])
         speaker = np.array([r["speaker"] for r in mine])
         clusters = speaker if config.cluster == "speaker" else None
@@ -535,26 +603,28 @@ def _control_warning(system: str, acc: Estimate, n_speakers: int) -> list[str]:
     ]
 
 
+def _shares_subject(row: Mapping[str, Any], spans: Mapping[str, frozenset[str]]) -> bool:
+    """Whether the predicted speaker speaks in a subject of the true one."""
+    return bool(spans[row["predicted"]] & spans[row["speaker"]])
+
+
 def _model_summary(
     system: str,
     mine: Sequence[dict[str, Any]],
-    n_speakers: int,
+    spans: Mapping[str, frozenset[str]],
     config: PrivacyConfig,
     breakdown: dict[str, dict[str, dict[str, dict[str, Estimate]]]],
     warnings: list[str],
 ) -> dict[str, Estimate]:
     """A model system's figures: accuracy over answered trials, the answered share and
     `wrong, same subject`, against chance; per speaker and subject into `breakdown`."""
-    nan = np.nan
-    subject_of = {r["speaker"]: r["subject"] for r in mine}
+    nan, n_speakers = np.nan, len(spans)
     matrix = np.array(
         [
             [
                 float(r["correct"]) if r["answered"] else nan,
                 float(r["answered"]),
-                float(not r["correct"] and subject_of.get(r["predicted"]) == r["subject"])
-                if r["answered"]
-                else nan,
+                float(not r["correct"] and _shares_subject(r, spans)) if r["answered"] else nan,
             ]
             for r in mine
         ],

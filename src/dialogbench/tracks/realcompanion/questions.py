@@ -663,16 +663,21 @@ def _column(rows: Sequence[dict[str, Any]], metric: str) -> np.ndarray:
 
 
 def summarise(
-    parts: dict[str, list[dict[str, Any]]], official: bool, config: QuestionsConfig
+    parts: dict[str, list[dict[str, Any]]],
+    official: bool,
+    config: QuestionsConfig,
+    metrics: Sequence[str] | None = None,
 ) -> QuestionsResult:
-    """Figures from the stored parts (one per system)."""
-    metrics = [m for m in METRICS if official or m not in ("official_f1", "set_f1")]
+    """Figures from the stored parts (one per system): `metrics` (default: the judge's and
+    the rules', the official ones when `official`) per facet."""
+    if metrics is None:
+        metrics = [m for m in METRICS if official or m not in ("official_f1", "set_f1")]
     summary: dict[str, dict[str, dict[str, Estimate]]] = {}
     counts: dict[str, dict[str, int]] = {}
     warnings: list[str] = []
     for system, rows in parts.items():
         memory = system.startswith(MEMORY_PREFIX)
-        mine = [*metrics, *MEMORY_METRICS] if memory else metrics
+        mine = [*metrics, *MEMORY_METRICS] if memory else list(metrics)
         facets = _facets(rows)
         cols = np.column_stack([_column(rows, m) for m in mine]) if rows else np.zeros((0, 0))
         summary[system] = {}
