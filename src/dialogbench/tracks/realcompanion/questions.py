@@ -137,6 +137,7 @@ class QuestionsConfig(shared.Sampled, shared.Judged):
     memory_tokens: int | None = rc.memory_tokens_option(
         "default: --context-tokens less the prompt's fixed parts"
     )
+    analyzer: str = rc.analyzer_option()
     limit: int | None = shared.limit("questions, drawn in turn from each category")
     seed: int = shared.seed("the limit draw, the answers and the bootstrap")
     n_boot: int = shared.n_boot()
@@ -240,14 +241,18 @@ def memory_counter(subject: Subject, counter: TokenCounter) -> TokenCount:
 
 
 def build_asked(
-    subject: Subject, k: int, counter: TokenCounter | None, max_tokens: int
+    subject: Subject,
+    k: int,
+    counter: TokenCounter | None,
+    max_tokens: int,
+    analyzer: str = "auto",
 ) -> list[Asked]:
-    """Every question of `subject` with its BM25 context and, given a counter, the estimated
-    size of its full-history prompt."""
+    """Every question of `subject` with its BM25 context (with `analyzer`) and, given a
+    counter, the estimated size of its full-history prompt."""
     probes = [p for p in build_probes(subject) if p.kind == "question"]
     if not probes:
         return []
-    top = BM25Retriever().rank(subject, probes, k).top
+    top = BM25Retriever(analyzer=analyzer).rank(subject, probes, k).top
     cum = None
     if counter is not None:
         cum = np.concatenate([[0], np.cumsum(line_tokens(subject, counter))])
@@ -320,6 +325,7 @@ def plan_recalls(
     systems: Sequence[rc.System],
     budget: Budget,
     counter: TokenCounter,
+    analyzer: str = "auto",
 ) -> rc.Recalls:
     """The recall stage: one replay per subject and system, of the subject's questions."""
     return rc.Recalls.plan(
@@ -329,6 +335,7 @@ def plan_recalls(
         budget,
         lambda subject: memory_counter(subject, counter),
         tokenizer=counter.name,
+        analyzer=analyzer,
     )
 
 
@@ -352,19 +359,20 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
     def plan(self, data: Dataset, config: QuestionsConfig) -> Plan[Unit]:
         if len(set(config.systems)) < len(config.systems):
             raise OptionError("systems", f"a system is named twice: {','.join(config.systems)}")
-        memories = rc.resolve_systems(config.memory, config.seed)
+        memories = rc.resolve_systems(config.memory, config.seed, config.analyzer)
         counter: TokenCounter | None = None
         if "full" in config.systems or memories:
             counter = self.tokenizer or GGUFTokenizer(_gguf_path(config.tokenizer))
         full_counter = counter if "full" in config.systems else None
         subjects = {s.id: s for s in data.subjects}
         context = Context(subjects, uses_official(data, config))
+        analyzer = rc.bm25_analyzer(config.analyzer, data.subjects)
         resolved: dict[str, Any] = {}
         try:
             asked = [
                 a
                 for s in data.subjects
-                for a in build_asked(s, config.k, full_counter, config.max_tokens)
+                for a in build_asked(s, config.k, full_counter, config.max_tokens, config.analyzer)
             ]
             if not asked:
                 raise ValueError(f"dataset {data.name!r} has no questions")
@@ -377,7 +385,9 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
             if memories:
                 assert counter is not None  # kept open: the recalls count memory tokens
                 budget = memory_budget(asked, counter, config)
-                context.recalls = plan_recalls(asked, subjects, memories, budget, counter)
+                context.recalls = plan_recalls(
+                    asked, subjects, memories, budget, counter, config.analyzer
+                )
                 context.memory = [MEMORY_PREFIX + s.name for s in memories]
                 resolved = {
                     "memory budget": rc.budget_json(budget),
@@ -397,6 +407,7 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
         resolved = {
             "prompt_sha256": qp.PROMPT_SHA256,
             "tokenizer name": counter.name if counter is not None else None,
+            "bm25 analyzer": analyzer,
             **resolved,
         }
         plan = Plan(units, warnings=list(data.warnings), resolved=resolved, context=context)
