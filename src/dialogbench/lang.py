@@ -1,4 +1,5 @@
-"""The languages dialogbench works in, and the judge's wording (our own) in each.
+"""The languages dialogbench works in, the judge's wording (our own) in each, and which CJK
+language a text is written in (by its script: `cjk_language`).
 
 `Lang` is the one definition of a language code (DEMO items and episodes, rubrics); a
 `Framing` is everything a judge is told besides the rubric itself (system text, headings,
@@ -10,6 +11,8 @@ prompts (and the prompts read `Rubric` for type checking only).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -141,3 +144,36 @@ FRAMINGS: dict[Lang, Framing] = {"en": EN, "zh": ZH}
 
 JUDGE_SYSTEM = EN.system
 """The English system message (what a judge of an English rubric is told first)."""
+
+
+Cjk = Literal["ko", "ja", "zh"]
+"""Languages written without spaces between words (Korean spaces words, but glues particles
+and endings to them): BM25 over whitespace words finds little in them."""
+CJK_LANGS: tuple[Cjk, ...] = get_args(Cjk)
+
+_HANGUL = re.compile(r"[\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af]")
+_KANA = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+CJK_SHARE = 0.25
+"""Texts are CJK when at least this share of their characters (spaces included) are Hangul,
+kana or Han."""
+
+
+def cjk_language(texts: Iterable[str]) -> Cjk | None:
+    """The CJK language `texts` are written in, by script, or None (a language that spaces its
+    words, or too little CJK): Hangul outnumbering kana and Han together is Korean; kana at
+    least a twentieth of kana and Han is Japanese; Han otherwise Chinese. ASCII texts are only
+    counted, never scanned."""
+    total = 0
+    wide: list[str] = []
+    for text in texts:
+        total += len(text)
+        if not text.isascii():
+            wide.append(text)
+    joined = "".join(wide)
+    hangul, kana, han = (len(p.findall(joined)) for p in (_HANGUL, _KANA, _HAN))
+    if hangul + kana + han < CJK_SHARE * max(total, 1):
+        return None
+    if hangul >= kana + han:
+        return "ko"
+    return "ja" if kana >= 0.05 * (kana + han) else "zh"

@@ -96,7 +96,8 @@ def test_interrupted_run_resumes_with_finished_parts(tmp_path: Path) -> None:
 
 
 def test_failed_control_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(registry.BUILTINS, "broken-oracle", lambda seed, offset: OracleRetriever())
+    oracle = lambda seed, offset, analyzer: OracleRetriever()  # noqa: E731
+    monkeypatch.setitem(registry.BUILTINS, "broken-oracle", oracle)
     result = run_track(RETRIEVAL, load_dataset("sample"), tmp_path, FAST).result()
     assert any(w.startswith("CONTROL FAILED: broken-oracle hit@1") for w in result.warnings)
 

@@ -31,16 +31,19 @@ from dialogbench.retrieval.registry import load_spec
 
 ENTRY_POINT_GROUP = plugins.MEMORY
 
-BUILTIN_MEMORY: dict[str, Callable[[int], MemorySystem]] = {
-    "bm25": lambda seed: RetrieverMemory(BM25Retriever()),
-    "recency": lambda seed: RetrieverMemory(RecencyRetriever()),
-    "recency-user": lambda seed: RetrieverMemory(RecencyUserRetriever()),
-    "random": lambda seed: RetrieverMemory(RandomRetriever(seed)),
+BUILTIN_MEMORY: dict[str, Callable[[int, str], MemorySystem]] = {
+    "bm25": lambda seed, analyzer: RetrieverMemory(BM25Retriever(analyzer=analyzer)),
+    "recency": lambda seed, analyzer: RetrieverMemory(RecencyRetriever()),
+    "recency-user": lambda seed, analyzer: RetrieverMemory(RecencyUserRetriever()),
+    "random": lambda seed, analyzer: RetrieverMemory(RandomRetriever(seed)),
     # each embeds on its own: a cache shared in the process would hide the second's ingest cost
-    "dense": lambda seed: RetrieverMemory(DenseRetriever(share=False)),
-    "hybrid": lambda seed: RetrieverMemory(HybridRetriever(DenseRetriever(share=False))),
-    "full-context": lambda seed: FullContextMemory(),
+    "dense": lambda seed, analyzer: RetrieverMemory(DenseRetriever(share=False)),
+    "hybrid": lambda seed, analyzer: RetrieverMemory(
+        HybridRetriever(DenseRetriever(share=False), analyzer=analyzer)
+    ),
+    "full-context": lambda seed, analyzer: FullContextMemory(),
 }
+"""Built-in spec -> its maker from (seed, BM25 analyzer)."""
 
 
 OPTIONAL_MEMORY: dict[str, tuple[str, str]] = {
@@ -54,12 +57,15 @@ class MemorySpecError(ValueError):
     """A `--memory` value names no memory system; the message says what would."""
 
 
-def resolve_memory(spec: str, *, seed: int = 0, allow_credentials: bool = False) -> MemorySystem:
-    """Build the memory system `spec` names (see the module docstring). A URL with a user or
-    password is refused unless `allow_credentials` (tracks record their specs)."""
+def resolve_memory(
+    spec: str, *, seed: int = 0, allow_credentials: bool = False, analyzer: str = "auto"
+) -> MemorySystem:
+    """Build the memory system `spec` names (see the module docstring); `analyzer` is the
+    BM25 analyzer of the built-ins that use BM25. A URL with a user or password is refused
+    unless `allow_credentials` (tracks record their specs)."""
     if spec in BUILTIN_MEMORY:
         plugins.refuse(ENTRY_POINT_GROUP, spec, "memory system")
-        return BUILTIN_MEMORY[spec](seed)
+        return BUILTIN_MEMORY[spec](seed, analyzer)
     if spec.startswith(("http://", "https://")):
         from dialogbench.memory.http import HttpMemory, HttpMemoryError, public_url
 

@@ -35,6 +35,7 @@ import scipy.sparse as sp
 from bm25s.stopwords import STOPWORDS_EN
 
 from dialogbench.data.model import Subject
+from dialogbench.retrieval.analyzers import WORDS, Analyzer, analyzer_for, checked
 from dialogbench.retrieval.base import (
     FloatArray,
     IntArray,
@@ -48,7 +49,6 @@ from dialogbench.retrieval.base import (
 # scikit-learn's r"(?u)\b\w\w+\b" (a greedy run always ends at a boundary and no
 # boundary lies inside a run), found about a quarter faster without the \b tests.
 _TOKEN = re.compile(r"\w\w+")
-_ASCII_TOKEN = re.compile(r"\w\w+", re.ASCII)  # the same tokens on ASCII text, found faster
 STOPWORDS = frozenset(STOPWORDS_EN)
 _MAX_ENTRIES = 1 << 22  # (probe, posting) pairs expanded per block
 
@@ -56,15 +56,6 @@ _MAX_ENTRIES = 1 << 22  # (probe, posting) pairs expanded per block
 def tokenize(text: str, stopwords: frozenset[str] = STOPWORDS) -> list[str]:
     """Lower-case words of two or more characters, English stop words removed (bm25s' list)."""
     return [t for t in _TOKEN.findall(text.lower()) if t not in stopwords]
-
-
-def _words(texts: Sequence[str]) -> list[list[str]]:
-    """Each text's lower-case words of two or more characters, stop words kept."""
-    return list(map(_find_words, map(str.lower, texts)))
-
-
-def _find_words(text: str) -> list[str]:
-    return (_ASCII_TOKEN if text.isascii() else _TOKEN).findall(text)
 
 
 def _term_ids(docs: Sequence[Sequence[str]]) -> tuple[dict[str, int], IntArray, IntArray]:
@@ -89,6 +80,9 @@ class BM25Params:
 class BM25Index:
     """Postings of one document collection, sorted by (term, document)."""
 
+    analyzer: Analyzer = WORDS
+    """How `from_texts` and `text_queries` cut text into terms."""
+
     def __init__(self, docs: Sequence[Sequence[str]], params: BM25Params = BM25Params()) -> None:
         vocab, terms, lengths = _term_ids(docs)
         self._build(vocab, len(vocab), terms, lengths, params)
@@ -99,10 +93,12 @@ class BM25Index:
         texts: Sequence[str],
         params: BM25Params = BM25Params(),
         stopwords: frozenset[str] = STOPWORDS,
+        analyzer: Analyzer = WORDS,
     ) -> BM25Index:
-        """The index of `[tokenize(t) for t in texts]`, built faster: stop words are dropped
-        by term id after one vocabulary pass instead of word by word."""
-        words = _words(texts)
+        """The index of `[tokenize(t) for t in texts]` (with the default `words` analyzer),
+        built faster: stop words are dropped by term id after one vocabulary pass instead of
+        word by word."""
+        words = analyzer.terms(texts)
         vocab, terms, lengths = _term_ids(words)
         n_ids = len(vocab)
         stop_ids = [vocab.pop(w) for w in stopwords.intersection(vocab)]
@@ -114,6 +110,7 @@ class BM25Index:
             lengths -= np.bincount(doc_of[stopped], minlength=len(words))
             terms = terms[~stopped]
         index = cls.__new__(cls)
+        index.analyzer = analyzer
         index._build(vocab, n_ids, terms, lengths, params)
         return index
 
@@ -154,9 +151,10 @@ class BM25Index:
         return m
 
     def text_queries(self, texts: Sequence[str]) -> sp.csr_matrix:
-        """`query_matrix` of the tokenised texts (stop words are not in the vocabulary of an
-        index built by `from_texts`, so they drop out with the unknown words)."""
-        return self.query_matrix(_words(texts))
+        """`query_matrix` of the texts cut by the index's analyzer (stop words are not in the
+        vocabulary of an index built by `from_texts`, so they drop out with the unknown
+        words)."""
+        return self.query_matrix(self.analyzer.terms(texts))
 
     def _pairs(self, q: sp.csr_matrix, cutoffs: IntArray) -> tuple[IntArray, ...]:
         """(probe, term, count, posting start, document frequency) for every query term."""
@@ -392,15 +390,20 @@ def _top_rows(
 
 
 class BM25Retriever:
-    """BM25 over the history before each probe (see the module docstring for the formula)."""
+    """BM25 over the history before each probe (see the module docstring for the formula).
+
+    `analyzer`: a name in `analyzers.ANALYZERS`, or `auto` (by each subject's script)."""
 
     name = "bm25"
 
-    def __init__(self, params: BM25Params = BM25Params()) -> None:
+    def __init__(self, params: BM25Params = BM25Params(), analyzer: str = "auto") -> None:
         self.params = params
+        self.analyzer = checked(analyzer)
 
     def rank(self, subject: Subject, probes: Sequence[Probe], depth: int) -> Rankings:
-        index = BM25Index.from_texts([m.text for m in subject.messages], self.params)
+        texts = [m.text for m in subject.messages]
+        analyzer = analyzer_for(self.analyzer, texts)
+        index = BM25Index.from_texts(texts, self.params, analyzer=analyzer)
         queries = index.text_queries([p.text for p in probes])
         cutoffs = np.array([p.cutoff for p in probes], dtype=np.int64)
         return rank_blocks(index, queries, cutoffs, probes, depth)

@@ -28,6 +28,7 @@ from dialogbench.models.embedding import (
     load_embedder,
     minilm_dir,
 )
+from dialogbench.retrieval.analyzers import analyzer_for, checked
 from dialogbench.retrieval.base import FloatArray, Probe
 from dialogbench.retrieval.baselines import ScoreRetriever
 from dialogbench.retrieval.bm25 import BM25Index
@@ -114,9 +115,12 @@ class HybridRetriever(ScoreRetriever):
 
     name = "hybrid"
 
-    def __init__(self, dense: DenseRetriever | None = None, rrf_k: int = RRF_K) -> None:
+    def __init__(
+        self, dense: DenseRetriever | None = None, rrf_k: int = RRF_K, analyzer: str = "auto"
+    ) -> None:
         self.dense = dense or DenseRetriever()
         self.rrf_k = rrf_k
+        self.analyzer = checked(analyzer)
 
     def prepare(self, subject: Subject) -> None:
         """Embed the subject's messages ahead of any probe (a memory system's ingest)."""
@@ -125,7 +129,8 @@ class HybridRetriever(ScoreRetriever):
     def scores(self, subject: Subject, probes: Sequence[Probe]) -> FloatArray:
         n = len(subject.messages)
         cutoffs = np.array([p.cutoff for p in probes], dtype=np.int64)
-        index = BM25Index.from_texts([m.text for m in subject.messages])
+        texts = [m.text for m in subject.messages]
+        index = BM25Index.from_texts(texts, analyzer=analyzer_for(self.analyzer, texts))
         bm25 = index.score(index.text_queries([p.text for p in probes]), cutoffs).toarray()[:, :n]
         if bm25.shape[1] < n:
             bm25 = np.pad(bm25, ((0, 0), (0, n - bm25.shape[1])))

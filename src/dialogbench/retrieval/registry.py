@@ -27,18 +27,19 @@ from dialogbench.retrieval.dense import DenseRetriever, HybridRetriever
 
 ENTRY_POINT_GROUP = plugins.RETRIEVERS
 
-BUILTINS: dict[str, Callable[[int, int], BatchRetriever]] = {
-    "random": lambda seed, offset: RandomRetriever(seed),
-    "recency": lambda seed, offset: RecencyRetriever(),
-    "recency-user": lambda seed, offset: RecencyUserRetriever(),
-    "bm25": lambda seed, offset: BM25Retriever(),
-    "oracle": lambda seed, offset: OracleRetriever(),
-    "offset-permuted": lambda seed, offset: OffsetOracle(offset),
-    "position-randomized": lambda seed, offset: RandomPositionOracle(seed),
-    "broken-oracle": lambda seed, offset: BrokenOracle(),
-    "dense": lambda seed, offset: DenseRetriever(),
-    "hybrid": lambda seed, offset: HybridRetriever(),
+BUILTINS: dict[str, Callable[[int, int, str], BatchRetriever]] = {
+    "random": lambda seed, offset, analyzer: RandomRetriever(seed),
+    "recency": lambda seed, offset, analyzer: RecencyRetriever(),
+    "recency-user": lambda seed, offset, analyzer: RecencyUserRetriever(),
+    "bm25": lambda seed, offset, analyzer: BM25Retriever(analyzer=analyzer),
+    "oracle": lambda seed, offset, analyzer: OracleRetriever(),
+    "offset-permuted": lambda seed, offset, analyzer: OffsetOracle(offset),
+    "position-randomized": lambda seed, offset, analyzer: RandomPositionOracle(seed),
+    "broken-oracle": lambda seed, offset, analyzer: BrokenOracle(),
+    "dense": lambda seed, offset, analyzer: DenseRetriever(),
+    "hybrid": lambda seed, offset, analyzer: HybridRetriever(analyzer=analyzer),
 }
+"""Built-in retriever name -> its maker from (seed, offset, BM25 analyzer)."""
 CONTROLS = ("offset-permuted", "position-randomized", "broken-oracle")
 OPTIONAL = ("dense", "hybrid")
 """Built-ins left out of the default list: they need the `dense` extra and the MiniLM
@@ -46,11 +47,14 @@ weights, and embed every message (slow on a CPU); ask for them with `--retriever
 DEFAULT_RETRIEVERS = tuple(name for name in BUILTINS if name not in OPTIONAL)
 
 
-def resolve(name: str, *, seed: int = 0, offset: int = 50) -> BatchRetriever:
-    """Build the retriever called `name`: a built-in, an entry point, or `module:Class`."""
+def resolve(
+    name: str, *, seed: int = 0, offset: int = 50, analyzer: str = "auto"
+) -> BatchRetriever:
+    """Build the retriever called `name`: a built-in, an entry point, or `module:Class`;
+    `analyzer` is the BM25 analyzer of the built-ins that use BM25 (`analyzers.py`)."""
     if name in BUILTINS:
         plugins.refuse(ENTRY_POINT_GROUP, name, "retriever")
-        return BUILTINS[name](seed, offset)
+        return BUILTINS[name](seed, offset, analyzer)
     ep = plugins.named(ENTRY_POINT_GROUP, name)
     if ep is not None:
         return _instantiate(plugins.build(plugins.load(ep), ep), name)

@@ -149,6 +149,7 @@ class ChatConfig(shared.Sampled, shared.Judged):
     memory_k: int | None = rc.memory_k_option(TOP_K, "default: 10, like C3 and C4")
     memory_tokens: int | None = rc.memory_tokens_option("default: no cap", approximate=True)
     memory_window: int | None = rc.memory_window_option()
+    analyzer: str = rc.analyzer_option()
     limit: int | None = shared.limit("probes, drawn in turn from each stratum x need")
     seed: int = shared.seed("the limit draw, the replies and the bootstrap")
     n_boot: int = shared.n_boot()
@@ -232,11 +233,15 @@ class ChatResult:
 # -- contexts -------------------------------------------------------------------------------
 
 
-def build_chat_probes(subject: Subject) -> tuple[list[ChatProbe], list[str]]:
-    """Every chat item of `subject` with its five contexts, and warnings for what was left
-    out (no reference reply) or dropped (a reference at or after the probe)."""
+def build_chat_probes(
+    subject: Subject, analyzer: str = "auto"
+) -> tuple[list[ChatProbe], list[str]]:
+    """Every chat item of `subject` with its five contexts (C3 by BM25 with `analyzer`), and
+    warnings for what was left out (no reference reply) or dropped (a reference at or after
+    the probe)."""
     probes = [p for p in build_probes(subject) if p.kind == "chat"]
-    top = BM25Retriever().rank(subject, probes, TOP_K).top if probes else np.zeros((0, TOP_K))
+    bm25 = BM25Retriever(analyzer=analyzer)
+    top = bm25.rank(subject, probes, TOP_K).top if probes else np.zeros((0, TOP_K))
     msgs = subject.messages
     openers = set(session_openers(subject))
     out: list[ChatProbe] = []
@@ -278,10 +283,12 @@ def plan_recalls(
     systems: Sequence[rc.System],
     budget: Budget,
     window: int | None = None,
+    analyzer: str = "auto",
 ) -> rc.Recalls:
     """The recall stage: one replay per subject and system, of that subject's probes,
     ingesting `window` messages before each (None: the whole history)."""
-    return rc.Recalls.plan(systems, [p.query for p in probes], subjects, budget, window=window)
+    queries = [p.query for p in probes]
+    return rc.Recalls.plan(systems, queries, subjects, budget, window=window, analyzer=analyzer)
 
 
 def with_memory(
@@ -326,7 +333,7 @@ class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
         probes: list[ChatProbe] = []
         warnings = list(data.warnings)
         for subject in data.subjects:
-            got, why = build_chat_probes(subject)
+            got, why = build_chat_probes(subject, config.analyzer)
             probes += got
             warnings += why
         if not probes:
@@ -335,15 +342,23 @@ class ChatTrack(TrackBase[ChatConfig, ChatProbe]):
                 "track needs chat.jsonl items (probe, reference ids, reference reply)"
             )
         probes = limit_probes(probes, config.limit, config.seed)
-        resolved: dict[str, Any] = {"prompt_sha256": cp.PROMPT_SHA256}
+        resolved: dict[str, Any] = {
+            "prompt_sha256": cp.PROMPT_SHA256,
+            "bm25 analyzer": rc.bm25_analyzer(config.analyzer, data.subjects),
+        }
         context = Context({s.id: s for s in data.subjects})
-        systems = rc.resolve_systems(config.memory, config.seed)
+        systems = rc.resolve_systems(config.memory, config.seed, config.analyzer)
         units = {f"{p.subject_id}/{p.item.probe_id}": p for p in probes}
         plan = Plan(units, warnings=warnings, resolved=resolved, context=context)
         if systems:
             budget = Budget(k=config.memory_k, tokens=config.memory_tokens)
             context.recalls = recalls = plan_recalls(
-                probes, context.subjects, systems, budget, rc.ingest_window(config)
+                probes,
+                context.subjects,
+                systems,
+                budget,
+                rc.ingest_window(config),
+                config.analyzer,
             )
             needs = {
                 key: [recalls.need(s.name, p.subject_id) for s in systems]

@@ -163,6 +163,7 @@ class DetectionConfig(shared.Sampled):
         rc.MEMORY_HELP + "; each gives a detector model-memory:NAME reading its recall"
     )
     memory_window: int | None = rc.memory_window_option()
+    analyzer: str = rc.analyzer_option()
     seed: int = shared.seed("the probe limit, the replies and the bootstrap")
     n_boot: int = shared.n_boot()
     window: int = option(3, help="messages the model detectors see", min=1, max=1000)
@@ -346,7 +347,7 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
         subjects = {s.id: s for s in data.subjects}
         context = Probes(units, subjects, by_subject, list(config.chosen))
         resolved: dict[str, Any] = {"prompt_sha256": PROMPT_SHA256, "cues_sha256": det.CUES_SHA256}
-        systems = rc.resolve_systems(config.memory, config.seed)
+        systems = rc.resolve_systems(config.memory, config.seed, config.analyzer)
         plan = Plan(
             {name: name for name in context.detectors},
             warnings=list(data.warnings),
@@ -358,7 +359,7 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
             queries = [query_of(u.probe) for u in units]
             window = rc.ingest_window(config)
             context.recalls = recalls = rc.Recalls.plan(
-                systems, queries, subjects, budget, window=window
+                systems, queries, subjects, budget, window=window, analyzer=config.analyzer
             )
             context.memory = [MEMORY_DETECTOR + s.name for s in systems]
             context.detectors += context.memory

@@ -138,6 +138,7 @@ class QuestionsConfig(shared.Sampled, shared.Judged):
         "default: --context-tokens less the prompt's fixed parts"
     )
     memory_window: int | None = rc.memory_window_option()
+    analyzer: str = rc.analyzer_option()
     limit: int | None = shared.limit("questions, drawn in turn from each category")
     seed: int = shared.seed("the limit draw, the answers and the bootstrap")
     n_boot: int = shared.n_boot()
@@ -241,14 +242,18 @@ def memory_counter(subject: Subject, counter: TokenCounter) -> TokenCount:
 
 
 def build_asked(
-    subject: Subject, k: int, counter: TokenCounter | None, max_tokens: int
+    subject: Subject,
+    k: int,
+    counter: TokenCounter | None,
+    max_tokens: int,
+    analyzer: str = "auto",
 ) -> list[Asked]:
-    """Every question of `subject` with its BM25 context and, given a counter, the estimated
-    size of its full-history prompt."""
+    """Every question of `subject` with its BM25 context (with `analyzer`) and, given a
+    counter, the estimated size of its full-history prompt."""
     probes = [p for p in build_probes(subject) if p.kind == "question"]
     if not probes:
         return []
-    top = BM25Retriever().rank(subject, probes, k).top
+    top = BM25Retriever(analyzer=analyzer).rank(subject, probes, k).top
     cum = None
     if counter is not None:
         cum = np.concatenate([[0], np.cumsum(line_tokens(subject, counter))])
@@ -336,6 +341,7 @@ def plan_recalls(
     budget: Budget,
     counter: TokenCounter,
     window: int | None = None,
+    analyzer: str = "auto",
 ) -> rc.Recalls:
     """The recall stage: one replay per subject and system, of the subject's questions,
     ingesting `window` messages before each (None: the whole history)."""
@@ -347,6 +353,7 @@ def plan_recalls(
         lambda subject: memory_counter(subject, counter),
         tokenizer=counter.name,
         window=window,
+        analyzer=analyzer,
     )
 
 
@@ -370,19 +377,20 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
     def plan(self, data: Dataset, config: QuestionsConfig) -> Plan[Unit]:
         if len(set(config.systems)) < len(config.systems):
             raise OptionError("systems", f"a system is named twice: {','.join(config.systems)}")
-        memories = rc.resolve_systems(config.memory, config.seed)
+        memories = rc.resolve_systems(config.memory, config.seed, config.analyzer)
         counter: TokenCounter | None = None
         if "full" in config.systems or memories:
             counter = self.tokenizer or GGUFTokenizer(_gguf_path(config.tokenizer))
         full_counter = counter if "full" in config.systems else None
         subjects = {s.id: s for s in data.subjects}
         context = Context(subjects, uses_official(data, config))
+        analyzer = rc.bm25_analyzer(config.analyzer, data.subjects)
         resolved: dict[str, Any] = {}
         try:
             asked = [
                 a
                 for s in data.subjects
-                for a in build_asked(s, config.k, full_counter, config.max_tokens)
+                for a in build_asked(s, config.k, full_counter, config.max_tokens, config.analyzer)
             ]
             if not asked:
                 raise ValueError(f"dataset {data.name!r} has no questions")
@@ -396,7 +404,13 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
                 assert counter is not None  # kept open: the recalls count memory tokens
                 budget = memory_budget(asked, counter, config)
                 context.recalls = plan_recalls(
-                    asked, subjects, memories, budget, counter, rc.ingest_window(config)
+                    asked,
+                    subjects,
+                    memories,
+                    budget,
+                    counter,
+                    rc.ingest_window(config),
+                    config.analyzer,
                 )
                 context.memory = [MEMORY_PREFIX + s.name for s in memories]
                 resolved = {
@@ -417,6 +431,7 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
         resolved = {
             "prompt_sha256": qp.PROMPT_SHA256,
             "tokenizer name": counter.name if counter is not None else None,
+            "bm25 analyzer": analyzer,
             **resolved,
         }
         plan = Plan(units, warnings=list(data.warnings), resolved=resolved, context=context)

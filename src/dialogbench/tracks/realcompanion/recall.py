@@ -51,6 +51,12 @@ from dialogbench.memory.registry import memory_name
 from dialogbench.models.embedding import EmbedderUnavailable
 from dialogbench.models.types import ErrorKind, ModelError, Usage
 from dialogbench.models.usage import charge
+from dialogbench.retrieval.analyzers import (
+    ANALYZER_HELP,
+    CHOICES,
+    AnalyzerUnavailable,
+    analyzer_record,
+)
 from dialogbench.runner import OptionError, option
 from dialogbench.runner.record import digest
 from dialogbench.runner.track import Need, Plan, Rows, Stage
@@ -102,6 +108,21 @@ def ingest_window(config: Any) -> int | None:
     return LIMITED_WINDOW if getattr(config, "limit", None) is not None else None
 
 
+def analyzer_option() -> Any:
+    """`analyzer`: how BM25 cuts text into terms, for the BM25 a track builds itself and its
+    memory systems' (`retrieval/analyzers.py`; default `auto`, by each subject's script)."""
+    return option("auto", help=ANALYZER_HELP, choices=CHOICES)
+
+
+def bm25_analyzer(option: str, subjects: Iterable[Subject]) -> dict[str, Any]:
+    """`analyzers.analyzer_record`: what a run records of its BM25 analyzer; a segmenter that
+    is not installed is a usage error naming `--analyzer`."""
+    try:
+        return analyzer_record(option, subjects)
+    except AnalyzerUnavailable as e:
+        raise OptionError("analyzer", str(e)) from None
+
+
 def memory_tokens_option(said: str, *, approximate: bool = False) -> Any:
     """`memory_tokens`: tokens of memories per recall, from 1 (default None), `said` naming
     what None means; `approximate` where the count is the approximate one."""
@@ -119,13 +140,13 @@ class System:
     system: MemorySystem
 
 
-def resolve_systems(specs: Sequence[str], seed: int) -> list[System]:
-    """The memory systems `specs` name; `OptionError` (--memory) for a bad spec or a name
-    given to two systems."""
+def resolve_systems(specs: Sequence[str], seed: int, analyzer: str = "auto") -> list[System]:
+    """The memory systems `specs` name (the built-ins that use BM25 with `analyzer`);
+    `OptionError` (--memory) for a bad spec or a name given to two systems."""
     out: list[System] = []
     for spec in specs:
         try:
-            system = resolve_memory(spec, seed=seed)
+            system = resolve_memory(spec, seed=seed, analyzer=analyzer)
         except MemorySpecError as e:
             raise OptionError("memory", str(e)) from None
         name = memory_name(spec, system)
@@ -182,6 +203,8 @@ class Recalls:
     tokenizer: str | None = None
     window: int | None = None
     """Messages before each query that are ingested (None: the whole history)."""
+    analyzer: dict[str, Any] | None = None
+    """The BM25 analyzer's record (`analyzers.analyzer_record`), when the track sets one."""
     _read: dict[str, dict[str, Recalled]] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -194,14 +217,19 @@ class Recalls:
         count: Callable[[Subject], TokenCount] | None = None,
         tokenizer: str | None = None,
         window: int | None = None,
+        analyzer: str | None = None,
     ) -> Recalls:
         """One recall unit per system and subject asked, of that subject's `queries` in the
         order given; `count` gives a subject's token counter, named `tokenizer`; `window`
-        caps ingestion at that many messages before each query (`ingest_window`)."""
+        caps ingestion at that many messages before each query (`ingest_window`); `analyzer`
+        the BM25 analyzer option the systems were resolved with (recorded per subject)."""
         by_subject: dict[str, list[Query]] = {}
         for q in queries:
             by_subject.setdefault(q.subject_id, []).append(q)
-        out = cls(list(systems), budget, tokenizer=tokenizer, window=window)
+        record = None
+        if analyzer is not None:
+            record = bm25_analyzer(analyzer, [subjects[sid] for sid in by_subject])
+        out = cls(list(systems), budget, tokenizer=tokenizer, window=window, analyzer=record)
         for system in systems:
             for sid, asked in by_subject.items():
                 subject = subjects[sid]
@@ -229,6 +257,8 @@ class Recalls:
         }
         if self.window is not None:
             out["memory window"] = self.window
+        if self.analyzer is not None:
+            out["bm25 analyzer"] = self.analyzer
         return out
 
     def planned_ingest(self) -> dict[str, int]:

@@ -123,6 +123,7 @@ class RetrievalConfig:
     )
     memory_tokens: int | None = rc.memory_tokens_option("default: no cap; k is the largest --k")
     memory_window: int | None = rc.memory_window_option()
+    analyzer: str = rc.analyzer_option()
 
     @property
     def depth(self) -> int:
@@ -186,10 +187,13 @@ class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
 
     def plan(self, data: Dataset, config: RetrievalConfig) -> Plan[Unit]:
         units: dict[str, Unit] = {
-            name: (name, resolve(name, seed=config.seed, offset=config.offset))
+            name: (
+                name,
+                resolve(name, seed=config.seed, offset=config.offset, analyzer=config.analyzer),
+            )
             for name in config.retrievers
         }  # fail on a bad name before any work
-        systems = rc.resolve_systems(config.memory, config.seed)
+        systems = rc.resolve_systems(config.memory, config.seed, config.analyzer)
         for system in systems:
             key = f"memory:{system.name}"
             if key in units:
@@ -207,12 +211,15 @@ class RetrievalTrack(TrackBase[RetrievalConfig, Unit]):
         subjects = {s.id: s for s in data.subjects}
         context = Probes(probes, by_subject, subjects, skipped, probe_labels(data, probes))
         plan = Plan(units, warnings=list(data.warnings), context=context)
+        plan.resolved["bm25 analyzer"] = rc.bm25_analyzer(config.analyzer, data.subjects)
         if systems:
             depth = min(config.depth, max(p.cutoff for p in probes))
             queries = [query_of(p) for p in probes]
             budget = Budget(k=depth, tokens=config.memory_tokens)
             window = rc.ingest_window(config)
-            context.recalls = rc.Recalls.plan(systems, queries, subjects, budget, window=window)
+            context.recalls = rc.Recalls.plan(
+                systems, queries, subjects, budget, window=window, analyzer=config.analyzer
+            )
             needs = {f"memory:{s.name}": context.recalls.needs_all(s.name) for s in systems}
             context.recalls.into(plan, needs)
         return plan
