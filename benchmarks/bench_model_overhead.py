@@ -255,10 +255,10 @@ def main() -> None:
             cpu_ms = statistics.median(c for _, c in got)
             cells.append(f"{ratio:.3f} / {cpu_ms:.3f}")
         print(f"{client.name:<17} {cells[0]:>15} {cells[1]:>15}")
-    got = seen.get((DEFAULT_CLIENT, 128))
-    if got:
-        ratio = statistics.median(r for r, _ in got)
-        cpu_ms = statistics.median(c for _, c in got)
+    default = seen.get((DEFAULT_CLIENT, 128))
+    if default:
+        ratio = statistics.median(r for r, _ in default)
+        cpu_ms = statistics.median(c for _, c in default)
         met = ratio >= GOAL_RATIO and cpu_ms <= GOAL_CPU_MS
         print(
             f"\ngoal for the default client at 128 connections (ratio >= {GOAL_RATIO}, "

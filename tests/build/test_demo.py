@@ -662,7 +662,7 @@ def test_paper_protocol_shows_each_built_item_its_dialogue(tmp_path: Path) -> No
         requests = srv.requests
     asked = [r["messages"] for r in requests if [m["role"] for m in r["messages"]] == ["user"]]
     by_instruction = {i.instruction: i for i in demo.items}
-    assert sorted(m[0]["content"] for m in asked) == sorted(by_instruction)  # one each
+    assert sorted(m[0]["content"] for m in asked) == sorted(map(str, by_instruction))  # one each
     for messages in asked:
         content = messages[0]["content"]
         item = by_instruction[content]

@@ -309,7 +309,7 @@ def test_sample_build_derives_questions_and_an_anonymised_release_every_track_pl
         (RECONSTRUCTION, ReconstructionConfig()),
         (PRIVACY, PrivacyConfig()),
     ]:
-        plan = track.plan(built, config)  # type: ignore[attr-defined]
+        plan = track.plan(built, config)
         assert plan.units, track.name
     rows = [json.loads(line) for line in (out / ".build" / "items.jsonl").read_text().splitlines()]
     traced = [t for r in rows if r["kind"] == "questions" for t in r["traces"]]

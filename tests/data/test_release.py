@@ -341,7 +341,7 @@ def test_census_and_rereadings_load_round_trip_and_are_checked(tmp_path: Path) -
     write_release(ds, tmp_path / "out")
     assert load_release(tmp_path / "out").subjects == ds.subjects
     assert (tmp_path / "out" / "ana" / "census.jsonl").exists()
-    for name, rows, field, says in [
+    cases: list[tuple[str, list[dict[str, object]], str, str]] = [
         ("census.jsonl", [{"probe_id": "m1", "stratum": "enriched"}], "stratum", "census"),
         ("census.jsonl", [{"probe_id": "m3", "stratum": "census"}], "probe_id", "chat item"),
         (
@@ -362,7 +362,8 @@ def test_census_and_rereadings_load_round_trip_and_are_checked(tmp_path: Path) -
             "referent_ids",
             "not in",
         ),
-    ]:
+    ]
+    for name, rows, field, says in cases:
         f = _subject(tmp_path / f"bad{len(list(tmp_path.iterdir()))}")
         _write(f, name, rows)
         with pytest.raises(DataError) as info:

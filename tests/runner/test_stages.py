@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import pytest
 from pydantic import BaseModel
 
+from dialogbench.models.types import ChatMessage
 from dialogbench.runner import Outcome, Plan, Role, RoleSpec, TrackBase, run_track
 from dialogbench.runner.status import ExitCode
 from dialogbench.runner.track import Models, Rows, Stage
@@ -61,7 +62,7 @@ class Toy(TrackBase[ToyConfig, str]):
     ) -> Rows:
         self.ran[f"{stage} {unit}"] += 1
         if stage == "ask":
-            msgs = [{"role": "user", "content": f"unit {unit}"}]
+            msgs: list[ChatMessage] = [{"role": "user", "content": f"unit {unit}"}]
             got = await models["model"].generate_structured(msgs, Word, max_fixes=0)
             return [{"unit": unit, "ok": got.value is not None}]
         rows = plan.upstream(unit, stage).values()

@@ -45,14 +45,13 @@ from dialogbench.tracks.realcompanion.detection import (
     build_units,
     chat_group,
     limit_units,
-    session_openers,
 )
 from dialogbench.tracks.realcompanion.detection_prompts import (
     MEMORY_PROMPT_SHA256,
     PROMPT_SHA256,
     memory_messages,
 )
-from dialogbench.tracks.realcompanion.memory import MemoryLabels, memory_labels
+from dialogbench.tracks.realcompanion.memory import MemoryLabels, memory_labels, session_openers
 from tracks.memory_support import NOTES_SPEC
 
 FAST = DetectionConfig(n_boot=200)

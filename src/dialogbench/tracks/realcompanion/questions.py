@@ -64,7 +64,7 @@ import warnings as warnings_module
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from rich.table import Table
@@ -83,8 +83,8 @@ from dialogbench.retrieval.base import build_probes
 from dialogbench.retrieval.bm25 import BM25Retriever
 from dialogbench.runner import OptionError, Outcome, Plan, TrackBase, option, register
 from dialogbench.runner import config as shared
-from dialogbench.runner.roles import judge_role, model_role
-from dialogbench.runner.track import Models, Rows
+from dialogbench.runner.roles import Role, judge_role, model_role
+from dialogbench.runner.track import Models, Rows, Stage
 from dialogbench.scoring.locomo import ADVERSARIAL, CATEGORY_NAMES, is_abstention, locomo_score
 from dialogbench.scoring.locomo import set_f1 as set_f1_score
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
@@ -363,12 +363,12 @@ class QuestionsTrack(TrackBase[QuestionsConfig, Unit]):
     name = TRACK
     summary = "Answer each question from the chosen context; judge against gold (and LoCoMo's F1)."
     config_type = QuestionsConfig
-    roles = (
+    roles: ClassVar[tuple[Role, ...]] = (
         model_role("the model under test (answers the questions)"),
         judge_role("the judge of the answers"),
     )
     judged = True
-    stages = (rc.RECALL,)
+    stages: ClassVar[tuple[Stage, ...]] = (rc.RECALL,)
 
     def __init__(self, tokenizer: TokenCounter | None = None) -> None:
         self.tokenizer = tokenizer
