@@ -90,6 +90,11 @@ def pages(
         out["locomo-pair"] = _locomo_pair(make_run, root)
     except pytest.skip.Exception as e:
         out["locomo-pair"] = str(e)
+    try:  # LoCoMo's histories never fit the default budget: `full` falls back, flagged
+        out["questions-locomo"] = make_run("questions-locomo")
+        write_report([out["questions-locomo"]], root / "questions-locomo.html")
+    except pytest.skip.Exception as e:
+        out["questions-locomo"] = str(e)
     return {**out, "root": root}
 
 
@@ -258,6 +263,34 @@ def test_two_locomo_runs_compare_legibly(
         ARTIFACTS.mkdir(exist_ok=True)
         page.evaluate("window.scrollTo(0, 0)")
         page.screenshot(path=str(ARTIFACTS / f"report-locomo-pair-{width}.png"), full_page=True)
+        assert errors == []
+    finally:
+        page.close()
+
+
+def test_a_context_that_fell_back_is_flagged_where_the_figures_are(
+    pages: dict[str, Path | str], browser: Any
+) -> None:
+    """Issue 28.4: the questions run whose `full` context fell back to retrieval on every
+    LoCoMo question shows it, with the count, in a visible box above the figures and with a
+    mark on the flagged rows (the reason on hover)."""
+    run, flagged = _page_of(pages, "questions-locomo")
+    said = json.loads((run / "warnings.json").read_text())["flagged"]["full"]
+    assert said.startswith("fell back to retrieval on ")
+    page, errors = _open(browser, flagged)
+    try:
+        box = page.locator("section.track div.flag").first
+        assert box.is_visible() and "Context cut or fell back" in box.inner_text()
+        assert said in " ".join(box.inner_text().split())
+        marks = page.locator("table.figures .flagmark")
+        assert marks.count() >= 1 and marks.first.is_visible()
+        assert marks.first.get_attribute("title") == said
+        figures_at = page.locator("table.figures").first.bounding_box()
+        box_at = box.bounding_box()
+        assert box_at is not None and figures_at is not None
+        assert box_at["y"] < figures_at["y"]  # read before the figures it qualifies
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "report-questions-flagged.png"))
         assert errors == []
     finally:
         page.close()
