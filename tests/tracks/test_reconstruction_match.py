@@ -525,6 +525,7 @@ def test_labelled_claim_pairs_are_well_formed() -> None:
         "held_out_2",
         "held_out_3",
         "held_out_4",
+        "held_out_5",
     }
     assert {
         "paraphrase", "synonym_field", "out_of_table_field", "negation", "antonym", "entity",
