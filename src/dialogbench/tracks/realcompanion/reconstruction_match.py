@@ -163,15 +163,11 @@ folded first, so "pets" and "animals" are looked up as "pet" and "animal"). The 
 without the checks reads this table alone; with them, `FIELD_GROUPS_ADDED` too."""
 
 FIELD_GROUPS_ADDED: dict[str, tuple[str, ...]] = {
-    "occupation": (
-        "commute",
-        # the field's name in a few other languages
-        "beruf", "arbeit", "travail", "metier", "trabajo", "ocupacion", "profissao", "lavoro",
-    ),
-    "hobby": ("weekend", "free time", "spare time"),
-    "food": ("dietary restriction", "dietary requirement", "dietary preference"),
-    "origin": ("nationality", "background", "origin", "heritage", "ethnicity", "roots"),
-    "values": ("politics", "political view"),
+    "occupation": ("commute", "beruf", "travail", "trabajo", "profissao"),
+    "hobby": ("weekend",),
+    "food": ("dietary restriction",),
+    "origin": ("nationality", "background"),
+    "values": ("politics",),
 }  # fmt: skip
 """Field names added to `FIELD_GROUPS` (or new groups) for the meaning matcher with its
 checks, each from a dev or earlier held-out pair whose field names embed apart (accents
@@ -202,26 +198,19 @@ SHORT_VALUE_WORDS = 2
 """Statements of at most this many words on both sides are compared as values."""
 
 PARAPHRASES: dict[str, tuple[str, ...]] = {
-    "is pescatarian": (r"eats fish but no (?:other )?meat",),
-    "is vegan": (r"(?:eats|does not eat) (?:no|any) animal products",),
-    "does not drink alcohol": (
-        r"is (?:a )?teetotal(?:ler)?",
-        r"never drinks? (?:any )?alcohol",
-        r"does not drink any alcohol",
-    ),
-    "is competitive": (r"hates (?:losing|to lose)(?: at anything)?",),
+    "is pescatarian": (r"eats fish but no other meat",),
+    "is vegan": (r"eats no animal products",),
+    "does not drink alcohol": (r"is teetotal", r"never drinks alcohol"),
+    "is competitive": (r"hates losing(?: at anything)?",),
     "is self-employed": (r"works for (?:himself|herself|themselves)",),
     "is single": (r"is not in a relationship",),
     "astronomy": (r"stargazing",),
-    "has no siblings": (r"is an only child", r"has no brothers or sisters"),
-    "is on bad terms with": (
-        r"(?:does not|do not) get (?:on|along) with",
-        r"has a (?:difficult|bad|strained) relationship with",
-    ),
-    r"dropped out of \1": (r"left (\w+) without (?:finishing|completing)",),
+    "has no siblings": (r"is an only child",),
+    "is on bad terms with": (r"does not get on with", r"has a difficult relationship with"),
+    r"dropped out of \1": (r"left (\w+) without finishing",),
     "pregnant with": (r"expecting",),
     "lose weight": (r"slim down",),
-    "cycles to work": (r"(?:gets|goes) to work by bike", r"bikes to work"),
+    "cycles to work": (r"gets to work by bike",),
 }
 """The meaning matcher's paraphrase lexicon: a canonical phrase -> the phrasings (regular
 expressions, matched case-insensitively on whole words, contractions expanded) rewritten to
@@ -234,30 +223,27 @@ a pair of the dev or earlier held-out splits that the embedder could not see as 
 
 SAME_VALUES: tuple[frozenset[str], ...] = (
     frozenset({"coast", "seaside"}),
-    frozenset({"child", "baby", "kid"}),
+    frozenset({"child", "baby"}),
 )
 """Words the value checks count as the same value whatever their cosine."""
 
 GLOSSARY: dict[str, str] = {
     # Spanish
     "trabaja": "works", "como": "as", "profesora": "teacher", "profesor": "teacher",
-    "de": "of", "matemáticas": "maths", "matematicas": "maths", "es": "is",
-    "enfermera": "nurse", "enfermero": "nurse", "tiene": "has", "perro": "dog",
+    "de": "of", "matemáticas": "maths", "es": "is", "enfermera": "nurse", "tiene": "has",
     "perros": "dogs", "gato": "cat", "hijos": "children", "hermana": "sister",
     "mayor": "older", "vive": "lives", "en": "in", "un": "a", "una": "a", "música": "music",
     "escuela": "school", "colegio": "school", "le": "", "gusta": "likes", "leer": "reading",
     "novelas": "novels", "años": "years", "dos": "two", "pequeños": "small",
     # French
-    "a": "has", "chien": "dog", "chat": "cat", "habite": "lives", "à": "in",
-    "travaille": "works", "dans": "in", "une": "a", "banque": "bank", "est": "is",
-    "employé": "employee", "employée": "employee", "aime": "likes", "fait": "does",
-    "du": "", "vélo": "cycling", "sœur": "sister", "fume": "smokes", "joue": "plays",
-    "la": "the", "les": "the",
+    "a": "has", "chien": "dog", "habite": "lives", "à": "in", "travaille": "works",
+    "dans": "in", "une": "a", "banque": "bank", "est": "is", "employé": "employee",
+    "aime": "likes", "fait": "does", "du": "", "vélo": "cycling", "sœur": "sister",
+    "fume": "smokes", "joue": "plays", "les": "the",
     # German
     "hat": "has", "einen": "a", "eine": "a", "hund": "dog", "katze": "cat",
-    "arbeitet": "works", "als": "as", "lehrerin": "teacher", "lehrer": "teacher",
-    "ist": "is", "isst": "eats", "fleisch": "meat", "spielt": "plays",
-    "fußball": "football", "verheiratet": "married",
+    "arbeitet": "works", "als": "as", "lehrerin": "teacher", "ist": "is", "isst": "eats",
+    "fleisch": "meat", "spielt": "plays", "fußball": "football", "verheiratet": "married",
     # Portuguese and Italian
     "trabalha": "works", "enfermeira": "nurse", "num": "in a", "hospital": "hospital",
     "tem": "has", "um": "a", "ha": "has", "cane": "dog", "abita": "lives",
@@ -424,7 +410,7 @@ NEGATIONS = frozenset(
 NEGATION_PHRASES = ("no longer", "used to", "gave up", "given up", "moved away", "moved out")
 """Phrases that negate or end what follows ("no longer lives in Porto", "used to smoke")."""
 
-PLAN_CUES = ("want to", "hope to", "plan to", "would like to", "dream of", "trying to", "try to")
+PLAN_CUES = ("want to", "hope to", "plan to", "would like to", "dream of", "trying to")
 """Phrases that make a claim a wish or a plan (plurals folded: "wants to", "hopes to"): a
 plan does not match a fact ("wants to travel to Peru" / "lives in Peru")."""
 
@@ -485,7 +471,7 @@ CONTRASTS: dict[str, tuple[tuple[str, ...], ...]] = {
     "employment": (
         ("employed", "working", "has a job"), ("unemployed", "jobless", "retired", "out of work")
     ),
-    "tidiness": (("tidy", "neat", "organised", "organized"), ("messy", "untidy", "disorganised")),
+    "tidiness": (("tidy",), ("messy",)),
 }  # fmt: skip
 """Contrast classes: class -> its mutually exclusive alternatives, each a tuple of
 synonymous terms (words or phrases, plurals folded). Two claims that assert different
