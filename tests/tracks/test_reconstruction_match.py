@@ -508,7 +508,7 @@ def test_meaning_digest_covers_the_checks() -> None:
     assert rm.LEGACY_MEANING_SHA256 == (
         "90d543aefc1ee4119880d7f995482f993c58802c311b6a5f7d3c8ccb8f5fecd5"
     )
-    assert rm.MEANING_SHA256 == ("0e9898fac1b690b6547682dc1c9af1b20806878af74364e5cfde87a83e743e7c")
+    assert rm.MEANING_SHA256 == ("29b9e100ca44c695c6788622a38e51868cc5da61b5a93fd928d35d86ee275469")
 
 
 CLAIM_PAIRS = Path(__file__).parents[2] / "benchmarks" / "data" / "claim_pairs.jsonl"
@@ -525,6 +525,7 @@ def test_labelled_claim_pairs_are_well_formed() -> None:
         "held_out_2",
         "held_out_3",
         "held_out_4",
+        "held_out_5",
     }
     assert {
         "paraphrase", "synonym_field", "out_of_table_field", "negation", "antonym", "entity",
@@ -535,3 +536,58 @@ def test_labelled_claim_pairs_are_well_formed() -> None:
             assert r[side]["field"].strip() and r[side]["statement"].strip(), r
     keys = [(r["a"]["statement"], r["b"]["statement"], r["a"]["field"]) for r in rows]
     assert len(set(keys)) == len(keys)
+
+
+# -- paraphrases, glossed other-language claims, same numbers (issue 24.7, fifth round) -------
+
+
+def test_paraphrases_are_rewritten_to_one_phrase() -> None:
+    assert rm.canonical("Is teetotal") == "does not drink alcohol"
+    assert rm.canonical("Doesn't drink alcohol") == "Doesn't drink alcohol"  # canonical already
+    assert rm.canonical("Works for herself") == "is self-employed"
+    assert rm.canonical("Left university without finishing her degree") == (
+        "dropped out of university her degree"
+    )
+    assert rm.canonical("Has a dog") == "Has a dog"  # nothing to rewrite: as written
+    # the rewrite removes the negation that made a paraphrase read as a contradiction
+    assert rm.contradiction("Has no siblings", rm.canonical("Is an only child")) is None
+    assert rm.contradiction("Has no siblings", "Is an only child") is not None
+    # and keeps the negation a variant implies
+    assert rm.contradiction(rm.canonical("Is teetotal"), "Drinks wine") is not None
+
+
+def test_other_language_claims_are_glossed_only_when_mostly_known() -> None:
+    assert rm.gloss("A un chien") == "has a dog"
+    assert rm.gloss("Trabaja como profesora de matemáticas") == "works as teacher of maths"
+    assert rm.gloss("Has a dog") is None
+    assert rm.gloss("Is a nurse") is None
+
+
+def test_same_numbers_prove_equivalence_and_same_values_hold() -> None:
+    assert rm.equivalence("Is 29 years old", "Is twenty-nine") == "same numbers: 29"
+    assert rm.contradiction("Is 29 years old", "Is 31") is not None
+    assert rm.contradiction("Paints the coast", "Paints the seaside") is None
+    assert rm.contradiction("Has a job", "Is out of work") is not None
+    assert rm.contradiction("Is very tidy", "Is very messy") is not None
+    assert rm.contradiction("Wants to lose weight", "Is trying to lose weight") is None
+
+
+@needs_embedder
+def test_meaning_matcher_uses_paraphrases_and_glosses() -> None:
+    m = _meaning()
+    assert m.explain(("health", "Is teetotal"), ("health", "Doesn't drink alcohol")).agree
+    assert m.explain(("pets", "A un chien"), ("pets", "Has a dog")).agree
+    assert not m.explain(("pets", "A un chien"), ("pets", "Has a cat")).agree
+    assert not m.explain(("personality", "Is very tidy"), ("personality", "Is very messy")).agree
+    assert m.explain(("politics", "Votes Green"), ("values", "Supports the Green Party")).agree
+
+
+def test_added_field_groups_are_in_the_docs_and_read_only_with_the_checks() -> None:
+    docs = (Path(__file__).parents[2] / "docs" / "tracks.md").read_text()
+    table = docs[docs.index("| group | fields added |") :]
+    for names in rm.FIELD_GROUPS_ADDED.values():
+        for name in names:
+            assert name in table, name
+    assert rm.field_group("Profissão", added=True) == rm.field_group("job") == "occupation"
+    assert rm.field_group("nationality", added=True) == rm.field_group("background", added=True)
+    assert rm.field_group("nationality") == "nationality"  # the earlier table alone

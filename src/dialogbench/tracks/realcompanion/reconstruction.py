@@ -373,12 +373,12 @@ def merge(parts: Sequence[Reconstruction]) -> Reconstruction:
 
 
 @functools.cache
-def embedding_similarity() -> rm.StatementSimilarity:
-    """The meaning matcher's statement similarity: cosines of MiniLM sentence embeddings
-    (`dialogbench.models.embedding`, offline), each statement embedded once per process.
-    A `ValueError` saying how to install it when it is missing."""
+def embedding_similarity(name: str = EMBEDDER) -> rm.StatementSimilarity:
+    """The meaning matcher's statement similarity: cosines of sentence embeddings (`name`,
+    MiniLM by default; `dialogbench.models.embedding`, offline), each statement embedded
+    once per process. A `ValueError` saying how to install it when it is missing."""
     try:
-        embedder = load_embedder(EMBEDDER)
+        embedder = load_embedder(name)
     except ValueError as e:
         raise ValueError(f"--matcher meaning: {e} (or pass --matcher lexical)") from None
     vectors: dict[str, npt.NDArray[np.float64]] = {}
