@@ -584,3 +584,36 @@ def test_memory_detectors_read_what_the_system_recalled(
 def test_a_memory_detector_needs_a_model(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="model-memory:bm25 need a model"):
         run_track(DETECTION, load_dataset("sample"), tmp_path, DetectionConfig(memory=("bm25",)))
+
+
+def test_the_bm25_detector_cuts_chinese_by_its_analyzer(tmp_path: Path) -> None:
+    """Issue 26.7 for detection: under `auto` the bm25 detector cuts a Chinese subject into
+    character bigrams, so each probe finds an earlier message it refers to; under `words`
+    a whole Chinese clause is one term and it finds none. The run records the choice."""
+    from dialogbench.retrieval.analyzers import ANALYZERS
+    from dialogbench.retrieval.base import build_probes
+
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "cjk_release"
+    ds = load_dataset(str(fixture))
+    zh = next(s for s in ds.subjects if s.id == "zh-1")
+    probes = [p for p in build_probes(zh) if p.kind == "chat"]
+    assert [p.id for p in probes] == ["m07", "m08"]
+    refs = {"m07": {"m01", "m03"}, "m08": {"m04", "m06"}}  # chat.jsonl, by hand
+    words = det.bm25_scores(zh, probes, 1, ANALYZERS["words"])
+    assert [s.score for s in words] == [0.0, 0.0]
+    assert all(s.detail["retrieved"] == [] for s in words)
+    grams = det.bm25_scores(zh, probes, 1, ANALYZERS["bigrams"])
+    for p, s in zip(probes, grams, strict=True):
+        assert s.score is not None and s.score > 0
+        assert set(s.detail["retrieved"]) <= refs[p.id] and s.detail["retrieved"]
+    config = DetectionConfig(detectors=("bm25",), n_boot=50)
+    run_track(DETECTION, ds, tmp_path, config)
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    used = manifest["resolved"]["bm25 analyzer"]
+    assert used["option"] == "auto" and used["subjects"] == {"bigrams": 2, "words": 1}
+    rows = [json.loads(x) for x in (tmp_path / "items.jsonl").read_text().splitlines()]
+    got = {r["probe"]: r for r in rows if r["subject"] == "zh-1" and r["probe"] in refs}
+    assert {k: set(r["retrieved"]) <= refs[k] and bool(r["retrieved"]) for k, r in got.items()} == {
+        "m07": True,
+        "m08": True,
+    }

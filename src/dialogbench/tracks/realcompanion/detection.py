@@ -85,6 +85,7 @@ from dialogbench.data.model import Dataset, Reading, Subject
 from dialogbench.memory import Budget, query_of
 from dialogbench.models.model import Model
 from dialogbench.report.table import summary_table
+from dialogbench.retrieval.analyzers import analyzer_for
 from dialogbench.retrieval.base import Probe, build_probes
 from dialogbench.runner import Outcome, Plan, TrackBase, model_role, option, register
 from dialogbench.runner import config as shared
@@ -346,7 +347,11 @@ class DetectionTrack(TrackBase[DetectionConfig, str]):
             by_subject.setdefault(u.probe.subject_id, []).append(i)
         subjects = {s.id: s for s in data.subjects}
         context = Probes(units, subjects, by_subject, list(config.chosen))
-        resolved: dict[str, Any] = {"prompt_sha256": PROMPT_SHA256, "cues_sha256": det.CUES_SHA256}
+        resolved: dict[str, Any] = {
+            "prompt_sha256": PROMPT_SHA256,
+            "cues_sha256": det.CUES_SHA256,
+            "bm25 analyzer": rc.bm25_analyzer(config.analyzer, data.subjects),
+        }
         systems = rc.resolve_systems(config.memory, config.seed, config.analyzer)
         plan = Plan(
             {name: name for name in context.detectors},
@@ -474,12 +479,13 @@ def _detect(
     to send (`detail["prompt"]`), or a final score where no call is needed."""
     if name == "lexical":
         return det.lexical_scores(subject, probes)
+    analyzer = analyzer_for(config.analyzer, [m.text for m in subject.messages])
     if name == "bm25":
-        return det.bm25_scores(subject, probes, config.window)
+        return det.bm25_scores(subject, probes, config.window, analyzer)
     if name == "model-context":
         prompts = det.context_prompts(subject, probes, config.window)
         return [det.Scored(None, detail={"prompt": p}) for p in prompts]
-    maybe, found = det.retrieved_prompts(subject, probes, config.window)
+    maybe, found = det.retrieved_prompts(subject, probes, config.window, analyzer)
     return [
         det.Scored(None, detail={"prompt": p, "retrieved": f})
         if p is not None

@@ -32,8 +32,9 @@ import scipy.sparse as sp
 from dialogbench.data.model import Subject
 from dialogbench.models.structured import Structured
 from dialogbench.models.types import ChatMessage
+from dialogbench.retrieval.analyzers import WORDS, Analyzer
 from dialogbench.retrieval.base import FloatArray, IntArray, Probe
-from dialogbench.retrieval.bm25 import STOPWORDS, BM25Index, BM25Params, rank_sparse, tokenize
+from dialogbench.retrieval.bm25 import STOPWORDS, BM25Index, BM25Params, rank_sparse
 from dialogbench.tracks.realcompanion.detection_prompts import (
     MemoryNeed,
     context_messages,
@@ -164,9 +165,14 @@ def lexical_scores(subject: Subject, probes: Sequence[Probe]) -> list[Scored]:
 
 
 def bm25_evidence(
-    subject: Subject, probes: Sequence[Probe], depth: int, params: BM25Params | None = None
+    subject: Subject,
+    probes: Sequence[Probe],
+    depth: int,
+    params: BM25Params | None = None,
+    analyzer: Analyzer = WORDS,
 ) -> tuple[FloatArray, IntArray]:
-    """Each probe's BM25 confidence and the positions of its `depth` best earlier messages.
+    """Each probe's BM25 confidence and the positions of its `depth` best earlier messages,
+    the texts cut into terms by `analyzer` (`retrieval/analyzers.py`).
 
     confidence = min(1, best score / sum over the probe's words of idf), with idf from the
     history before the probe (a word absent from it gets the largest idf). A message of
@@ -176,8 +182,9 @@ def bm25_evidence(
     A probe with no history, or no word left after stop words, scores 0.
     """
     params = params or BM25Params()
-    index = BM25Index([tokenize(m.text) for m in subject.messages], params)
-    words = [tokenize(p.text) for p in probes]
+    index = BM25Index.from_texts([m.text for m in subject.messages], params, analyzer=analyzer)
+    cut = analyzer.terms([p.text for p in probes])
+    words = [[t for t in ts if t not in STOPWORDS] for ts in cut]
     queries = index.query_matrix(words)
     cutoffs = np.array([p.cutoff for p in probes], dtype=np.int64)
     best = np.zeros(len(probes))
@@ -218,9 +225,11 @@ def _idf_mass(
     return np.where(cutoffs > 0, mass, 0.0)
 
 
-def bm25_scores(subject: Subject, probes: Sequence[Probe], depth: int) -> list[Scored]:
+def bm25_scores(
+    subject: Subject, probes: Sequence[Probe], depth: int, analyzer: Analyzer = WORDS
+) -> list[Scored]:
     """The bm25 detector: its confidence, with the best `depth` earlier messages it found."""
-    confidence, top = bm25_evidence(subject, probes, depth)
+    confidence, top = bm25_evidence(subject, probes, depth, analyzer=analyzer)
     ids = [m.id for m in subject.messages]
     return [
         Scored(float(c), detail={"retrieved": [ids[t] for t in row if t >= 0]})
@@ -244,11 +253,11 @@ def context_prompts(
 
 
 def retrieved_prompts(
-    subject: Subject, probes: Sequence[Probe], window: int
+    subject: Subject, probes: Sequence[Probe], window: int, analyzer: Analyzer = WORDS
 ) -> tuple[list[list[ChatMessage] | None], list[list[str]]]:
     """Prompts showing each probe with its best `window` BM25 matches (in conversation
     order), and those matches' ids. None where BM25 found nothing to show."""
-    _, top = bm25_evidence(subject, probes, window)
+    _, top = bm25_evidence(subject, probes, window, analyzer=analyzer)
     prompts: list[list[ChatMessage] | None] = []
     found_ids: list[list[str]] = []
     for p, row in zip(probes, top, strict=True):
