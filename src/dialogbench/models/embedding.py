@@ -122,6 +122,53 @@ def _gelu(x: NDArray[np.float32]) -> NDArray[np.float32]:
     return out
 
 
+def _layer(get: Any, p: str, qkv: Sequence[str], out: str, ln1: str) -> _Layer:
+    """One encoder layer's weights, attention's named by `qkv` (query, key, value prefixes),
+    `out` and `ln1`; the feed-forward half is BERT's (`p` + intermediate / output)."""
+    return _Layer(
+        qkv_w=np.ascontiguousarray(np.concatenate([get(n + ".weight").T for n in qkv], axis=1)),
+        qkv_b=np.concatenate([get(n + ".bias") for n in qkv]),
+        out_w=np.ascontiguousarray(get(out + ".weight").T),
+        out_b=get(out + ".bias"),
+        ln1_g=get(ln1 + ".weight"),
+        ln1_b=get(ln1 + ".bias"),
+        up_w=np.ascontiguousarray(get(p + "intermediate.dense.weight").T),
+        up_b=get(p + "intermediate.dense.bias"),
+        down_w=np.ascontiguousarray(get(p + "output.dense.weight").T),
+        down_b=get(p + "output.dense.bias"),
+        ln2_g=get(p + "output.LayerNorm.weight"),
+        ln2_b=get(p + "output.LayerNorm.bias"),
+    )
+
+
+def _encoder(
+    x: NDArray[np.float32],
+    layers: Sequence[_Layer],
+    bias: NDArray[np.float32],
+    heads: int,
+    eps: float,
+) -> NDArray[np.float32]:
+    """The post-norm encoder layers over `x` (b, t, d); `bias` is added to every attention
+    score (the pads' large negative, and MPNet's relative positions)."""
+    batch, width, dim = x.shape
+    head_dim = dim // heads
+    scale = np.float32(1.0 / math.sqrt(head_dim))
+    for layer in layers:
+        qkv = x @ layer.qkv_w + layer.qkv_b  # (b, t, 3d)
+        qkv = qkv.reshape(batch, width, 3, heads, head_dim).transpose(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]  # (b, h, t, hd)
+        scores = (q @ k.transpose(0, 1, 3, 2)) * scale + bias
+        scores -= scores.max(axis=-1, keepdims=True)
+        np.exp(scores, out=scores)
+        scores /= scores.sum(axis=-1, keepdims=True)
+        context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch, width, dim)
+        attended = context @ layer.out_w + layer.out_b + x
+        x = _layer_norm(attended, layer.ln1_g, layer.ln1_b, eps)
+        hidden = _gelu(x @ layer.up_w + layer.up_b)
+        x = _layer_norm(hidden @ layer.down_w + layer.down_b + x, layer.ln2_g, layer.ln2_b, eps)
+    return x
+
+
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (384 dimensions) as a numpy BERT forward pass; thread-safe encode."""
 
@@ -179,25 +226,9 @@ class MiniLMEmbedder:
         layers = []
         for i in range(int(config["num_hidden_layers"])):
             p = f"encoder.layer.{i}."
-            att = p + "attention.self."
-            layers.append(
-                _Layer(
-                    qkv_w=np.ascontiguousarray(
-                        np.concatenate([get(att + n + ".weight").T for n in _QKV], axis=1)
-                    ),
-                    qkv_b=np.concatenate([get(att + n + ".bias") for n in _QKV]),
-                    out_w=np.ascontiguousarray(get(p + "attention.output.dense.weight").T),
-                    out_b=get(p + "attention.output.dense.bias"),
-                    ln1_g=get(p + "attention.output.LayerNorm.weight"),
-                    ln1_b=get(p + "attention.output.LayerNorm.bias"),
-                    up_w=np.ascontiguousarray(get(p + "intermediate.dense.weight").T),
-                    up_b=get(p + "intermediate.dense.bias"),
-                    down_w=np.ascontiguousarray(get(p + "output.dense.weight").T),
-                    down_b=get(p + "output.dense.bias"),
-                    ln2_g=get(p + "output.LayerNorm.weight"),
-                    ln2_b=get(p + "output.LayerNorm.bias"),
-                )
-            )
+            qkv = [f"{p}attention.self.{n}" for n in _QKV]
+            att = p + "attention.output."
+            layers.append(_layer(get, p, qkv, att + "dense", att + "LayerNorm"))
         self._layers = tuple(layers)
         self._lock = threading.Lock()
 
@@ -215,55 +246,16 @@ class MiniLMEmbedder:
         Texts are batched by word-piece length (less padding); an empty text embeds the
         special tokens alone, as sentence-transformers does.
         """
-        if isinstance(texts, str):
-            raise TypeError("encode takes a sequence of texts, not one string")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-        out = np.zeros((len(texts), self._dim), dtype=np.float32)
-        if not texts:
-            return out
-        with self._lock:  # the tokenizer and BLAS threads are shared; one batch at a time
-            encodings = self._tokenizer.encode_batch(list(texts))
-        ids = [e.ids for e in encodings]
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        for start in range(0, len(order), batch_size):
-            chunk = order[start : start + batch_size]
-            width = max(len(ids[i]) for i in chunk)
-            tokens = np.zeros((len(chunk), width), dtype=np.int64)
-            mask = np.zeros((len(chunk), width), dtype=np.float32)
-            for row, i in enumerate(chunk):
-                tokens[row, : len(ids[i])] = ids[i]
-                mask[row, : len(ids[i])] = 1.0
-            out[chunk] = self._forward(tokens, mask)
-        return out
+        return _encode_batched(self._tokenizer, self._lock, self._dim, self._forward, texts,
+                               batch_size)  # fmt: skip
 
     def _forward(self, tokens: NDArray[np.int64], mask: NDArray[np.float32]) -> NDArray[np.float32]:
-        batch, width = tokens.shape
-        heads, dim = self._heads, self._dim
-        head_dim, eps = dim // heads, self._eps
+        width = tokens.shape[1]
         x = self._word[tokens] + self._pos[:width] + self._type0
         x = _layer_norm(x, *self._emb_ln, self._eps)
         # pads get a large negative score, as in the library (finfo.min added to the logits)
         bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
-        scale = np.float32(1.0 / math.sqrt(head_dim))
-        for layer in self._layers:
-            qkv = x @ layer.qkv_w + layer.qkv_b  # (b, t, 3d)
-            qkv = qkv.reshape(batch, width, 3, heads, head_dim).transpose(2, 0, 3, 1, 4)
-            q, k, v = qkv[0], qkv[1], qkv[2]  # (b, h, t, hd)
-            scores = (q @ k.transpose(0, 1, 3, 2)) * scale + bias
-            scores -= scores.max(axis=-1, keepdims=True)
-            np.exp(scores, out=scores)
-            scores /= scores.sum(axis=-1, keepdims=True)
-            context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch, width, dim)
-            attended = context @ layer.out_w + layer.out_b + x
-            x = _layer_norm(attended, layer.ln1_g, layer.ln1_b, eps)
-            hidden = _gelu(x @ layer.up_w + layer.up_b)
-            x = _layer_norm(hidden @ layer.down_w + layer.down_b + x, layer.ln2_g, layer.ln2_b, eps)
-        summed = np.einsum("btd,bt->bd", x, mask)
-        pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        result: NDArray[np.float32] = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
-        return result
+        return _mean_normalised(_encoder(x, self._layers, bias, self._heads, self._eps), mask)
 
 
 def _bucket(relative: NDArray[np.int64], buckets: int, max_distance: int) -> NDArray[np.int64]:
@@ -408,24 +400,8 @@ class MPNetEmbedder:
         for i in range(int(config["num_hidden_layers"])):
             p = f"encoder.layer.{i}."
             att = p + "attention.attn."
-            layers.append(
-                _Layer(
-                    qkv_w=np.ascontiguousarray(
-                        np.concatenate([get(att + n + ".weight").T for n in "qkv"], axis=1)
-                    ),
-                    qkv_b=np.concatenate([get(att + n + ".bias") for n in "qkv"]),
-                    out_w=np.ascontiguousarray(get(att + "o.weight").T),
-                    out_b=get(att + "o.bias"),
-                    ln1_g=get(p + "attention.LayerNorm.weight"),
-                    ln1_b=get(p + "attention.LayerNorm.bias"),
-                    up_w=np.ascontiguousarray(get(p + "intermediate.dense.weight").T),
-                    up_b=get(p + "intermediate.dense.bias"),
-                    down_w=np.ascontiguousarray(get(p + "output.dense.weight").T),
-                    down_b=get(p + "output.dense.bias"),
-                    ln2_g=get(p + "output.LayerNorm.weight"),
-                    ln2_b=get(p + "output.LayerNorm.bias"),
-                )
-            )
+            qkv = [att + n for n in "qkv"]
+            layers.append(_layer(get, p, qkv, att + "o", p + "attention.LayerNorm"))
         weights.clear()  # the layers hold their own (transposed) copies
         self._layers = tuple(layers)
         self._lock = threading.Lock()
@@ -444,29 +420,14 @@ class MPNetEmbedder:
                                batch_size, pad=self._pad)  # fmt: skip
 
     def _forward(self, tokens: NDArray[np.int64], mask: NDArray[np.float32]) -> NDArray[np.float32]:
-        batch, width = tokens.shape
-        heads, dim, eps = self._heads, self._dim, self._eps
-        head_dim = dim // heads
+        width = tokens.shape[1]
         positions = (np.cumsum(mask, axis=1) * mask).astype(np.int64) + self._pad
-        x = _layer_norm(self._word[tokens] + self._pos[positions], *self._emb_ln, eps)
+        x = _layer_norm(self._word[tokens] + self._pos[positions], *self._emb_ln, self._eps)
         steps = np.arange(width)
         relative = _bucket(steps[None, :] - steps[:, None], self._buckets, 128)
         position_bias = self._relative[relative].transpose(2, 0, 1)[None]  # (1, h, t, t)
         bias = position_bias + ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
-        scale = np.float32(1.0 / math.sqrt(head_dim))
-        for layer in self._layers:
-            qkv = x @ layer.qkv_w + layer.qkv_b
-            qkv = qkv.reshape(batch, width, 3, heads, head_dim).transpose(2, 0, 3, 1, 4)
-            q, k, v = qkv[0], qkv[1], qkv[2]
-            scores = (q @ k.transpose(0, 1, 3, 2)) * scale + bias
-            scores -= scores.max(axis=-1, keepdims=True)
-            np.exp(scores, out=scores)
-            scores /= scores.sum(axis=-1, keepdims=True)
-            context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch, width, dim)
-            x = _layer_norm(context @ layer.out_w + layer.out_b + x, layer.ln1_g, layer.ln1_b, eps)
-            hidden = _gelu(x @ layer.up_w + layer.up_b)
-            x = _layer_norm(hidden @ layer.down_w + layer.down_b + x, layer.ln2_g, layer.ln2_b, eps)
-        return _mean_normalised(x, mask)
+        return _mean_normalised(_encoder(x, self._layers, bias, self._heads, self._eps), mask)
 
 
 def _mean_normalised(x: NDArray[np.float32], mask: NDArray[np.float32]) -> NDArray[np.float32]:
@@ -486,6 +447,8 @@ def _encode_batched(
     batch_size: int,
     pad: int = 0,
 ) -> NDArray[np.float32]:
+    """`forward` over `texts` batched by word-piece length (less padding), pads `pad`; the
+    tokenizer (and BLAS threads) shared, so one encode_batch at a time under `lock`."""
     if isinstance(texts, str):
         raise TypeError("encode takes a sequence of texts, not one string")
     if batch_size < 1:
