@@ -172,7 +172,6 @@ def replay(
     result = Replay(subject_id, [], window=window)
     if window is not None:
         result.notes.append(f"ingested only the {window} messages before each query")
-    keep = ingested_positions((q.cutoff for q in queries), window)
     seen = 0  # positions below this were offered to a stateful system (fed or skipped)
     if isinstance(system, Resettable):
         _call(system, f"reset (subject {subject_id!r})", system.reset, subject_id)
@@ -184,11 +183,13 @@ def replay(
         nonlocal seen
         if upto <= seen:
             return
-        start = seen if window is None else max(seen, upto - window)
-        batch = list(messages[start:upto])
+        if window is None:
+            batch = list(messages[seen:upto])
+        elif is_stateless(system):  # fed once: every query's window
+            batch = [messages[p] for p in ingested_positions((q.cutoff for q in queries), window)]
+        else:  # the part of this query's window not offered yet
+            batch = list(messages[max(seen, upto - window) : upto])
         seen = upto
-        if is_stateless(system) and window is not None:
-            batch = [messages[p] for p in keep]
         where = f"ingest (subject {subject_id!r}, {len(batch)} messages)"
         t0 = time.perf_counter()
         spent = _call(system, where, system.ingest, subject_id, batch)

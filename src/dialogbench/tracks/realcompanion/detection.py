@@ -479,12 +479,12 @@ def _detect(
     to send (`detail["prompt"]`), or a final score where no call is needed."""
     if name == "lexical":
         return det.lexical_scores(subject, probes)
-    analyzer = analyzer_for(config.analyzer, [m.text for m in subject.messages])
-    if name == "bm25":
-        return det.bm25_scores(subject, probes, config.window, analyzer)
     if name == "model-context":
         prompts = det.context_prompts(subject, probes, config.window)
         return [det.Scored(None, detail={"prompt": p}) for p in prompts]
+    analyzer = analyzer_for(config.analyzer, [m.text for m in subject.messages])
+    if name == "bm25":
+        return det.bm25_scores(subject, probes, config.window, analyzer)
     maybe, found = det.retrieved_prompts(subject, probes, config.window, analyzer)
     return [
         det.Scored(None, detail={"prompt": p, "retrieved": f})
