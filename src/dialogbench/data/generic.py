@@ -602,6 +602,8 @@ TEXT_KEYS = ("text", "content", "message", "utterance", "body", "says")
 """Keys that commonly hold a turn's text, most likely first (also read by `sniff`)."""
 SPEAKER_KEYS = ("speaker", "role", "author", "sender", "from", "who", "name", "user")
 """Keys that commonly hold a turn's speaker, most likely first."""
+QUESTION_KEYS = ("question", "q", "query")
+"""Keys that commonly hold a question's text, most likely first (also read by `sniff`)."""
 
 
 def _is_turn(value: Any, config: ImportConfig) -> bool:
@@ -611,7 +613,7 @@ def _is_turn(value: Any, config: ImportConfig) -> bool:
 
 
 def _is_question_list(value: Any, config: ImportConfig) -> bool:
-    keys = {config.question_field, "question", "q", "query"}
+    keys = {config.question_field, *QUESTION_KEYS}
     return (
         isinstance(value, list)
         and bool(value)

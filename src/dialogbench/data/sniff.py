@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from dialogbench.data.generic import (
+    QUESTION_KEYS,
     SPEAKER_KEYS,
     TEXT_KEYS,
     ImportConfig,
@@ -43,7 +44,6 @@ CONVERSATION_ID_KEYS = (
     "thread",
     "chat_id",
 )
-QUESTION_KEYS = ("question", "q", "query")
 ANSWER_KEYS = ("answer", "a", "gold_answer")
 EVIDENCE_KEYS = ("evidence", "evidence_ids", "supporting_turns")
 CATEGORY_KEYS = ("category", "type", "question_type")
