@@ -97,7 +97,7 @@ def test_reconstruction_is_re_matched_with_a_new_threshold(tmp_path: Path) -> No
         assert cli.invoke(app, case.argv(run, srv.base_url)).exit_code in (0, 3)
         srv.reset()
         got = cli.invoke(app, ["score", str(run), "--judge-model", "openai-compatible/x"])
-        assert got.exit_code == 2 and "re-score it with --set" in got.output
+        assert got.exit_code == 2 and "--set matcher=judge" in got.output
         got = cli.invoke(
             app, ["score", str(run), "--set", "threshold=0.5", "--out", str(tmp_path / "b")]
         )

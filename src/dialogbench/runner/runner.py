@@ -118,7 +118,9 @@ def identities(
     plan resolved for that stage (memory systems and budget), the model roles first called
     at that stage (`Role.stage` naming it) and the stage before it; the solve identity
     covers the last earlier stage's, so a changed model re-solves saved recalls' units
-    without replaying the memory systems."""
+    without replaying the memory systems. The score identity covers the solve identity, the
+    score-stage fields and roles, and `stage_resolved["score"]` when the plan has it (what
+    decides the verdicts beyond them: a score-stage prompt's digest)."""
     stages = by_stage(config)
     role_stage = {r.name: r.stage for r in track.roles}
     roles = {k: answering(v) for k, v in roles.items()}  # not timeouts or connections
@@ -151,13 +153,14 @@ def identities(
     if before is not None:
         solve_material["stages"] = before
     solve = digest(solve_material)
-    score = digest(
-        {
-            "solve": solve,
-            "config": stages["score"],
-            "roles": {k: v for k, v in roles.items() if role_stage[k] == "score"},
-        }
-    )
+    score_material: dict[str, Any] = {
+        "solve": solve,
+        "config": stages["score"],
+        "roles": {k: v for k, v in roles.items() if role_stage[k] == "score"},
+    }
+    if (stage_resolved or {}).get("score"):  # a judge prompt's digest, say
+        score_material["resolved"] = dict((stage_resolved or {})["score"])
+    score = digest(score_material)
     return {**out, "solve": solve, "score": score}
 
 

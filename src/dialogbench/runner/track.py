@@ -84,7 +84,9 @@ class Plan(Generic[U]):
     units it needs."""
     stage_resolved: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Stage name -> what decides its outputs beyond the dataset and its config fields
-    (memory systems and budget): that stage's identity, also in the manifest."""
+    (memory systems and budget): that stage's identity, also in the manifest. Under
+    `"score"`: what decides the scoring beyond its fields and roles (a judge prompt's
+    digest), part of the score identity only."""
     done: dict[str, dict[str, Rows]] = field(default_factory=dict)
     """Stage name -> unit key -> rows of the finished units (filled in by the runner)."""
 

@@ -21,8 +21,10 @@ replayed as one reply keeps its near-duplicate claims. A subject is
 shown, and left out of the figures, never scored 0.
 
 Figures (see `reconstruction_match` for the two matching rules, `--matcher meaning`, the
-default: field synonyms and MiniLM sentence embeddings, cosine >= 0.6; or `lexical`: equal
-normalised fields and content-word F1 >= 0.25; either pairs records one-to-one, optimally):
+default: field synonyms and MiniLM sentence embeddings with contradiction checks; or
+`lexical`: equal normalised fields and content-word F1 >= 0.25; and `reconstruction_judge`
+for `--matcher judge`: a judge model's verdict on each candidate pair, `--judge-model`;
+each pairs records one-to-one, optimally):
 
     precision, recall, F1   per (subject, run), for profile, persona and both pooled
                             ("all"); the headline is their mean with a 95% bootstrap
@@ -77,21 +79,28 @@ from rich.table import Table
 
 from dialogbench.data.model import Dataset, PersonaEntry, ProfileClaim, Role, Subject
 from dialogbench.data.release import PERSONA, PROFILE
+from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG
 from dialogbench.models.embedding import load_embedder
+from dialogbench.models.model import Model
 from dialogbench.models.structured import CORRECTION
 from dialogbench.models.tokenizer import IntArray, TokenCounter
 from dialogbench.models.types import ChatMessage, GenerateConfig, ModelError
 from dialogbench.report.table import summary_table
 from dialogbench.runner import Outcome, Plan, TrackBase, model_role, option, register
 from dialogbench.runner import config as shared
+from dialogbench.runner.options import OptionError
 from dialogbench.runner.record import RunFolder
+from dialogbench.runner.roles import judge_role
 from dialogbench.runner.track import Models, Rows
 from dialogbench.stats.bootstrap import Estimate, bootstrap_means
 from dialogbench.tracks.common import ask_each, outcome_of
+from dialogbench.tracks.realcompanion import reconstruction_judge as rj
 from dialogbench.tracks.realcompanion import reconstruction_match as rm
 from dialogbench.tracks.realcompanion.reconstruction_prompts import (
+    MATCH_PROMPT_SHA256,
     PROMPT_SHA256,
     ClaimReply,
+    ClaimVerdict,
     PersonaReply,
     Reconstruction,
     reconstruction_messages,
@@ -123,13 +132,15 @@ class ReconstructionConfig(shared.Sampled):
     tokenizer: Literal["auto", "gguf", "chars"] = option(
         "auto", help="how prompt tokens are counted (see the track's docstring)"
     )
-    matcher: Literal["meaning", "lexical"] = option(
+    matcher: Literal["meaning", "lexical", "judge"] = option(
         "meaning",
         help="how written records are matched to gold: meaning (field synonyms, sentence "
-        "embeddings) or lexical (same field, shared words)",
+        "embeddings), lexical (same field, shared words) or judge (a judge model reads each "
+        "candidate pair; needs --judge-model)",
         stage="score",
     )
-    """The matching rule (`reconstruction_match`): `meaning` needs the packaged MiniLM."""
+    """The matching rule (`reconstruction_match`; `judge`: `reconstruction_judge`):
+    `meaning` and `judge` need the packaged MiniLM."""
     threshold: float | None = option(
         None,
         help=f"statement similarity for a match (default: {rm.MEANING_THRESHOLD} meaning, "
@@ -154,16 +165,39 @@ class ReconstructionConfig(shared.Sampled):
     max_persona: int | None = option(
         None, help="bound the persona entries per reply", min=1, max=10_000
     )
+    judge_candidates: int = option(
+        rj.TOP_K,
+        help="--matcher judge: per record, the other side's most similar statements asked "
+        "about whatever their fields",
+        min=1,
+        max=1000,
+        stage="score",
+    )
+    judge_max_tokens: int = shared.judge_tokens(256)
+    judge_max_fixes: int = shared.fixes(
+        1, "--matcher judge: corrections of an unusable verdict", stage="score"
+    )
 
     def reply_model(self) -> type[Reconstruction]:
         return reply_model(self.max_claims, self.max_persona)
 
     def matching(self) -> rm.Matcher:
-        """The matcher the config names, at its threshold."""
+        """The matcher the config names, at its threshold (`judge`: the meaning matcher
+        that picks the judge's candidates, and matches runs against each other)."""
         if self.matcher == "lexical":
             return rm.lexical(rm.LEXICAL_THRESHOLD if self.threshold is None else self.threshold)
         threshold = rm.MEANING_THRESHOLD if self.threshold is None else self.threshold
         return rm.meaning(embedding_similarity(), threshold)
+
+    def verdict_config(self) -> GenerateConfig:
+        """The judge's settings for one claim verdict (`--matcher judge`)."""
+        schema = ClaimVerdict.model_json_schema()
+        return replace(
+            DEFAULT_JUDGE_CONFIG,
+            max_tokens=self.judge_max_tokens,
+            json_schema=schema,
+            schema_name="ClaimVerdict",
+        )
 
     def reply_config(self) -> GenerateConfig:
         """The calls' settings, asking for the reply's JSON shape."""
@@ -408,12 +442,18 @@ def history_span(subject: Subject) -> tuple[datetime, datetime] | None:
 
 
 def score_row(
-    run: int, subject: Subject, written: Reconstruction, matcher: rm.MatcherLike
+    run: int,
+    subject: Subject,
+    written: Reconstruction,
+    matcher: rm.MatcherLike,
+    matched: dict[str, list[tuple[int, int, float]]] | None = None,
 ) -> dict[str, Any]:
     """One scored (run, subject) record: what was written, matched pairs, figures, and how
-    far each matched pair agrees beyond its statement (`rm.claim_agreement`)."""
+    far each matched pair agrees beyond its statement (`rm.claim_agreement`). `matched`:
+    the pairs already matched (by the judge), else `matcher` matches them."""
     pred, gold = records(written), gold_records(subject)
-    matched = {k: rm.match(pred[k], gold[k], matcher) for k in rm.KINDS}
+    if matched is None:
+        matched = {k: rm.match(pred[k], gold[k], matcher) for k in rm.KINDS}
     counts = {k: rm.Counts(len(matched[k]), len(pred[k]), len(gold[k])) for k in rm.KINDS}
     counts["all"] = counts["profile"] + counts["persona"]
     profile, persona, _ = to_release(subject, written)
@@ -443,6 +483,40 @@ def score_row(
 
 
 # -- running ---------------------------------------------------------------------------------
+
+
+async def judged_row(
+    run: int, subject: Subject, written: Reconstruction, judge: Model, config: ReconstructionConfig
+) -> dict[str, Any]:
+    """A (run, subject) scored by the judge's verdicts (`reconstruction_judge`); unscored,
+    saying how many verdicts failed, when any could not be had."""
+    pred, gold = records(written), gold_records(subject)
+    base = config.matching()
+    got = {
+        k: await rj.judge_match(
+            judge,
+            pred[k],
+            gold[k],
+            base,
+            config.verdict_config(),
+            max_fixes=config.judge_max_fixes,
+            tag=f"{TRACK}:match:run-{run}",
+            top_k=config.judge_candidates,
+        )
+        for k in rm.KINDS
+    }
+    judged = {
+        k: {"asked": g.asked, "identical": g.identical, "verdicts": g.verdicts}
+        for k, g in got.items()
+    }
+    failed = sum(len(g.failed) for g in got.values())
+    if failed:
+        return {"run": run, "subject": subject.id, "scored": False, "judged": judged,
+                "failed_verdicts": failed}  # fmt: skip
+    row = score_row(run, subject, written, base, {k: g.matched for k, g in got.items()})
+    row["judged"] = judged
+    row["dropped_ids"] = to_release(subject, written)[2]
+    return row
 
 
 def select_subjects(dataset: Dataset, limit: int | None) -> tuple[list[Subject], list[str]]:
@@ -478,12 +552,39 @@ class ReconstructionTrack(TrackBase[ReconstructionConfig, Unit]):
         "The model writes each subject's profile and persona; field-level P/R/F1 against gold."
     )
     config_type = ReconstructionConfig
-    roles = (model_role("the model that writes the profiles and personas"),)
+    roles = (
+        model_role("the model that writes the profiles and personas"),
+        judge_role(
+            "the judge of claim matching under --matcher judge (none: the rules match)",
+            fallback=None,
+            required=False,
+        ),
+    )
     version = 2
     """2: chunk replies merged with one-to-one dedupe (a reply's own records all kept)."""
     judged = True
-    """Scoring is the deterministic matching (no judge role), kept apart from solving so a
-    new `threshold` re-matches saved outputs without calling the model."""
+    """Scoring is the matching (deterministic rules, or the judge's verdicts under
+    `--matcher judge`), kept apart from solving so a new `threshold` or matcher re-matches
+    saved outputs without calling the model."""
+
+    def configure(
+        self, config: ReconstructionConfig, roles: frozenset[str]
+    ) -> ReconstructionConfig:
+        """A judge is given exactly when `--matcher judge` reads it."""
+        if config.matcher == "judge" and "judge" not in roles:
+            raise OptionError(
+                "matcher",
+                "--matcher judge asks a judge model about each candidate pair: pass "
+                "--judge-model SPEC (with --judge-base-url for a server)",
+            )
+        if config.matcher != "judge" and "judge" in roles:
+            raise OptionError(
+                "matcher",
+                f"--judge-model is read only by --matcher judge (this run: {config.matcher}): "
+                "add --matcher judge (dialogbench score: --set matcher=judge), or leave out "
+                "--judge-model",
+            )
+        return config
 
     def __init__(self, counter: TokenCounter | None = None) -> None:
         self.counter = counter
@@ -515,6 +616,11 @@ class ReconstructionTrack(TrackBase[ReconstructionConfig, Unit]):
                 "counter": counter.name,
             },
             context=Histories(histories, subjects),
+            stage_resolved=(
+                {"score": {"match_prompt_sha256": MATCH_PROMPT_SHA256}}
+                if config.matcher == "judge"
+                else {}
+            ),
         )
 
     async def solve(
@@ -569,12 +675,15 @@ class ReconstructionTrack(TrackBase[ReconstructionConfig, Unit]):
         r, s = unit
         (solved,) = rows
         row: dict[str, Any]
-        if solved["written"] is not None:
+        if solved["written"] is None:
+            row = {"run": r, "subject": s.id, "scored": False}
+        elif config.matcher == "judge":
+            written = _reconstruction(solved["written"])
+            row = await judged_row(r, s, written, models["judge"], config)
+        else:
             written = _reconstruction(solved["written"])
             row = score_row(r, s, written, config.matching())
             row["dropped_ids"] = to_release(s, written)[2]
-        else:
-            row = {"run": r, "subject": s.id, "scored": False}
         for key in ("chunks", "cut_messages", "attempts", "failed"):
             row[key] = solved[key]
         return [row]
@@ -664,14 +773,14 @@ def summarise(
             kind: {m: _mean([_nan(r[m][kind]) for r in mine]) for m in METRICS}
             for kind in SUMMARY_KINDS
         }
-        per_subject[s.id]["run agreement"] = _mean(pairs)
+        per_subject[s.id][agreement_row(config)] = _mean(pairs)
         per_subject[s.id]["unscored runs"] = sum(
             1 for r in rows if r["subject"] == s.id and not r["scored"]
         )
     (agreement,) = bootstrap_means(
         np.array(agree_vals, dtype=float), agree_clusters, n_boot=config.n_boot, seed=config.seed
     )
-    summary["run agreement"] = {"f1": agreement}
+    summary[agreement_row(config)] = {"f1": agreement}
     for kind, metrics in (("profile", rm.CLAIM_METRICS), ("persona", rm.PERSONA_METRICS)):
         pairs_of = [(r["subject"], a) for r in scored for a in r["agreement"][kind]]
         values = [[_nan(a[m]) for m in metrics] for _, a in pairs_of]
@@ -686,8 +795,8 @@ def summarise(
     warnings = []
     if unscored:
         warnings.append(
-            f"{len(unscored)} of {len(rows)} (run, subject) pairs unscored (a reply could not "
-            "be used); left out of the figures"
+            f"{len(unscored)} of {len(rows)} (run, subject) pairs unscored (a reply or a "
+            "judge's verdict could not be had); left out of the figures"
         )
     if config.runs < 2:
         warnings.append("run agreement needs two runs or more (config.runs)")
@@ -700,6 +809,13 @@ def summarise(
         unscored={"pairs": len(unscored), "of": len(rows), "by_subject": by_subject},
         warnings=warnings,
     )
+
+
+def agreement_row(config: ReconstructionConfig) -> str:
+    """The run-agreement row's name: under `--matcher judge` runs are matched against each
+    other by the meaning matcher (the judge reads written records against gold only), and
+    the row says so."""
+    return "run agreement (meaning matcher)" if config.matcher == "judge" else "run agreement"
 
 
 def _nan(x: float | None) -> float:
@@ -725,7 +841,7 @@ def compare_runs(
     threshold: float | None = None,
     n_boot: int = 2000,
     seed: int = 0,
-    matcher: Literal["meaning", "lexical"] | None = None,
+    matcher: Literal["meaning", "lexical", "judge"] | None = None,
 ) -> Estimate:
     """Agreement between two systems: per subject both scored, the mean pooled F1 between
     every run of folder `a` and every run of folder `b`; then the mean over subjects with

@@ -17,7 +17,7 @@ constant here, so a change of wording starts a run afresh.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model
 
@@ -145,3 +145,63 @@ def reconstruction_messages(
         [task_text(person, part, parts), f"<conversation>\n{body}\n</conversation>", ANSWER_FORMAT]
     )
     return [{"role": "system", "content": RECON_SYSTEM}, {"role": "user", "content": user}]
+
+
+# -- the judge's claim matching (`--matcher judge`) ------------------------------------------
+
+MATCH_SYSTEM = (
+    "You compare two notes written about the same person and say whether they record the "
+    "same fact. Answer with one JSON object and nothing else."
+)
+
+MATCH_TASK = (
+    "Two notes about one person, each a heading and a statement:\n"
+    "A. {field_a}: {statement_a}\n"
+    "B. {field_b}: {statement_b}\n\n"
+    "Which one holds?\n"
+    '- "same": both record one fact about the person, however it is worded: other words, '
+    "another language, another unit or way of writing a number, an everyday name for the "
+    "same thing, a heading named differently. One note may carry a detail the other lacks "
+    "when nothing in them conflicts.\n"
+    '- "contradicts": both are about one thing, and they cannot both be true (different '
+    "values, names or numbers; one says it is so and the other that it is not).\n"
+    '- "different": they record different facts, though the topic may be close: a plan is '
+    "not a fact, a past state is not a present one, liking or knowing about something is "
+    "not doing it, one relative is not another.\n"
+    "Use what is common knowledge to see that two wordings name the same thing."
+)
+
+MATCH_FORMAT = (
+    'Reply with {"reason": "<one short sentence>", "verdict": "same" | "contradicts" | '
+    '"different"}.'
+)
+
+VERDICTS = ("same", "contradicts", "different")
+
+
+class ClaimVerdict(BaseModel):
+    """The judge's reading of two records: do they state the same claim?"""
+
+    reason: str = Field(default="", max_length=400)
+    verdict: Literal["same", "contradicts", "different"]
+
+
+MATCH_PROMPT_SHA256 = prompt_digest(
+    globals(),
+    "MATCH_SYSTEM MATCH_TASK MATCH_FORMAT",
+    schema=ClaimVerdict.model_json_schema(),
+)
+
+
+def match_messages(a: tuple[str, str], b: tuple[str, str]) -> list[ChatMessage]:
+    """The judge's prompt for records `a` and `b` ((field, statement) each)."""
+    task = MATCH_TASK.format(
+        field_a=a[0].strip() or "(no heading)",
+        statement_a=a[1].strip(),
+        field_b=b[0].strip() or "(no heading)",
+        statement_b=b[1].strip(),
+    )
+    return [
+        {"role": "system", "content": MATCH_SYSTEM},
+        {"role": "user", "content": f"{task}\n\n{MATCH_FORMAT}"},
+    ]
