@@ -14,7 +14,16 @@ Three matchers, in the same run, on the same pairs:
   checks), at `--threshold` (default `rm.MEANING_THRESHOLD`);
 - `meaning, no checks`: the rule before the checks (`rm.meaning(..., checks=False)`: table
   fields, statement cosine at `rm.LEGACY_MEANING_THRESHOLD`);
-- `lexical`: the strict matcher at its default threshold.
+- `lexical`: the strict matcher at its default threshold;
+
+and, with `--judge-model SPEC` (`--judge-base-url`, `--judge-api-key-env`), a fourth:
+`judge (SPEC)`, the track's `--matcher judge`: the judge's verdict on each pair alone
+(`same` = matched; a pair equal once normalised is `same` without a call). Its failed
+verdicts are counted, listed and left out of its figures, never read as a decision, and
+make the exit status 2 (a rerun asks only those again; the rest come from the response
+cache, `DIALOGBENCH_CACHE`). The goal is then judged on the judge. Every run also prints
+how many labelled matches the track would send to the judge at all: the candidates of
+`reconstruction_judge.candidates` when every a of a split meets every b of it.
 
 The pairs come in six splits. `dev` (135 pairs, written first): the checks were written
 and fixed, and every threshold chosen, on it alone (`--sweep` prints the dev figures the
@@ -31,15 +40,18 @@ default and what the track uses, or `mpnet` where its wheels are installed).
 
     PYTHONPATH=src .venv/bin/python benchmarks/reconstruction_matching.py [--threshold T]
         [--sweep] [--errors] [--data FILE] [--embedder minilm|mpnet|auto] [--splits S,..]
+        [--judge-model SPEC [--judge-base-url URL] [--judge-api-key-env VAR]]
 
-Exit status 0 when the meaning matcher meets the goal (precision >= 0.95 and recall >= 0.90;
-`--min-precision`, `--min-recall`) on each held-out split loaded alone (`HELD_OUT`: `held_out` to
-`held_out_5`) and on all pairs pooled; 1 when it misses it on any of them.
+Exit status 0 when the meaning matcher (the judge, when given) meets the goal (precision
+>= 0.95 and recall >= 0.90; `--min-precision`, `--min-recall`) on each held-out split
+loaded alone (`HELD_OUT`: `held_out` to `held_out_5`) and on all pairs pooled; 1 when it
+misses it on any of them; 2 when a judge's verdict failed.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 import time
@@ -50,8 +62,19 @@ from pathlib import Path
 from typing import Any
 
 from dialogbench.models.embedding import EMBEDDERS, available_embedder
+from dialogbench.runner.roles import RoleSpec
+from dialogbench.tracks.common import ask_each
+from dialogbench.tracks.realcompanion import reconstruction_judge as rj
 from dialogbench.tracks.realcompanion import reconstruction_match as rm
-from dialogbench.tracks.realcompanion.reconstruction import embedding_similarity
+from dialogbench.tracks.realcompanion.reconstruction import (
+    ReconstructionConfig,
+    embedding_similarity,
+)
+from dialogbench.tracks.realcompanion.reconstruction_prompts import (
+    MATCH_PROMPT_SHA256,
+    ClaimVerdict,
+    match_messages,
+)
 
 DATA = Path(__file__).parent / "data" / "claim_pairs.jsonl"
 LABELS = ("match", "contradiction", "no_match")
@@ -108,6 +131,8 @@ class Figures:
 
 
 def figures(pairs: Sequence[Pair], got: dict[str, bool]) -> Figures:
+    """The figures over the pairs with a decision (a judge's failed verdicts left out)."""
+    pairs = [p for p in pairs if p.id in got]
     tp = sum(1 for p in pairs if p.label == "match" and got[p.id])
     fp = sum(1 for p in pairs if p.label != "match" and got[p.id])
     fn = sum(1 for p in pairs if p.label == "match" and not got[p.id])
@@ -123,6 +148,58 @@ def figures(pairs: Sequence[Pair], got: dict[str, bool]) -> Figures:
 
 def decide(matcher: rm.Matcher, pairs: Sequence[Pair]) -> dict[str, bool]:
     return {p.id: bool(matcher.scores([p.a], [p.b])[1][0, 0]) for p in pairs}
+
+
+def ask_judge(spec: RoleSpec, pairs: Sequence[Pair]) -> tuple[dict[str, bool], dict[str, str]]:
+    """The judge's decision on each pair alone (`same` = matched; a pair equal once
+    normalised is `same` without a call, as in the track), and each failed verdict's
+    reason; nothing failed is read as a decision."""
+    config = ReconstructionConfig().verdict_config()
+    same = {
+        p.id
+        for p in pairs
+        if rm.norm_field(p.a[0]) == rm.norm_field(p.b[0])
+        and rm.canonical(p.a[1]).casefold().strip() == rm.canonical(p.b[1]).casefold().strip()
+    }
+    ask = [p for p in pairs if p.id not in same]
+
+    async def go() -> list[Any]:
+        model = spec.open()
+        try:
+            prompts = [match_messages(p.a, p.b) for p in ask]
+            return await ask_each(model, prompts, ClaimVerdict, config, max_fixes=1, tag="bench")
+        finally:
+            await model.aclose()
+
+    replies = asyncio.run(go())
+    got = {pid: True for pid in same}
+    failed: dict[str, str] = {}
+    for p, reply in zip(ask, replies, strict=True):
+        if reply.value is None:
+            failed[p.id] = str(reply.error)[:120]
+        else:
+            got[p.id] = reply.value.verdict == "same"
+    return got, failed
+
+
+def candidate_recall(similar: rm.StatementSimilarity, pairs: Sequence[Pair], k: int) -> str:
+    """Of the labelled matches, how many the track would send to the judge (or find equal)
+    when every a of their split meets every b (`reconstruction_judge.candidates`), and the
+    pairs asked per a."""
+    base = rm.meaning(similar)
+    found = total = asked = sides = 0
+    for split in sorted({p.split for p in pairs}):
+        sub = [p for p in pairs if p.split == split]
+        c = rj.candidates([p.a for p in sub], [p.b for p in sub], base, k)
+        hit = c.asked | c.identical
+        found += sum(1 for i, p in enumerate(sub) if p.label == "match" and hit[i, i])
+        total += sum(1 for p in sub if p.label == "match")
+        asked, sides = asked + int(c.asked.sum()), sides + len(sub)
+    return (
+        f"judge candidates (top {k}, every a against every b of its split): {found}/{total} "
+        f"labelled matches sent to the judge or equal ({found / max(total, 1):.3f}); "
+        f"{asked / max(sides, 1):.1f} pairs asked per record"
+    )
 
 
 def table(rows: list[tuple[str, Figures]]) -> str:
@@ -161,6 +238,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--splits", default="",
         help="comma-separated splits to load (default: all); the goal is judged on those loaded",
     )  # fmt: skip
+    ap.add_argument(
+        "--judge-model", default=None,
+        help="also match by a judge model's verdicts (`--matcher judge`), e.g. embedded or "
+        "openai-compatible/NAME; the goal is then judged on the judge",
+    )  # fmt: skip
+    ap.add_argument("--judge-base-url", default=None)
+    ap.add_argument("--judge-api-key-env", default=None, help="the variable holding its key")
+    ap.add_argument("--judge-max-connections", type=int, default=8)
     args = ap.parse_args(argv)
 
     pairs = load(args.data)
@@ -181,6 +266,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         t0 = time.perf_counter()
         got[name] = decide(m, pairs)
         seconds[name] = time.perf_counter() - t0
+    names: list[str] = list(matchers)
+    failed: dict[str, str] = {}
+    goal_on = "meaning"
+    if args.judge_model:
+        spec = RoleSpec(
+            args.judge_model, base_url=args.judge_base_url, api_key_env=args.judge_api_key_env,
+            max_connections=args.judge_max_connections,
+        )  # fmt: skip
+        goal_on = f"judge ({spec.parsed().name})"
+        t0 = time.perf_counter()
+        got[goal_on], failed = ask_judge(spec, pairs)
+        seconds[goal_on] = time.perf_counter() - t0
+        names.insert(0, goal_on)
 
     labels = Counter(p.label for p in pairs)
     langs = Counter("en" if p.lang == "en" else "other" for p in pairs)
@@ -195,6 +293,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{rm.EQUIVALENCE_THRESHOLD}; no checks: threshold {args.legacy_threshold}"
     )
     print(f"embedder: {embedder} (every meaning figure below)")
+    if args.judge_model:
+        print(
+            f"judge: {goal_on}, MATCH_PROMPT_SHA256 {MATCH_PROMPT_SHA256[:16]}...; "
+            f"{len(failed)} of {len(pairs)} verdicts failed (left out of its figures)"
+        )
+        for pid, reason in sorted(failed.items())[:10]:
+            print(f"  failed {pid}: {reason}")
     print(
         f"MEANING_SHA256 {rm.MEANING_SHA256[:16]}... "
         f"(no checks: {rm.LEGACY_MEANING_SHA256[:16]}...)"
@@ -205,21 +310,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     splits.append(("all, other languages only", [p for p in pairs if p.lang != "en"]))
     for title, subset in splits:
         print(f"\n{title} ({len(subset)} pairs)")
-        print(table([(name, figures(subset, got[name])) for name in matchers]))
+        print(table([(name, figures(subset, got[name])) for name in names]))
 
     kinds = sorted({p.kind for p in pairs})
-    print("\ncorrect decisions by kind (meaning / no checks / lexical)")
+    print(f"\ncorrect decisions by kind ({' / '.join(names)})")
     for kind in kinds:
         sub = [p for p in pairs if p.kind == kind]
         cells = []
-        for name in matchers:
-            right = sum(1 for p in sub if got[name][p.id] == (p.label == "match"))
+        for name in names:
+            right = sum(1 for p in sub if got[name].get(p.id) == (p.label == "match"))
             cells.append(f"{right}/{len(sub)}")
         print(f"  {kind:<20} " + "  ".join(f"{c:>7}" for c in cells))
 
     print("\ntime per pair (1 x 1 matching, embeddings cached): " + ", ".join(
-        f"{name} {seconds[name] / len(pairs) * 1e3:.2f} ms" for name in matchers
+        f"{name} {seconds[name] / len(pairs) * 1e3:.2f} ms" for name in names
     ))  # fmt: skip
+    print(candidate_recall(similar, pairs, rj.TOP_K))
     a_side, b_side = [p.a for p in pairs], [p.b for p in pairs]
     matchers["meaning"].match(a_side, b_side)  # warm-up: embeds the words the checks compare
     for name in ("meaning", "meaning, no checks"):
@@ -265,15 +371,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     judged = [(s, subset) for s, subset in judged if subset]
     judged.append(("all (pooled)", pairs))
     ok = True
-    print(f"\ngoal precision >= {args.min_precision}, recall >= {args.min_recall}:")
+    print(f"\ngoal precision >= {args.min_precision}, recall >= {args.min_recall} ({goal_on}):")
     for title, subset in judged:
-        f = figures(subset, got["meaning"])
+        f = figures(subset, got[goal_on])
         met = f.precision >= args.min_precision and f.recall >= args.min_recall
         ok = ok and met
         print(f"  {title:<14} precision {f.precision:.3f}, recall {f.recall:.3f}: "
               f"{'met' if met else 'MISSED'}")  # fmt: skip
-    names = ", ".join(s for s, _ in judged[:-1])
-    print(f"goal {'met' if ok else 'MISSED'} ({names} and pooled)")
+    held = ", ".join(s for s, _ in judged[:-1])
+    print(f"goal {'met' if ok else 'MISSED'} ({f'{held} and pooled' if held else 'pooled'})")
+    if failed:
+        print(
+            f"{len(failed)} verdicts failed: exit status 2 (rerun: the others come from the cache)"
+        )
+        return 2
     return 0 if ok else 1
 
 

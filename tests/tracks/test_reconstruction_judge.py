@@ -287,3 +287,43 @@ def test_a_finished_run_is_rematched_by_a_judge(
         assert manifest["roles"]["judge"]["model"] == "openai-compatible/judge"
         assert first.summary["all"]["f1"].n == len(ds.subjects)
     assert replace(config, matcher="judge").matching().name == "meaning"
+
+
+def test_the_matching_benchmark_scores_a_judge_and_counts_its_failures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`benchmarks/reconstruction_matching.py --judge-model`: a judge that answers by the
+    labels scores precision and recall 1; one whose replies are prose has every verdict
+    failed, counted and left out, and exit status 2."""
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.syspath_prepend(str(root))
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    from benchmarks import reconstruction_matching as bench
+
+    lines = (root / "benchmarks" / "data" / "claim_pairs.jsonl").read_text().splitlines()
+    rows = [json.loads(x) for x in lines if x.strip()]
+    picked = [r for r in rows if r["split"] == "held_out_5"][:12]
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in picked))
+    label = {(r["a"]["statement"], r["b"]["statement"]): r["label"] for r in picked}
+    verdict = {"match": "same", "contradiction": "contradicts", "no_match": "different"}
+
+    def oracle(body: dict[str, Any]) -> str:
+        (m,) = PAIR.findall(body["messages"][-1]["content"])
+        return json.dumps({"reason": "labels", "verdict": verdict[label[(m[1], m[3])]]})
+
+    with ChatServer(reply=oracle) as srv:
+        argv = ["--data", str(data), "--judge-model", "openai-compatible/oracle",
+                "--judge-base-url", srv.base_url]  # fmt: skip
+        assert bench.main(argv) == 0
+        out = capsys.readouterr().out
+        asked = srv.request_count
+    assert 0 < asked <= len(picked)
+    assert "0 of 12 verdicts failed" in out
+    assert "judge (openai-compatible/oracle)" in out
+    assert "held_out_5     precision 1.000, recall 1.000: met" in out
+    with ChatServer(reply=lambda body: "They look alike to me.") as srv:
+        argv[-1] = srv.base_url
+        assert bench.main([*argv, "--splits", "held_out_5"]) == 2
+        out = capsys.readouterr().out
+    assert f"{asked} of 12 verdicts failed" in out and "exit status 2" in out
