@@ -155,12 +155,7 @@ def ask_judge(spec: RoleSpec, pairs: Sequence[Pair]) -> tuple[dict[str, bool], d
     normalised is `same` without a call, as in the track), and each failed verdict's
     reason; nothing failed is read as a decision."""
     config = ReconstructionConfig().verdict_config()
-    same = {
-        p.id
-        for p in pairs
-        if rm.norm_field(p.a[0]) == rm.norm_field(p.b[0])
-        and rm.canonical(p.a[1]).casefold().strip() == rm.canonical(p.b[1]).casefold().strip()
-    }
+    same = {p.id for p in pairs if rj.record_key(p.a) == rj.record_key(p.b)}
     ask = [p for p in pairs if p.id not in same]
 
     async def go() -> list[Any]:

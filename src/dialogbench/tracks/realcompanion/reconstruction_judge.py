@@ -50,6 +50,13 @@ class Candidates:
     identical: BoolArray
 
 
+def record_key(record: rm.Record) -> tuple[str, str]:
+    """A record once normalised (field as the lexical matcher folds it, statement in
+    canonical form, case folded): two records with one key are `same` without a call."""
+    field, statement = record
+    return rm.norm_field(field), rm.canonical(statement).casefold().strip()
+
+
 def candidates(
     pred: Sequence[rm.Record], gold: Sequence[rm.Record], base: rm.Matcher, top_k: int = TOP_K
 ) -> Candidates:
@@ -70,8 +77,7 @@ def candidates(
     near[np.arange(n)[:, None], rows] = True
     cols = np.argsort(-sims, axis=0, kind="stable")[: min(top_k, n), :]
     near[cols, np.arange(m)[None, :]] = True
-    key_p = [(rm.norm_field(f), rm.canonical(s).casefold().strip()) for f, s in pred]
-    key_g = [(rm.norm_field(f), rm.canonical(s).casefold().strip()) for f, s in gold]
+    key_p, key_g = [record_key(r) for r in pred], [record_key(r) for r in gold]
     identical = np.array([[a == b for b in key_g] for a in key_p], dtype=bool).reshape(n, m)
     return Candidates(sims, (fields | near) & ~identical, identical)
 
