@@ -401,7 +401,7 @@ def test_bad_configuration_fails_first(tmp_path: Path) -> None:
 @pytest.mark.skipif(unavailable() is not None, reason=unavailable() or "")
 def test_embedded_model_short_run(tmp_path: Path) -> None:
     model = Model.from_spec(ModelSpec.parse("embedded"), cache=None)
-    config = ChatConfig(limit=2, max_tokens=16, judge_max_tokens=96, max_fixes=0, n_boot=100)
+    config = ChatConfig(limit=1, max_tokens=16, judge_max_tokens=96, max_fixes=0, n_boot=100)
     try:
         result = run_track(
             CHAT, load_dataset("sample"), tmp_path, config, {"model": model}
@@ -409,12 +409,12 @@ def test_embedded_model_short_run(tmp_path: Path) -> None:
     finally:
         asyncio.run(model.aclose())
     rows = [json.loads(x) for x in (tmp_path / "items.jsonl").read_text().splitlines()]
-    assert len(rows) == 2 * 5 and result.probes == 2
+    assert len(rows) == 1 * 5 and result.probes == 1
     assert all(r["reply"] for r in rows)
     assert all(r["judge_raw"] for r in rows if not r["judged"])
     scored = [r for r in rows if r["judged"]]
     assert all(0 <= r["content_match"] <= 3 for r in scored)
-    assert len(scored) + 5 * result.unscored["judge"] == 10
+    assert len(scored) + 5 * result.unscored["judge"] == 5
     assert result.usage["roles"]["model"]["completion_tokens"] > 0
 
 

@@ -430,17 +430,17 @@ def test_model_detectors_against_a_scripted_server(
 def test_embedded_model_short_run(tmp_path: Path) -> None:
     ds = load_dataset("sample")
     model = Model.from_spec(ModelSpec.parse("embedded"), cache=None)
-    config = DetectionConfig(detectors=ALL_DETECTORS, limit=6, max_tokens=24, n_boot=100)
+    config = DetectionConfig(detectors=ALL_DETECTORS, limit=3, max_tokens=24, n_boot=100)
     try:
         result = run_track(DETECTION, ds, tmp_path, config, {"model": model}).result()
     finally:
         asyncio.run(model.aclose())
     rows = [json.loads(x) for x in (tmp_path / "items.jsonl").read_text().splitlines()]
-    assert len(rows) == 4 * 6
+    assert len(rows) == 4 * 3
     for name in MODEL_DETECTORS:
         mine = [r for r in rows if r["detector"] == name]
         scored = [r for r in mine if r["score"] is not None]
-        assert len(scored) + sum(result.unscored[name].values()) == 6
+        assert len(scored) + sum(result.unscored[name].values()) == 3
         assert all(0.0 <= r["score"] <= 1.0 for r in scored)
         assert all(r["raw"] for r in mine if r["score"] is None)
     assert result.usage["roles"]["model"]["model"] == "embedded"

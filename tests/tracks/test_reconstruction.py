@@ -375,10 +375,12 @@ def test_memorybank_meta_information_is_the_gold(memorybank_dir: Path) -> None:
 def test_embedded_model_short_run(tmp_path: Path) -> None:
     ds = load_dataset("sample")
     first = ds.subjects[0]
-    short = first.model_copy(update={"messages": first.messages[:8]})
+    short = first.model_copy(update={"messages": first.messages[:4]})
     ds = ds.model_copy(update={"subjects": [short]})
     model = Model.from_spec(ModelSpec.parse("embedded"), cache=None)
-    config = ReconstructionConfig(context_tokens=1400, max_tokens=80, tokenizer="gguf", n_boot=50)
+    config = ReconstructionConfig(
+        context_tokens=1400, max_tokens=80, tokenizer="gguf", n_boot=50, max_fixes=0
+    )
     try:
         result = run_track(RECONSTRUCTION, ds, tmp_path, config, {"model": model}).result()
     finally:
