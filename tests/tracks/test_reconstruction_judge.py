@@ -327,3 +327,48 @@ def test_the_matching_benchmark_scores_a_judge_and_counts_its_failures(
         assert bench.main([*argv, "--splits", "held_out_5"]) == 2
         out = capsys.readouterr().out
     assert f"{asked} of 12 verdicts failed" in out and "exit status 2" in out
+
+
+def test_a_panel_of_judges_shows_how_far_the_matching_depends_on_the_judge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`dialogbench score RUN --set matcher=judge --judge-model A --judge-model B`: both
+    judges rate the same candidate pairs; Krippendorff's alpha over their verdicts against a
+    brute-force count, and each figure's spread."""
+    monkeypatch.setenv("DIALOGBENCH_CACHE", str(tmp_path / "cache.sqlite"))
+    ds = load_dataset("sample")
+    config = ReconstructionConfig(context_tokens=200_000, tokenizer="chars", n_boot=100)
+    fair, contrary = Verdicts(), Verdicts()
+
+    def by_model(body: dict[str, Any]) -> str:
+        if body["model"] == "fair":
+            return fair(body)
+        contrary(body)
+        return json.dumps({"reason": "scripted", "verdict": "different"})
+
+    with ChatServer(reply=Writer(ds)) as writer, ChatServer(reply=by_model) as jsrv:
+        model = RoleSpec("openai-compatible/writer", base_url=writer.base_url)
+        out = tmp_path / "run"
+        run_track(RECONSTRUCTION, ds, out, config, {"model": model})
+        got = CliRunner().invoke(
+            app,
+            ["score", str(out), "--set", "matcher=judge",
+             "--judge-model", "openai-compatible/fair", "--judge-model",
+             "openai-compatible/contrary", "--judge-base-url", jsrv.base_url,
+             "--out", str(tmp_path / "panel")],
+        )  # fmt: skip
+        assert got.exit_code == 0, got.output
+    assert sorted(fair.asked) == sorted(contrary.asked)  # the same candidates for both
+    stored = json.loads((tmp_path / "panel" / "judges.json").read_text())
+    assert stored["agreement"]["rows"] == len(fair.asked)
+    # alpha by hand: two raters, binary values; fair says same on the reworded pairs only
+    ones = sum(1 for a, b in fair.asked if a.removeprefix(REWORDED) == b)
+    n, pairs = len(fair.asked), 2 * len(fair.asked)
+    disagree = ones  # units where the raters differ
+    total_ones = ones  # the contrary judge never says same
+    expected = 2 * total_ones * (pairs - total_ones) / (pairs * (pairs - 1))
+    observed = disagree / n
+    assert stored["agreement"]["krippendorff_alpha"] == pytest.approx(1 - observed / expected)
+    spread = stored["spread"]["all f1"]
+    assert spread["openai-compatible_fair"] == 1.0
+    assert spread["spread"] == pytest.approx(1.0 - spread["openai-compatible_contrary"])

@@ -506,7 +506,7 @@ async def judged_row(
         for k in rm.KINDS
     }
     judged = {
-        k: {"asked": g.asked, "identical": g.identical, "verdicts": g.verdicts}
+        k: {"asked": g.asked, "identical": g.identical, "verdicts": g.verdicts, "pairs": g.pairs}
         for k, g in got.items()
     }
     failed = sum(len(g.failed) for g in got.values())
@@ -687,6 +687,22 @@ class ReconstructionTrack(TrackBase[ReconstructionConfig, Unit]):
         for key in ("chunks", "cut_messages", "attempts", "failed"):
             row[key] = solved[key]
         return [row]
+
+    def judgments(self, rows: Rows) -> dict[str, float]:
+        """Under `--matcher judge`: `run-R/SUBJECT/KIND/I-J` -> 1 when the judge read written
+        record I and gold record J as the same claim, else 0 (the candidate pairs do not
+        depend on the judge, so a panel's judges rate the same pairs)."""
+        out: dict[str, float] = {}
+        for r in rows:
+            for kind, judged in (r.get("judged") or {}).items():
+                for i, j, verdict in judged["pairs"]:
+                    out[f"run-{r['run']}/{r['subject']}/{kind}/{i}-{j}"] = float(verdict == "same")
+        return out
+
+    def headline(self, outcome: Outcome) -> dict[str, float]:
+        """Precision, recall and F1 of profile, persona and both pooled."""
+        result: ReconstructionResult = outcome.result
+        return {f"{k} {m}": result.summary[k][m].value for k in SUMMARY_KINDS for m in METRICS}
 
     def aggregate(self, plan: Plan[Unit], rows: Rows, config: ReconstructionConfig) -> Outcome:
         ctx: Histories = plan.context

@@ -85,12 +85,14 @@ def candidates(
 @dataclass
 class JudgedMatch:
     """One kind's matching by the judge: the matched pairs (pred, gold, cosine), how many
-    pairs were asked, the verdicts' counts, and the pairs whose verdict could not be had."""
+    pairs were asked, the verdicts' counts, each asked pair's verdict (pred, gold,
+    verdict), and the pairs whose verdict could not be had."""
 
     matched: list[tuple[int, int, float]]
     asked: int = 0
     identical: int = 0
     verdicts: dict[str, int] = field(default_factory=dict)
+    pairs: list[tuple[int, int, str]] = field(default_factory=list)
     failed: list[tuple[int, int]] = field(default_factory=list)
 
 
@@ -111,15 +113,16 @@ async def judge_match(
     prompts = [match_messages(pred[i], gold[j]) for i, j in ask]
     got = await ask_each(model, prompts, ClaimVerdict, config, max_fixes=max_fixes, tag=tag)
     agree = c.identical.copy()
-    verdicts: Counter[str] = Counter()
+    pairs: list[tuple[int, int, str]] = []
     failed = []
     for (i, j), reply in zip(ask, got, strict=True):
         if reply.value is None:
             failed.append((i, j))
             continue
-        verdicts[reply.value.verdict] += 1
+        pairs.append((i, j, reply.value.verdict))
         agree[i, j] = reply.value.verdict == "same"
     matched = [(i, j, float(c.sims[i, j])) for i, j in rm.assign(c.sims, agree)]
+    verdicts = Counter(v for _, _, v in pairs)
     return JudgedMatch(
-        matched, len(ask), int(c.identical.sum()), dict(sorted(verdicts.items())), failed
+        matched, len(ask), int(c.identical.sum()), dict(sorted(verdicts.items())), pairs, failed
     )
