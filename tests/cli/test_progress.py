@@ -94,3 +94,21 @@ def test_a_redirected_run_writes_plain_progress_lines(tmp_path: Path) -> None:
     assert ours, text
     assert all(re.search(r"elapsed \d:\d\d:\d\d, eta (\d:\d\d:\d\d|unknown)$", x) for x in ours)
     assert any(re.search(r"eta \d:\d\d:\d\d$", x) for x in ours)
+
+
+def test_a_long_unit_still_gets_a_line_every_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The heartbeat (`tick`) repeats the last state when no update came for an interval."""
+    now = [0.0]
+    written = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", written)
+    lines = ui.ProgressLines("reconstruction on memorybank", 10.0, now=lambda: now[0])
+    now[0] = 4.0
+    lines.tick()  # nothing yet: no stage has started
+    lines("solve", 0, 1)
+    for t in (11.0, 15.0, 21.0):
+        now[0] = t
+        lines.tick()
+    assert written.getvalue().splitlines() == [
+        "reconstruction on memorybank: solve 0/1 (0%), elapsed 0:00:11, eta unknown",
+        "reconstruction on memorybank: solve 0/1 (0%), elapsed 0:00:21, eta unknown",
+    ]

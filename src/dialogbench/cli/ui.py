@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -118,18 +119,28 @@ class ProgressLines:
         self.started = self.last = now()
         self.stage = ""
         self.stage_started = self.started
+        self.done = self.total = 0
+        self.lock = threading.Lock()
 
     def __call__(self, what: str, done: int, total: int) -> None:
-        t = self.now()
-        if what != self.stage:  # each later stage paces its own estimate from its start
-            if self.stage:
-                self.stage_started = t
-            self.stage = what
-        if t - self.last < self.every:
-            return
-        self.last = t
-        sys.stderr.write(self.line(what, done, total, t) + "\n")
-        sys.stderr.flush()
+        with self.lock:
+            t = self.now()
+            if what != self.stage:  # each later stage paces its own estimate from its start
+                if self.stage:
+                    self.stage_started = t
+                self.stage = what
+            self.done, self.total = done, total
+            if t - self.last < self.every:
+                return
+            self.last = t
+            sys.stderr.write(self.line(what, done, total, t) + "\n")
+            sys.stderr.flush()
+
+    def tick(self) -> None:
+        """The last state again when no line came for `every` seconds: a unit that takes
+        minutes (a long history on a local model) still shows the run is alive."""
+        if self.stage:
+            self(self.stage, self.done, self.total)
 
     def line(self, what: str, done: int, total: int, t: float) -> str:
         """`LABEL: STAGE DONE/TOTAL (P%), elapsed H:MM:SS, eta H:MM:SS`."""
@@ -145,7 +156,22 @@ def with_progress(label: str, work: Callable[[TrackProgress], T]) -> T:
     """Run a track under a rich progress bar on stderr (gone when it finishes), or, when
     stderr is not a terminal, with a plain line every few seconds (`ProgressLines`)."""
     if not err.is_terminal:
-        return work(ProgressLines(label, progress_every()))
+        lines = ProgressLines(label, progress_every())
+        if lines.every <= 0:
+            return work(lines)
+        stop = threading.Event()
+
+        def beat() -> None:
+            while not stop.wait(lines.every):
+                lines.tick()
+
+        heart = threading.Thread(target=beat, name="progress lines", daemon=True)
+        heart.start()
+        try:
+            return work(lines)
+        finally:
+            stop.set()
+            heart.join(timeout=1.0)
     with Progress(*bar_columns(), console=err, transient=True) as bar:
         task = bar.add_task(label, total=None)
 
