@@ -286,6 +286,11 @@ def test_a_finished_run_is_rematched_by_a_judge(
         assert manifest["config"]["matcher"] == "judge"
         assert manifest["roles"]["judge"]["model"] == "openai-compatible/judge"
         assert first.summary["all"]["f1"].n == len(ds.subjects)
+        compared = CliRunner().invoke(
+            app, ["compare", "reconstruction", str(tmp_path / "judged"), str(out), "--n-boot", "50"]
+        )
+        assert compared.exit_code == 0, compared.output
+        assert "(meaning matcher; the judge reads against gold only)" in compared.output
     assert replace(config, matcher="judge").matching().name == "meaning"
 
 

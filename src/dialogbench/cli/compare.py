@@ -462,9 +462,16 @@ def compare_reconstruction_cmd(
     """Agreement between two systems' reconstructions: field F1 of one against the other."""
     with friendly_errors():
         e = compare_runs(run_a, run_b, n_boot=n_boot, seed=seed)
+        recorded = json.loads((run_a / "manifest.json").read_text(encoding="utf-8"))
+        matcher = recorded.get("config", {}).get("matcher", "lexical")
+        how = (
+            "meaning matcher; the judge reads against gold only"
+            if matcher == "judge"
+            else (f"{matcher} matcher")
+        )
         console.print(
             f"agreement (F1) {e.value:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}] over {e.n} "
-            "subject-run pairs"
+            f"subject-run pairs ({how})"
         )
 
 
