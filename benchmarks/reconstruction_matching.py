@@ -62,8 +62,8 @@ from pathlib import Path
 from typing import Any
 
 from dialogbench.models.embedding import EMBEDDERS, available_embedder
+from dialogbench.models.structured import Structured
 from dialogbench.runner.roles import RoleSpec
-from dialogbench.tracks.common import ask_each
 from dialogbench.tracks.realcompanion import reconstruction_judge as rj
 from dialogbench.tracks.realcompanion import reconstruction_match as rm
 from dialogbench.tracks.realcompanion.reconstruction import (
@@ -73,7 +73,6 @@ from dialogbench.tracks.realcompanion.reconstruction import (
 from dialogbench.tracks.realcompanion.reconstruction_prompts import (
     MATCH_PROMPT_SHA256,
     ClaimVerdict,
-    match_messages,
 )
 
 DATA = Path(__file__).parent / "data" / "claim_pairs.jsonl"
@@ -158,11 +157,11 @@ def ask_judge(spec: RoleSpec, pairs: Sequence[Pair]) -> tuple[dict[str, bool], d
     same = {p.id for p in pairs if rj.record_key(p.a) == rj.record_key(p.b)}
     ask = [p for p in pairs if p.id not in same]
 
-    async def go() -> list[Any]:
+    async def go() -> list[Structured[ClaimVerdict]]:
         model = spec.open()
         try:
-            prompts = [match_messages(p.a, p.b) for p in ask]
-            return await ask_each(model, prompts, ClaimVerdict, config, max_fixes=1, tag="bench")
+            pairs_asked = [(p.a, p.b) for p in ask]
+            return await rj.ask_verdicts(model, pairs_asked, config, max_fixes=1, tag="bench")
         finally:
             await model.aclose()
 

@@ -79,7 +79,6 @@ from rich.table import Table
 
 from dialogbench.data.model import Dataset, PersonaEntry, ProfileClaim, Role, Subject
 from dialogbench.data.release import PERSONA, PROFILE
-from dialogbench.judging.judge import DEFAULT_JUDGE_CONFIG
 from dialogbench.models.embedding import load_embedder
 from dialogbench.models.model import Model
 from dialogbench.models.structured import CORRECTION
@@ -121,7 +120,7 @@ TOKENIZERS = ("auto", "gguf", "chars")
 
 
 @dataclass(frozen=True)
-class ReconstructionConfig(shared.Sampled):
+class ReconstructionConfig(shared.Sampled, shared.Judged):
     """Runs, context budget, matching, intervals, the reply settings, a subject limit."""
 
     runs: int = option(1, help="repeated runs per subject (run r uses seed + r)", min=1, max=1000)
@@ -192,12 +191,7 @@ class ReconstructionConfig(shared.Sampled):
     def verdict_config(self) -> GenerateConfig:
         """The judge's settings for one claim verdict (`--matcher judge`)."""
         schema = ClaimVerdict.model_json_schema()
-        return replace(
-            DEFAULT_JUDGE_CONFIG,
-            max_tokens=self.judge_max_tokens,
-            json_schema=schema,
-            schema_name="ClaimVerdict",
-        )
+        return replace(self.judge_config(), json_schema=schema, schema_name="ClaimVerdict")
 
     def reply_config(self) -> GenerateConfig:
         """The calls' settings, asking for the reply's JSON shape."""

@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dialogbench.models.model import Model
+from dialogbench.models.structured import Structured
 from dialogbench.models.types import GenerateConfig
 from dialogbench.tracks.common import ask_each
 from dialogbench.tracks.realcompanion import reconstruction_match as rm
@@ -96,6 +97,19 @@ class JudgedMatch:
     failed: list[tuple[int, int]] = field(default_factory=list)
 
 
+async def ask_verdicts(
+    model: Model,
+    pairs: Sequence[tuple[rm.Record, rm.Record]],
+    config: GenerateConfig,
+    *,
+    max_fixes: int,
+    tag: str,
+) -> list[Structured[ClaimVerdict]]:
+    """The judge's reply on each (written, gold) pair: a verdict, or why there is none."""
+    prompts = [match_messages(a, b) for a, b in pairs]
+    return await ask_each(model, prompts, ClaimVerdict, config, max_fixes=max_fixes, tag=tag)
+
+
 async def judge_match(
     model: Model,
     pred: Sequence[rm.Record],
@@ -110,8 +124,9 @@ async def judge_match(
     """Match `pred` against `gold` by the judge's verdicts on the candidate pairs."""
     c = candidates(pred, gold, base, top_k)
     ask = [(int(i), int(j)) for i, j in zip(*np.nonzero(c.asked), strict=True)]
-    prompts = [match_messages(pred[i], gold[j]) for i, j in ask]
-    got = await ask_each(model, prompts, ClaimVerdict, config, max_fixes=max_fixes, tag=tag)
+    got = await ask_verdicts(
+        model, [(pred[i], gold[j]) for i, j in ask], config, max_fixes=max_fixes, tag=tag
+    )
     agree = c.identical.copy()
     pairs: list[tuple[int, int, str]] = []
     failed = []
